@@ -1,0 +1,28 @@
+"""Small domain errors. Library code raises these; only the CLI turns them into messages.
+
+Each error carries *where* the problem is (a file, a field, a line, an argument) so that
+the one-line message a user sees can name it.
+"""
+
+from __future__ import annotations
+
+
+class HarnessError(Exception):
+    """Bad input from the user: a scenario, a saved transcript, a prompt, an argument."""
+
+    def __init__(self, where: str, message: str) -> None:
+        super().__init__(f"{where}: {message}" if where else message)
+        self.where = where
+        self.message = message
+
+
+class ScenarioError(HarnessError):
+    """A scenario file (transcripts/*.toml) is missing, malformed or has a bad field."""
+
+
+class TranscriptFormatError(HarnessError):
+    """A saved transcript has a bad record or metadata line."""
+
+
+class TemplateError(HarnessError):
+    """A prompt template is missing or uses a variable nobody supplied."""

@@ -1,0 +1,79 @@
+"""What happened during a run, in order. The loop emits these; renderers only read them.
+
+A live view prints them as they arrive; a saved transcript is what the Appended events
+built up. Every event is a small frozen value.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from enum import StrEnum
+
+from harness.transcript import Author
+
+
+class StopReason(StrEnum):
+    FINAL_ANSWER = "final_answer"  # the model wrote its final answer (or called finish)
+    MAX_STEPS = "max_steps"  # the step limit was reached first
+    UNKNOWN_TOOL_LIMIT = "unknown_tool_limit"  # too many unknown tools in a row
+    FORMAT_ERROR_LIMIT = "format_error_limit"  # too many replies without a usable action in a row
+    MODEL_EXHAUSTED = "model_exhausted"  # a scripted model ran out of completions
+    CANCELED = "canceled"  # interrupted (Ctrl-C); the partial transcript is kept
+    MODEL_ERROR = "model_error"  # the model failed to answer
+
+
+@dataclass(frozen=True)
+class RoundStarted:
+    step: int
+    prompt_chars: int  # the whole buffer is sent, fresh, every call
+
+
+@dataclass(frozen=True)
+class TextDelta:
+    text: str  # only text that can no longer turn into a stop string
+
+
+@dataclass(frozen=True)
+class CompletionEnded:
+    step: int
+    text: str  # what the buffer keeps
+    cut: str  # what the stop sequence removed ("" if nothing)
+
+
+@dataclass(frozen=True)
+class ActionParsed:
+    step: int
+    tool: str
+    raw: str  # the arguments as the model wrote them
+
+
+@dataclass(frozen=True)
+class ToolResult:
+    step: int
+    tool: str
+    result: str
+    ok: bool
+
+
+@dataclass(frozen=True)
+class Notice:
+    step: int
+    code: str  # stable, e.g. protocol_violation.no_action
+    message: str
+
+
+@dataclass(frozen=True)
+class Appended:
+    author: Author
+    text: str
+
+
+@dataclass(frozen=True)
+class Stopped:
+    reason: StopReason
+    final_answer: str | None
+    steps: int
+    detail: str = ""  # e.g. the model error's message
+
+
+Event = RoundStarted | TextDelta | CompletionEnded | ActionParsed | ToolResult | Notice | Appended | Stopped

@@ -1,0 +1,75 @@
+"""Recording a run into the save format, and replaying a saved transcript.
+
+A saved transcript carries, in its metadata, everything a replay needs except the
+model's completions, which are its `model` spans. Replay runs the loop again: the
+developer's prompt is rendered again from prompts/, canned tools answer from the
+metadata (not from the buffer, so an edited observation line is caught), real tools
+run again. If the new file differs from the saved one by a byte, the check fails.
+"""
+
+from __future__ import annotations
+
+import difflib
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+
+from harness.errors import TranscriptFormatError
+from harness.events import Event
+from harness.loop import RunResult, run
+from harness.scenario import Scenario, build
+from harness.transcript import Author, dumps, loads
+
+
+def meta(scenario: Scenario, result: RunResult, use_stop: bool) -> dict[str, Any]:
+    return {
+        "stop_reason": result.stop_reason.value,
+        "final_answer": result.final_answer,
+        "steps": result.steps,
+        "use_stop": use_stop,
+        "scenario": scenario.to_meta(),
+    }
+
+
+def run_scenario(
+    scenario: Scenario, use_stop: bool = True, emit: Callable[[Event], None] = lambda event: None
+) -> tuple[RunResult, str]:
+    """Run a scenario; return the result and its saved form."""
+    agent, model = build(scenario, use_stop)
+    result = run(agent, model, emit)
+    return result, dumps(result.transcript, meta(scenario, result, use_stop))
+
+
+@dataclass(frozen=True)
+class Replay:
+    saved: str  # the file as it was
+    fresh: str  # the file the replay would write
+    result: RunResult
+
+    @property
+    def matches(self) -> bool:
+        return self.saved == self.fresh
+
+    def diff(self, name: str) -> str:
+        lines = difflib.unified_diff(
+            self.saved.splitlines(keepends=True), self.fresh.splitlines(keepends=True), f"{name} (saved)", f"{name} (replayed)"
+        )
+        return "".join(lines)
+
+
+def scenario_of(text: str, source: str) -> tuple[Scenario, bool]:
+    """The scenario a saved transcript was made from, its completions taken from the buffer."""
+    transcript, info = loads(text, source)
+    spec, use_stop = info.get("scenario"), info.get("use_stop", True)
+    if not isinstance(spec, dict):
+        raise TranscriptFormatError(source, "metadata 'scenario' is missing: this file cannot be replayed")
+    if not isinstance(use_stop, bool):
+        raise TranscriptFormatError(source, "metadata 'use_stop' must be true or false")
+    scenario = Scenario.from_dict(spec | {"completions": transcript.texts_by(Author.MODEL)}, f"{source}: metadata scenario")
+    return scenario, use_stop
+
+
+def replay(text: str, source: str, emit: Callable[[Event], None] = lambda event: None) -> Replay:
+    scenario, use_stop = scenario_of(text, source)
+    result, fresh = run_scenario(scenario, use_stop, emit)
+    return Replay(text, fresh, result)

@@ -1,0 +1,234 @@
+"""Scenarios: transcripts/*.toml, the scripted runs that demos and tests are made of.
+
+    title = "Why do Nimbus uploads fail?"     # optional, shown by `harness list`
+    prompt = "default"                       # prompts/default.txt
+    dialect = "default"                      # or "react-paper"
+    question = "Why do my Nimbus uploads fail?"
+    max_steps = 15                           # also unknown_tool_limit, format_error_limit
+    completions = ["Thought: ...\\nAction: check_quota(nimbus)\\n", "..."]
+
+    [tools.calculator]                       # a built-in, as it is
+
+    [tools.check_quota]                      # a canned tool: results written per argument
+    description = "Storage used and allowed for an account"
+    params = ["account"]
+    results = { nimbus = "99.8 GB of 100 GB used" }
+    default = "no such account"              # optional: the answer for any other argument
+
+A saved transcript keeps the same fields (all but the completions) in its metadata, so
+`from_dict` serves both; every problem names the file and the field.
+"""
+
+from __future__ import annotations
+
+import string
+import tomllib
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import Any
+
+from harness.dialects import DIALECTS, get_dialect
+from harness.errors import ScenarioError, TemplateError
+from harness.loop import Agent, Limits
+from harness.model import ScriptedModel
+from harness.tools import BUILTINS, TRAITS, Registry, Tool, canned
+from harness.transcript import Author, Transcript
+
+
+def data_dir(name: str) -> Path:
+    """prompts/ or transcripts/: inside an installed wheel, or at the top of the checkout."""
+    packaged = Path(__file__).parent / "_data" / name
+    return packaged if packaged.is_dir() else Path(__file__).resolve().parent.parent / name
+
+
+@dataclass(frozen=True)
+class ToolSpec:
+    name: str
+    description: str = ""
+    params: tuple[str, ...] = ("input",)
+    results: dict[str, str] | None = None  # None: the built-in of that name
+    default: str | None = None
+    trait: str | None = None
+
+    def to_meta(self) -> dict[str, Any]:
+        fields = {"trait": self.trait}
+        if self.results is not None:
+            fields |= {"description": self.description, "params": list(self.params), "results": self.results}
+            fields["default"] = self.default
+        return {k: v for k, v in fields.items() if v is not None}
+
+    def build(self) -> Tool:
+        if self.results is None:
+            tool = BUILTINS[self.name]()
+            return tool if self.trait is None else Tool(tool.name, tool.description, tool.params, tool.fn, self.trait)
+        return canned(self.name, self.description, self.results, self.params, self.default, self.trait or "unknown")
+
+
+@dataclass(frozen=True)
+class Scenario:
+    question: str
+    completions: tuple[str, ...] = ()
+    title: str = ""
+    prompt: str = "default"
+    dialect: str = "default"
+    tools: tuple[ToolSpec, ...] = ()
+    max_steps: int = 15
+    unknown_tool_limit: int = 2
+    format_error_limit: int = 3
+    chunk_size: int = 8
+    source: str = field(default="", compare=False)  # where it was read from, for messages
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any], where: str) -> Scenario:
+        return _parse(data, where)
+
+    def to_meta(self) -> dict[str, Any]:
+        """Everything a replay needs except the completions (those are the model's spans)."""
+        data = asdict(self)
+        del data["completions"], data["source"]
+        data["tools"] = {spec.name: spec.to_meta() for spec in self.tools}
+        return data
+
+    @property
+    def limits(self) -> Limits:
+        return Limits(self.max_steps, self.unknown_tool_limit, self.format_error_limit)
+
+
+def find_scenario(name: str) -> Path:
+    """A path to a .toml file, or the name of a shipped scenario (`nimbus`)."""
+    path = Path(name)
+    if path.is_file():
+        return path
+    shipped = data_dir("transcripts") / f"{name}.toml"
+    if path.suffix == "" and shipped.is_file():
+        return shipped
+    raise ScenarioError(name, "no such file, and no shipped scenario has that name (see `harness list`)")
+
+
+def load_scenario(path: Path) -> Scenario:
+    try:
+        data = tomllib.loads(path.read_text(encoding="utf-8"))
+    except OSError as e:
+        raise ScenarioError(str(path), f"cannot read the file ({e.strerror})") from None
+    except UnicodeDecodeError:
+        raise ScenarioError(str(path), "the file is not UTF-8 text") from None
+    except tomllib.TOMLDecodeError as e:
+        raise ScenarioError(str(path), f"malformed TOML: {e}") from None
+    return _parse(data, str(path))
+
+
+def shipped_scenarios() -> list[Path]:
+    return sorted(data_dir("transcripts").glob("*.toml"))
+
+
+# --- building a run ------------------------------------------------------------------
+
+
+def render_prompt(name: str, variables: dict[str, str]) -> str:
+    """prompts/NAME.txt with $variables filled in; a variable nobody supplied is an error."""
+    path = data_dir("prompts") / f"{name}.txt"
+    try:
+        template = string.Template(path.read_text(encoding="utf-8"))
+    except OSError:
+        raise TemplateError(f"prompt {name!r}", f"no template {path}") from None
+    try:
+        return template.substitute(variables)
+    except KeyError as e:
+        supplied = ", ".join(f"${v}" for v in variables)
+        raise TemplateError(str(path), f"uses ${e.args[0]}, which is not supplied (supplied: {supplied})") from None
+    except ValueError as e:
+        raise TemplateError(str(path), f"bad placeholder ({e}); write $$ for a dollar sign") from None
+
+
+def build(scenario: Scenario, use_stop: bool = True) -> tuple[Agent, ScriptedModel]:
+    """The developer's prompt as the start of the buffer, the tools, and the scripted model."""
+    dialect = get_dialect(scenario.dialect, f"{scenario.source}: dialect")
+    tools = Registry(spec.build() for spec in scenario.tools)
+    buffer = Transcript()
+    prompt = render_prompt(scenario.prompt, {"question": scenario.question, "tools": tools.render(dialect.signature)})
+    buffer.append(Author.DEVELOPER, prompt)
+    return Agent(buffer, dialect, tools, scenario.limits, use_stop), ScriptedModel(scenario.completions, scenario.chunk_size)
+
+
+# --- validation: one clear message naming the file and the field ---------------------
+
+_FIELDS = {f for f in Scenario.__dataclass_fields__ if f != "source"}
+_TOOL_FIELDS = {"description", "params", "results", "default", "trait"}
+
+
+def _parse(data: dict[str, Any], where: str) -> Scenario:
+    def fail(key: str, message: str) -> ScenarioError:
+        return ScenarioError(f"{where}: {key}", message)
+
+    for key in data:
+        if key not in _FIELDS:
+            raise fail(key, f"unknown field (known: {', '.join(sorted(_FIELDS))})")
+
+    def text(key: str, default: str | None = None) -> str:
+        value = data.get(key, default)
+        if value is None:
+            raise fail(key, "is required")
+        if not isinstance(value, str):
+            raise fail(key, "must be a string")
+        return value
+
+    def count(key: str, default: int) -> int:
+        value = data.get(key, default)
+        if type(value) is not int or value < 0:
+            raise fail(key, "must be a whole number, 0 or more")
+        return value
+
+    completions = data.get("completions", [])
+    if not isinstance(completions, list) or not all(isinstance(c, str) for c in completions):
+        raise fail("completions", "must be a list of strings")
+    dialect = text("dialect", "default")
+    if dialect not in DIALECTS:
+        raise fail("dialect", f"unknown dialect {dialect!r} (known: {', '.join(DIALECTS)})")
+    prompt = text("prompt", "default")
+    if not (data_dir("prompts") / f"{prompt}.txt").is_file():
+        raise fail("prompt", f"no template named {prompt!r} in {data_dir('prompts')}")
+    tools = data.get("tools", {})
+    if not isinstance(tools, dict):
+        raise fail("tools", "must be a table of [tools.NAME] tables")
+    chunk_size = count("chunk_size", 8)
+    if chunk_size < 1:
+        raise fail("chunk_size", "must be 1 or more")
+    return Scenario(
+        question=text("question"),
+        completions=tuple(completions),
+        title=text("title", ""),
+        prompt=prompt,
+        dialect=dialect,
+        tools=tuple(_tool(name, spec, f"{where}: tools.{name}") for name, spec in tools.items()),
+        max_steps=count("max_steps", 15),
+        unknown_tool_limit=count("unknown_tool_limit", 2),
+        format_error_limit=count("format_error_limit", 3),
+        chunk_size=chunk_size,
+        source=where,
+    )
+
+
+def _tool(name: str, spec: Any, where: str) -> ToolSpec:
+    if not isinstance(spec, dict):
+        raise ScenarioError(where, "must be a table")
+    for key in spec:
+        if key not in _TOOL_FIELDS:
+            raise ScenarioError(f"{where}.{key}", f"unknown field (known: {', '.join(sorted(_TOOL_FIELDS))})")
+    trait = spec.get("trait")
+    if trait is not None and trait not in TRAITS:
+        raise ScenarioError(f"{where}.trait", f"must be one of {', '.join(TRAITS)}")
+    results = spec.get("results")
+    if results is None:
+        if name not in BUILTINS:
+            raise ScenarioError(f"{where}.results", f"is required: {name!r} is not a built-in ({', '.join(BUILTINS)})")
+        return ToolSpec(name, trait=trait)
+    if not isinstance(results, dict) or not all(isinstance(v, str) for v in results.values()):
+        raise ScenarioError(f"{where}.results", "must be a table of strings, one per argument")
+    description, params, default = spec.get("description"), spec.get("params", ["input"]), spec.get("default")
+    if not isinstance(description, str) or not description.strip():
+        raise ScenarioError(f"{where}.description", "is required: one line that tells the model what the tool does")
+    if not isinstance(params, list) or not all(isinstance(p, str) for p in params):
+        raise ScenarioError(f"{where}.params", "must be a list of parameter names")
+    if default is not None and not isinstance(default, str):
+        raise ScenarioError(f"{where}.default", "must be a string")
+    return ToolSpec(name, description, tuple(params), dict(results), default, trait)

@@ -1,0 +1,69 @@
+"""Stop sequences, enforced by the client over a stream of chunks.
+
+An inference server cuts generation at the first stop string and leaves the stop string
+out. Some servers and models ignore `stop`, so the harness enforces it again on its side:
+
+    scanner = StopScanner(["Observation:"])
+    for chunk in stream:
+        shown += scanner.feed(chunk)     # only text that can no longer become a stop string
+        if scanner.stopped: break        # cut: close the stream, read no more
+    shown += scanner.finish()            # the held-back tail, once the stream has ended
+
+The scanner holds back the longest suffix that is a proper prefix of some stop string
+("Observ" might still become "Observation:"), so the work per chunk is proportional to
+the chunk plus the longest stop string, never to everything received so far.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+
+class StopScanner:
+    def __init__(self, stops: Sequence[str]) -> None:
+        self.stops = [s for s in stops if s]
+        # Every proper prefix of every stop string: what a held-back tail may be.
+        self._prefixes = {s[:i] for s in self.stops for i in range(1, len(s))}
+        self._longest = max((len(s) for s in self.stops), default=0)
+        self._held = ""
+        self.matched: str | None = None  # the stop string that cut, once stopped
+        self.cut = ""  # the stop string and whatever came after it in the same read
+
+    @property
+    def stopped(self) -> bool:
+        return self.matched is not None
+
+    def feed(self, chunk: str) -> str:
+        """Take a chunk; return the text that is now safe to show."""
+        if self.stopped:
+            self.cut += chunk
+            return ""
+        text = self._held + chunk
+        # The stop string that is complete first wins (a server checks after each token);
+        # of two that end at the same place, the longer one.
+        hits = [(at + len(s), -len(s), at, s) for s in self.stops if (at := text.find(s)) >= 0]
+        if hits:
+            _, _, at, stop = min(hits)
+            self.matched, self.cut, self._held = stop, text[at:], ""
+            return text[:at]
+        keep = self._held_suffix(text)
+        self._held = text[len(text) - keep :]
+        return text[: len(text) - keep]
+
+    def finish(self) -> str:
+        """The stream ended without a stop string: release what was held back."""
+        held, self._held = self._held, ""
+        return held
+
+    def _held_suffix(self, text: str) -> int:
+        for size in range(min(len(text), self._longest - 1), 0, -1):
+            if text[-size:] in self._prefixes:
+                return size
+        return 0
+
+
+def cut_at_stop(text: str, stops: Sequence[str]) -> tuple[str, str]:
+    """The whole-text answer: (kept, cut). The streaming scanner must agree with this."""
+    scanner = StopScanner(stops)
+    kept = scanner.feed(text)
+    return kept + scanner.finish(), scanner.cut

@@ -1,0 +1,169 @@
+"""Tools: a registry of what the model may call, and the built-ins.
+
+The registry owns which tools exist; the prompt's tool list is rendered from it, so the
+model is told about exactly the tools that can run. A tool is a plain function returning
+text. When it raises ToolError (or is called with arguments that do not fit), the error
+becomes the observation, so the model can read it and try again.
+
+Built-ins: `calculator` (arithmetic by walking the syntax tree; nothing is evaluated as
+code) and canned tools, whose results a scenario supplies per argument, for demos of
+external tools such as a search engine or a quota API.
+"""
+
+from __future__ import annotations
+
+import ast
+import inspect
+import json
+import math
+import operator
+from collections.abc import Callable, Iterable, Mapping
+from dataclasses import dataclass
+from typing import Any
+
+TRAITS = ("exploration", "exploitation", "neutral", "unknown")
+
+
+class ToolError(Exception):
+    """What went wrong, in words the model can act on."""
+
+
+@dataclass(frozen=True)
+class Tool:
+    name: str
+    description: str  # one line, shown to the model
+    params: tuple[str, ...]
+    fn: Callable[..., str]
+    trait: str = "unknown"
+
+    @property
+    def signature(self) -> str:
+        return f"{self.name}({', '.join(self.params)})"
+
+    def call(self, args: tuple[Any, ...], kwargs: Mapping[str, Any]) -> str:
+        """Run the tool; any problem comes back as ToolError with a readable message."""
+        try:
+            inspect.signature(self.fn).bind(*args, **kwargs)
+        except TypeError as e:
+            raise ToolError(f"{self.signature} was called with bad arguments ({e})") from None
+        return str(self.fn(*args, **kwargs))
+
+
+class Registry:
+    def __init__(self, tools: Iterable[Tool] = ()) -> None:
+        self._tools = {tool.name: tool for tool in tools}
+
+    def __contains__(self, name: object) -> bool:
+        return name in self._tools
+
+    def __getitem__(self, name: str) -> Tool:
+        return self._tools[name]
+
+    def __iter__(self):
+        return iter(self._tools.values())
+
+    @property
+    def names(self) -> list[str]:
+        return list(self._tools)
+
+    def render(self, signature: Callable[[str, tuple[str, ...]], str]) -> str:
+        """The tool list for the prompt: one line per tool, calls written the dialect's way."""
+        return "\n".join(f"- {signature(t.name, t.params)}: {t.description}" for t in self._tools.values())
+
+    def run(self, name: str, args: tuple[Any, ...], kwargs: Mapping[str, Any]) -> tuple[str, bool]:
+        """(observation text, ok). A failing tool is an observation, never a crash."""
+        try:
+            return self._tools[name].call(args, kwargs), True
+        except ToolError as e:
+            return f"Error: {e}", False
+
+
+# --- calculator ----------------------------------------------------------------------
+
+_BINARY: dict[type[ast.operator], Callable[[Any, Any], Any]] = {
+    ast.Add: operator.add,
+    ast.Sub: operator.sub,
+    ast.Mult: operator.mul,
+    ast.Div: operator.truediv,
+    ast.FloorDiv: operator.floordiv,
+    ast.Mod: operator.mod,
+    ast.Pow: operator.pow,
+}
+_UNARY: dict[type[ast.unaryop], Callable[[Any], Any]] = {ast.UAdd: operator.pos, ast.USub: operator.neg}
+_MAX_BITS = 4096  # results larger than this are refused, so `9**9**9` cannot hang the run
+
+
+def _evaluate(node: ast.AST) -> int | float:
+    if isinstance(node, ast.Constant) and type(node.value) in (int, float):
+        return node.value
+    if isinstance(node, ast.UnaryOp) and type(node.op) in _UNARY:
+        return _UNARY[type(node.op)](_evaluate(node.operand))
+    if isinstance(node, ast.BinOp) and type(node.op) in _BINARY:
+        left, right = _evaluate(node.left), _evaluate(node.right)
+        if isinstance(node.op, ast.Pow) and abs(left) > 1 and right * math.log2(abs(left)) > _MAX_BITS:
+            raise ToolError("the result would be too large")
+        try:
+            value = _BINARY[type(node.op)](left, right)
+        except ZeroDivisionError:
+            raise ToolError("division by zero") from None
+        except OverflowError:
+            raise ToolError("the result would be too large") from None
+        if isinstance(value, complex):
+            raise ToolError("the result is not a real number")
+        if isinstance(value, int) and value.bit_length() > _MAX_BITS:
+            raise ToolError("the result would be too large")
+        return value
+    raise ToolError(f"only numbers and + - * / // % ** ( ) are allowed, not {ast.unparse(node)!r}")
+
+
+def calculate(expression: str) -> str:
+    text = str(expression).strip()
+    if len(text) > 500:
+        raise ToolError("the expression is longer than 500 characters")
+    try:
+        tree = ast.parse(text, mode="eval")
+    except (SyntaxError, ValueError, RecursionError, MemoryError):
+        raise ToolError(f"{text!r} is not an arithmetic expression") from None
+    value = _evaluate(tree.body)
+    if isinstance(value, float) and value.is_integer() and abs(value) < 2**53:
+        value = int(value)
+    return str(value)
+
+
+def calculator() -> Tool:
+    return Tool("calculator", "Evaluate an arithmetic expression, e.g. (2 + 3) * 4", ("expression",), calculate, "neutral")
+
+
+# --- canned tools --------------------------------------------------------------------
+
+
+def canned_key(args: tuple[Any, ...], kwargs: Mapping[str, Any]) -> str:
+    """The lookup key for a call: the one string argument, or the arguments as JSON."""
+    if not kwargs and len(args) == 1 and isinstance(args[0], str):
+        return args[0].strip()
+    return json.dumps(list(args) if not kwargs else dict(kwargs), sort_keys=True, ensure_ascii=False)
+
+
+def canned(
+    name: str,
+    description: str,
+    results: Mapping[str, str],
+    params: tuple[str, ...] = ("input",),
+    default: str | None = None,
+    trait: str = "unknown",
+) -> Tool:
+    """A tool whose answers are written down in advance, one per argument."""
+
+    def lookup(*args: Any, **kwargs: Any) -> str:
+        key = canned_key(args, kwargs)
+        if key in results:
+            return results[key]
+        if default is not None:
+            return default
+        known = ", ".join(repr(k) for k in results)
+        raise ToolError(f"{name} has no result for {key!r} (it knows {known})")
+
+    return Tool(name, description, params, lookup, trait)
+
+
+BUILTINS: dict[str, Callable[[], Tool]] = {"calculator": calculator}

@@ -1,0 +1,132 @@
+"""The transcript: one growing text buffer in which every byte has an author.
+
+The buffer is what the model sees; the spans say who wrote each part of it:
+
+    developer   fixed text the developer wrote (instructions, tool list, the question)
+    model       what the model generated and the stop sequence let through
+    code        what the harness spliced in (observations, notices, cues)
+
+A transcript only grows. Appending text by the author of the last span extends that
+span, so spans are the maximal runs of one author (an empty span is kept only where it
+stands between two other authors: an empty completion is still a model call).
+
+Save format v1 (also the snapshot format), one record per line segment of the buffer:
+
+    # harness transcript v1
+    # stop_reason: "final_answer"
+    developer | Question: Why do my Nimbus uploads fail?
+    model     \\ Action: check_quota(nimbus)
+
+The author is padded to 9 characters, then a space, then `|` when the segment ends with
+a newline in the buffer or `\\` when it does not, then a space and the segment's text.
+Lines starting with `# ` are metadata: a key and one JSON value. Only "\\n" separates
+lines; a "\\r" or any other character is kept inside a record's text as it is.
+What this module leaves out: rendering (see harness.render) and running anything.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass, field
+from enum import StrEnum
+from typing import Any
+
+import regex
+
+from harness.errors import TranscriptFormatError
+
+HEADER = "# harness transcript v1"
+
+
+class Author(StrEnum):
+    DEVELOPER = "developer"
+    MODEL = "model"
+    CODE = "code"
+
+
+@dataclass(frozen=True)
+class Span:
+    author: Author
+    text: str
+
+
+@dataclass
+class Transcript:
+    """Append-only spans; `text` is their plain concatenation (the buffer)."""
+
+    spans: list[Span] = field(default_factory=list)
+
+    @property
+    def text(self) -> str:
+        return "".join(span.text for span in self.spans)
+
+    def append(self, author: Author, text: str) -> None:
+        author = Author(author)
+        if self.spans and self.spans[-1].author == author:
+            self.spans[-1] = Span(author, self.spans[-1].text + text)
+        else:
+            self.spans.append(Span(author, text))
+
+    def texts_by(self, author: Author) -> list[str]:
+        """The text of each span by one author, in order (for replay: the model's turns)."""
+        return [span.text for span in self.spans if span.author == author]
+
+
+# --- save format v1 ----------------------------------------------------------------
+
+_WIDTH = 9  # len("developer")
+_RECORD = regex.compile(r"(?P<author>developer|model|code) {0,9} (?P<sep>[|\\])(?: (?P<text>.*))?", regex.DOTALL)
+_META = regex.compile(r"# (?P<key>[a-z_][a-z0-9_]{0,63}): (?P<value>.*)", regex.DOTALL)
+
+
+def records(transcript: Transcript) -> list[str]:
+    """One record line (without its newline) per line segment of each span."""
+    out: list[str] = []
+    for span in transcript.spans:
+        pieces = span.text.split("\n")
+        # "a\nb" -> ["a", "b"]: every piece but the last ended with a newline.
+        ended = [True] * (len(pieces) - 1) + [False]
+        if pieces[-1] == "" and len(pieces) > 1:
+            pieces, ended = pieces[:-1], ended[:-1]
+        for piece, has_newline in zip(pieces, ended):
+            sep = "|" if has_newline else "\\"
+            out.append(f"{span.author.value:<{_WIDTH}} {sep}" + (f" {piece}" if piece else ""))
+    return out
+
+
+def dumps(transcript: Transcript, meta: dict[str, Any] | None = None) -> str:
+    """The save format: header, metadata lines, records; always ends with a newline."""
+    lines = [HEADER]
+    for key, value in (meta or {}).items():
+        lines.append(f"# {key}: {json.dumps(value, ensure_ascii=False, sort_keys=True)}")
+    lines += records(transcript)
+    return "\n".join(lines) + "\n"
+
+
+def loads(text: str, source: str = "<transcript>") -> tuple[Transcript, dict[str, Any]]:
+    """Parse the save format back into the exact same spans and metadata."""
+    lines = text.split("\n")
+    if lines and lines[-1] == "":
+        lines.pop()
+    if not lines or lines[0] != HEADER:
+        raise TranscriptFormatError(f"{source}:1", f"expected the header line {HEADER!r}")
+    transcript, meta = Transcript(), {}
+    for number, line in enumerate(lines[1:], start=2):
+        where = f"{source}:{number}"
+        if line.startswith("#"):
+            m = _META.fullmatch(line, timeout=1)
+            if not m:
+                raise TranscriptFormatError(where, "a metadata line must read '# key: <json>'")
+            try:
+                meta[m["key"]] = json.loads(m["value"])
+            except ValueError:
+                raise TranscriptFormatError(where, f"metadata {m['key']!r} is not valid JSON") from None
+            continue
+        m = _RECORD.fullmatch(line, timeout=1)
+        if not m or len(line) - len(m["text"] or "") not in (_WIDTH + 2, _WIDTH + 3):
+            raise TranscriptFormatError(
+                where, "a record must read 'AUTHOR | text' (author developer, model or code, padded to 9)"
+            )
+        newline = "\n" if m["sep"] == "|" else ""
+        transcript.append(Author(m["author"]), (m["text"] or "") + newline)
+    return transcript, meta
