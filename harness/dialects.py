@@ -107,8 +107,8 @@ class Dialect:
             action = Action(m["tool"], args, kwargs, m["args"])
             return self._finish(action) or action
         if _search(self._action_line, completion):
-            return NoAction(f"the Action line does not read {self.expected_action}")
-        return NoAction("the reply has no Action line and no final answer")
+            return NoAction(f"The Action line does not read {self.expected_action}")
+        return NoAction("The reply has no Action line and no final answer")
 
     expected_action: str
 

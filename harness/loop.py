@@ -86,9 +86,10 @@ def run(agent: Agent, model: Model, emit: Callable[[Event], None] = lambda event
         emit(Notice(step, rule_code, message))
         code(dialect.notice(step, rule_code, message))
 
-    def stop(reason: StopReason, answer: str | None = None, detail: str = "") -> RunResult:
-        emit(Stopped(reason, answer, step, detail))
-        return RunResult(reason, answer, step, buffer, detail)
+    def stop(reason: StopReason, answer: str | None = None, detail: str = "", steps: int | None = None) -> RunResult:
+        steps = step if steps is None else steps
+        emit(Stopped(reason, answer, steps, detail))
+        return RunResult(reason, answer, steps, buffer, detail)
 
     try:
         while step < limits.max_steps:
@@ -100,10 +101,10 @@ def run(agent: Agent, model: Model, emit: Callable[[Event], None] = lambda event
             except Canceled as c:
                 write(Author.MODEL, c.shown)
                 return stop(StopReason.CANCELED)
-            except ModelExhausted as e:
-                return stop(StopReason.MODEL_EXHAUSTED, detail=str(e))
+            except ModelExhausted as e:  # a call that never answered is not a step
+                return stop(StopReason.MODEL_EXHAUSTED, detail=str(e), steps=step - 1)
             except ModelError as e:
-                return stop(StopReason.MODEL_ERROR, detail=str(e))
+                return stop(StopReason.MODEL_ERROR, detail=str(e), steps=step - 1)
             write(Author.MODEL, completion.text)  # verbatim, even when empty
             emit(completion)
 
@@ -120,7 +121,7 @@ def run(agent: Agent, model: Model, emit: Callable[[Event], None] = lambda event
                     emit(ActionParsed(step, tool, raw))
                     notice(
                         "protocol_violation.unknown_tool",
-                        f"there is no tool named {tool!r}. Valid tools: {', '.join(agent.tools.names)}.",
+                        f"There is no tool named {tool!r}. Valid tools: {', '.join(agent.tools.names)}.",
                     )
                     if unknown_tools >= limits.unknown_tool_limit:
                         return stop(StopReason.UNKNOWN_TOOL_LIMIT)

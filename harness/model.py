@@ -41,11 +41,24 @@ class Call:
 
 
 class ScriptedModel:
-    """Plays back `completions` in order, `chunk_size` characters at a time."""
+    """Plays back `completions` in order, `chunk_size` characters at a time.
 
-    def __init__(self, completions: Sequence[str], chunk_size: int = 8) -> None:
+    For demos of what goes wrong, it can also be told to fail at call `error[0]` with the
+    message `error[1]`, or to be interrupted (as by Ctrl-C) in call `interrupt[0]` once
+    `interrupt[1]` characters of that completion have been streamed.
+    """
+
+    def __init__(
+        self,
+        completions: Sequence[str],
+        chunk_size: int = 8,
+        interrupt: tuple[int, int] | None = None,
+        error: tuple[int, str] | None = None,
+    ) -> None:
         self.completions = list(completions)
         self.chunk_size = max(1, chunk_size)
+        self.interrupt = interrupt
+        self.error = error
         self.calls: list[Call] = []  # every prompt it was sent, in order
 
     @property
@@ -53,8 +66,19 @@ class ScriptedModel:
         return self.calls[-1].cut if self.calls else ""
 
     def stream(self, prompt: str, stop: Sequence[str]) -> Iterator[str]:
-        if len(self.calls) >= len(self.completions):
+        number = len(self.calls) + 1
+        if self.error and self.error[0] == number:
+            raise ModelError(self.error[1])
+        if number > len(self.completions):
             raise ModelExhausted(f"the script has {len(self.completions)} completions and all were used")
-        text, cut = cut_at_stop(self.completions[len(self.calls)], stop)
+        text, cut = cut_at_stop(self.completions[number - 1], stop)
         self.calls.append(Call(prompt, tuple(stop), text, cut))
-        return (text[i : i + self.chunk_size] for i in range(0, len(text), self.chunk_size))
+        at = self.interrupt[1] if self.interrupt and self.interrupt[0] == number else None
+        return self._chunks(text, at)
+
+    def _chunks(self, text: str, interrupt_at: int | None) -> Iterator[str]:
+        end = len(text) if interrupt_at is None else min(interrupt_at, len(text))
+        for i in range(0, end, self.chunk_size):
+            yield text[i : min(i + self.chunk_size, end)]
+        if interrupt_at is not None:
+            raise KeyboardInterrupt  # what Ctrl-C does to a stream in progress

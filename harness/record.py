@@ -15,18 +15,19 @@ from dataclasses import dataclass
 from typing import Any
 
 from harness.errors import TranscriptFormatError
-from harness.events import Event
+from harness.events import CompletionEnded, Event
 from harness.loop import RunResult, run
 from harness.scenario import Scenario, build
 from harness.transcript import Author, dumps, loads
 
 
-def meta(scenario: Scenario, result: RunResult, use_stop: bool) -> dict[str, Any]:
+def meta(scenario: Scenario, result: RunResult, use_stop: bool, cuts: dict[str, str]) -> dict[str, Any]:
     return {
         "stop_reason": result.stop_reason.value,
         "final_answer": result.final_answer,
         "steps": result.steps,
         "use_stop": use_stop,
+        "cuts": cuts,  # step -> what the stop sequence cut from that completion
         "scenario": scenario.to_meta(),
     }
 
@@ -36,8 +37,15 @@ def run_scenario(
 ) -> tuple[RunResult, str]:
     """Run a scenario; return the result and its saved form."""
     agent, model = build(scenario, use_stop)
-    result = run(agent, model, emit)
-    return result, dumps(result.transcript, meta(scenario, result, use_stop))
+    cuts: dict[str, str] = {}
+
+    def record(event: Event) -> None:
+        if isinstance(event, CompletionEnded) and event.cut:
+            cuts[str(event.step)] = event.cut
+        emit(event)
+
+    result = run(agent, model, record)
+    return result, dumps(result.transcript, meta(scenario, result, use_stop, cuts))
 
 
 @dataclass(frozen=True)
@@ -60,13 +68,16 @@ class Replay:
 def scenario_of(text: str, source: str) -> tuple[Scenario, bool]:
     """The scenario a saved transcript was made from, its completions taken from the buffer."""
     transcript, info = loads(text, source)
-    spec, use_stop = info.get("scenario"), info.get("use_stop", True)
+    spec, use_stop, cuts = info.get("scenario"), info.get("use_stop", True), info.get("cuts", {})
     if not isinstance(spec, dict):
         raise TranscriptFormatError(source, "metadata 'scenario' is missing: this file cannot be replayed")
     if not isinstance(use_stop, bool):
         raise TranscriptFormatError(source, "metadata 'use_stop' must be true or false")
-    scenario = Scenario.from_dict(spec | {"completions": transcript.texts_by(Author.MODEL)}, f"{source}: metadata scenario")
-    return scenario, use_stop
+    if not isinstance(cuts, dict) or not all(isinstance(v, str) for v in cuts.values()):
+        raise TranscriptFormatError(source, "metadata 'cuts' must map step numbers to text")
+    # The model's turns are its spans, each with what the stop sequence cut put back.
+    turns = [text + cuts.get(str(step), "") for step, text in enumerate(transcript.texts_by(Author.MODEL), 1)]
+    return Scenario.from_dict(spec | {"completions": turns}, f"{source}: metadata scenario"), use_stop
 
 
 def replay(text: str, source: str, emit: Callable[[Event], None] = lambda event: None) -> Replay:

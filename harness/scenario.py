@@ -23,7 +23,7 @@ from __future__ import annotations
 
 import string
 import tomllib
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
@@ -76,6 +76,8 @@ class Scenario:
     unknown_tool_limit: int = 2
     format_error_limit: int = 3
     chunk_size: int = 8
+    interrupt: tuple[int, int] | None = None  # (step, characters streamed): a scripted Ctrl-C
+    model_error: tuple[int, str] | None = None  # (step, message): the model fails at that call
     source: str = field(default="", compare=False)  # where it was read from, for messages
 
     @classmethod
@@ -88,6 +90,9 @@ class Scenario:
         del data["completions"], data["source"]
         data["tools"] = {spec.name: spec.to_meta() for spec in self.tools}
         return data
+
+    def with_max_steps(self, max_steps: int) -> Scenario:
+        return replace(self, max_steps=max_steps)
 
     @property
     def limits(self) -> Limits:
@@ -147,7 +152,8 @@ def build(scenario: Scenario, use_stop: bool = True) -> tuple[Agent, ScriptedMod
     buffer = Transcript()
     prompt = render_prompt(scenario.prompt, {"question": scenario.question, "tools": tools.render(dialect.signature)})
     buffer.append(Author.DEVELOPER, prompt)
-    return Agent(buffer, dialect, tools, scenario.limits, use_stop), ScriptedModel(scenario.completions, scenario.chunk_size)
+    model = ScriptedModel(scenario.completions, scenario.chunk_size, scenario.interrupt, scenario.model_error)
+    return Agent(buffer, dialect, tools, scenario.limits, use_stop), model
 
 
 # --- validation: one clear message naming the file and the field ---------------------
@@ -204,8 +210,28 @@ def _parse(data: dict[str, Any], where: str) -> Scenario:
         unknown_tool_limit=count("unknown_tool_limit", 2),
         format_error_limit=count("format_error_limit", 3),
         chunk_size=chunk_size,
+        interrupt=_pair(data, "interrupt", ("step", "at"), int, where),
+        model_error=_pair(data, "model_error", ("step", "message"), str, where),
         source=where,
     )
+
+
+def _pair(data: dict[str, Any], key: str, names: tuple[str, str], kind: type, where: str) -> tuple[Any, Any] | None:
+    """`key = { step = 2, <name> = ... }` -> (2, ...), or None when absent."""
+    value = data.get(key)
+    if value is None:
+        return None
+    # A saved transcript's metadata holds the pair as a JSON list.
+    if isinstance(value, list) and len(value) == 2:
+        value = dict(zip(names, value))
+    if not isinstance(value, dict) or set(value) != set(names):
+        raise ScenarioError(f"{where}: {key}", f"must be a table with exactly {names[0]} and {names[1]}")
+    step, other = value[names[0]], value[names[1]]
+    if type(step) is not int or step < 1:
+        raise ScenarioError(f"{where}: {key}.{names[0]}", "must be a whole number, 1 or more")
+    if type(other) is not kind or (kind is int and other < 0):
+        raise ScenarioError(f"{where}: {key}.{names[1]}", f"must be a {'whole number, 0 or more' if kind is int else 'string'}")
+    return step, other
 
 
 def _tool(name: str, spec: Any, where: str) -> ToolSpec:

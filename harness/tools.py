@@ -125,8 +125,10 @@ def calculate(expression: str) -> str:
     except (SyntaxError, ValueError, RecursionError, MemoryError):
         raise ToolError(f"{text!r} is not an arithmetic expression") from None
     value = _evaluate(tree.body)
-    if isinstance(value, float) and value.is_integer() and abs(value) < 2**53:
-        value = int(value)
+    if isinstance(value, float) and not math.isfinite(value):
+        raise ToolError("the result would be too large")
+    if isinstance(value, float):  # 2350 * 0.17 -> 399.5, not 399.50000000000006
+        return f"{value:.12g}"
     return str(value)
 
 

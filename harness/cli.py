@@ -1,0 +1,182 @@
+"""The `harness` command. Thin: parse arguments, call the library, print.
+
+Exit codes: 0 done, 1 a replay check found a difference, 2 bad input (one line on
+stderr naming the file, field or argument; never a traceback), 130 interrupted.
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+import tempfile
+from enum import StrEnum
+from pathlib import Path
+from typing import Annotated, Any
+
+import typer
+from rich.console import Console
+from typer.core import TyperGroup
+
+from harness.errors import HarnessError
+from harness.record import replay as replay_text
+from harness.record import run_scenario
+from harness.render.json import to_json
+from harness.render.terminal import print_transcript
+from harness.scenario import find_scenario, load_scenario, shipped_scenarios
+from harness.transcript import HEADER, loads
+
+
+class OneLineErrors(TyperGroup):
+    """Every user error, click's or ours, becomes one line on stderr and exit code 2."""
+
+    def main(self, *args: Any, standalone_mode: bool = True, **kwargs: Any) -> Any:
+        try:
+            code = super().main(*args, standalone_mode=False, **kwargs)
+        except typer.TyperException as e:  # click's usage errors: a bad option or argument
+            typer.echo(f"error: {e.format_message()}", err=True)
+            code = 2
+        except HarnessError as e:
+            typer.echo(f"error: {e}", err=True)
+            code = 2
+        except typer.Abort:
+            typer.echo("interrupted", err=True)
+            code = 130
+        code = code if isinstance(code, int) else 0
+        if standalone_mode:
+            sys.exit(code)
+        return code
+
+
+app = typer.Typer(
+    cls=OneLineErrors,
+    rich_markup_mode=None,
+    pretty_exceptions_enable=False,
+    help="A ReAct harness you can see through: one text buffer, every byte tagged with its author.",
+)
+
+
+@app.callback(invoke_without_command=True)
+def _root(ctx: typer.Context) -> None:
+    if ctx.invoked_subcommand is None:
+        typer.echo(ctx.get_help())
+
+
+class Format(StrEnum):
+    rich = "rich"
+    tagged = "tagged"
+    json = "json"
+
+
+FormatOption = Annotated[Format, typer.Option("--format", "-f", help="rich: coloured by author; tagged: the save format; json.")]
+
+
+def _console() -> Console:
+    return Console(highlight=False, soft_wrap=True)
+
+
+def _emit(fmt: Format, saved: str, source: str) -> None:
+    """Print a saved-format text in the chosen format."""
+    if fmt is Format.tagged:
+        sys.stdout.write(saved)
+        return
+    transcript, info = loads(saved, source)
+    if fmt is Format.json:
+        typer.echo(to_json(transcript, info))
+    else:
+        print_transcript(_console(), transcript, info)
+
+
+def _read(path: Path) -> str:
+    try:
+        with open(path, encoding="utf-8", newline="") as f:  # keep "\r" as it is
+            return f.read()
+    except OSError as e:
+        raise HarnessError(str(path), f"cannot read the file ({e.strerror})") from None
+    except UnicodeDecodeError:
+        raise HarnessError(str(path), "the file is not UTF-8 text") from None
+
+
+def _check_save_target(path: Path) -> None:
+    """Refuse before running: a missing folder, or a file that is not a saved transcript."""
+    if path.is_dir() or not path.parent.is_dir():
+        raise HarnessError(f"--save {path}", "needs a file path in an existing folder")
+    if path.exists():
+        with open(path, encoding="utf-8", errors="replace") as f:
+            if f.readline().rstrip("\n") != HEADER:
+                raise HarnessError(f"--save {path}", "the file exists and is not a saved transcript; not overwriting it")
+
+
+def _write(path: Path, text: str) -> None:
+    """Write all or nothing: a temporary file beside the target, then a rename."""
+    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
+    try:
+        with os.fdopen(fd, "w", encoding="utf-8", newline="") as f:
+            f.write(text)
+        os.replace(tmp, path)
+    except OSError as e:
+        Path(tmp).unlink(missing_ok=True)
+        raise HarnessError(f"--save {path}", f"cannot write ({e.strerror})") from None
+
+
+@app.command()
+def run(
+    scenario: Annotated[str, typer.Argument(help="A scenario .toml file, or the name of a shipped one (see `harness list`).")],
+    format: FormatOption = Format.rich,
+    save: Annotated[Path | None, typer.Option(help="Also save the transcript (save format v1) to this file.")] = None,
+    no_stop: Annotated[bool, typer.Option("--no-stop", help="Turn the stop sequences off: see what the model writes when nothing cuts it.")] = False,
+    max_steps: Annotated[int | None, typer.Option(min=0, help="Model calls before the run stops (default: the scenario's).")] = None,
+) -> None:
+    """Run a scenario on its scripted model and print the transcript."""
+    path = find_scenario(scenario)
+    spec = load_scenario(path)
+    if max_steps is not None:
+        spec = spec.with_max_steps(max_steps)
+    if save is not None:
+        _check_save_target(save)
+    result, saved = run_scenario(spec, use_stop=not no_stop)
+    if save is not None:
+        _write(save, saved)
+    _emit(format, saved, str(path))
+    if result.stop_reason == "canceled":
+        raise typer.Exit(130)
+
+
+@app.command()
+def show(
+    saved: Annotated[Path, typer.Argument(help="A saved transcript.")],
+    format: FormatOption = Format.rich,
+) -> None:
+    """Print a saved transcript."""
+    text = _read(saved)
+    loads(text, str(saved))  # a bad record is reported before anything is printed
+    _emit(format, text, str(saved))
+
+
+@app.command()
+def replay(
+    saved: Annotated[Path, typer.Argument(help="A saved transcript.")],
+    check: Annotated[bool, typer.Option("--check", help="Exit 1 with a unified diff if the replay differs from the file.")] = False,
+    format: FormatOption = Format.rich,
+) -> None:
+    """Run the loop again from a saved transcript: its model turns are the script."""
+    result = replay_text(_read(saved), str(saved))
+    if not check:
+        _emit(format, result.fresh, str(saved))
+        return
+    if result.matches:
+        typer.echo(f"ok: replaying {saved} gives the same transcript, byte for byte")
+        return
+    typer.echo(result.diff(str(saved)), nl=False)
+    raise typer.Exit(1)
+
+
+@app.command("list")
+def list_scenarios() -> None:
+    """List the scenarios shipped with harness."""
+    for path in shipped_scenarios():
+        spec = load_scenario(path)
+        typer.echo(f"{path.stem:<22} {spec.dialect:<12} {spec.title or spec.question}")
+
+
+def main() -> None:
+    app()
