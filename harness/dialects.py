@@ -79,7 +79,7 @@ class Dialect:
     name: str
     expected: str  # the exact format, quoted in notices
     _action: regex.Pattern[str]
-    _action_line: regex.Pattern[str]  # any line that *tries* to be an Action line
+    _action_line = regex.compile(r"^[ \t]*Action\b", regex.MULTILINE)  # a line that *tries* to be one
     _final: regex.Pattern[str] | None = None
 
     def stops(self, step: int) -> tuple[str, ...]:
@@ -127,7 +127,6 @@ class DefaultDialect(Dialect):
         rf"\((?P<args>[^\r\n]{{0,{_ARGS_MAX}}}?)\)[ \t]*\r?$",
         regex.MULTILINE,
     )
-    _action_line = regex.compile(r"^[ \t]*Action[ \t]*:", regex.MULTILINE)
 
     def stops(self, step: int) -> tuple[str, ...]:
         return ("Observation:",)
@@ -147,7 +146,6 @@ class ReactPaperDialect(Dialect):
         rf"\[(?P<args>[^\r\n]{{0,{_ARGS_MAX}}}?)\][ \t]*\r?$",
         regex.MULTILINE,
     )
-    _action_line = regex.compile(r"^[ \t]*Action[ \t]*\d{0,6}[ \t]*:", regex.MULTILINE)
 
     def stops(self, step: int) -> tuple[str, ...]:
         return (f"\nObservation {step}:",)

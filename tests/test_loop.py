@@ -1,0 +1,75 @@
+"""The loop with canned completions: what the model is sent, what is appended, why it stops."""
+
+from __future__ import annotations
+
+from harness.dialects import DefaultDialect
+from harness.events import StopReason
+from harness.loop import Agent, Limits, run
+from harness.model import ScriptedModel
+from harness.tools import Registry, calculator
+from harness.transcript import Author, Transcript
+
+PROMPT = "Answer with the calculator.\nQuestion: 6 * 7?\n"
+
+
+def agent(**limits) -> Agent:
+    buffer = Transcript()
+    buffer.append(Author.DEVELOPER, PROMPT)
+    return Agent(buffer, DefaultDialect(), Registry([calculator()]), Limits(**limits))
+
+
+def test_the_model_sees_the_whole_buffer_fresh_every_call_and_it_only_grows():
+    model = ScriptedModel(["Action: calculator(6 * 7)\n", "Final Answer: 42\n"])
+    result = run(agent(), model)
+    first, second = (call.prompt for call in model.calls)
+    assert first == PROMPT
+    assert second == PROMPT + "Action: calculator(6 * 7)\nObservation: 42\n"
+    assert result.transcript.text.startswith(second)
+    assert (result.stop_reason, result.final_answer, result.steps) == (StopReason.FINAL_ANSWER, "42", 2)
+
+
+def test_the_stop_sequence_keeps_a_made_up_observation_out_of_the_buffer():
+    model = ScriptedModel(["Action: calculator(6 * 7)\nObservation: 41\nFinal Answer: 41\n", "Final Answer: 42\n"])
+    result = run(agent(), model)
+    assert "41" not in result.transcript.text
+    assert model.calls[0].cut == "Observation: 41\nFinal Answer: 41\n"
+    assert result.final_answer == "42"
+
+
+def test_without_the_stop_sequence_the_made_up_observation_is_the_models():
+    a = agent()
+    a.use_stop = False
+    result = run(a, ScriptedModel(["Action: calculator(6 * 7)\nObservation: 41\nFinal Answer: 41\n"]))
+    assert result.final_answer == "41"
+    assert result.transcript.spans[-1].author is Author.MODEL
+    assert "Observation: 41" in result.transcript.spans[-1].text
+
+
+def test_each_limit_ends_the_run_with_its_own_reason():
+    assert run(agent(max_steps=2), ScriptedModel(["Action: calculator(1)\n"] * 5)).stop_reason == StopReason.MAX_STEPS
+    unknown = run(agent(), ScriptedModel(["Action: nope()\n", "Action: nope()\n"]))
+    assert unknown.stop_reason == StopReason.UNKNOWN_TOOL_LIMIT
+    assert "Valid tools: calculator" in unknown.transcript.text
+    malformed = run(agent(), ScriptedModel(["hm\n"] * 3))
+    assert (malformed.stop_reason, malformed.steps) == (StopReason.FORMAT_ERROR_LIMIT, 3)
+    exhausted = run(agent(), ScriptedModel(["Action: calculator(1)\n"]))
+    assert (exhausted.stop_reason, exhausted.steps) == (StopReason.MODEL_EXHAUSTED, 1)
+
+
+def test_a_known_tool_resets_the_unknown_tool_count():
+    script = ["Action: nope()\n", "Action: calculator(1)\n", "Action: nope()\n", "Final Answer: 1\n"]
+    assert run(agent(), ScriptedModel(script)).stop_reason == StopReason.FINAL_ANSWER
+
+
+def test_a_model_error_and_an_interrupt_end_the_run_without_a_crash():
+    failed = run(agent(), ScriptedModel(["Action: calculator(1)\n"], error=(2, "HTTP 503")))
+    assert (failed.stop_reason, failed.detail, failed.steps) == (StopReason.MODEL_ERROR, "HTTP 503", 1)
+    canceled = run(agent(), ScriptedModel(["Thought: six times seven\n"], chunk_size=3, interrupt=(1, 10)))
+    assert canceled.stop_reason == StopReason.CANCELED
+    assert canceled.transcript.spans[-1] == canceled.transcript.spans[-1].__class__(Author.MODEL, "Thought: s")
+
+
+def test_zero_steps_calls_no_model():
+    model = ScriptedModel(["Final Answer: 1\n"])
+    result = run(agent(max_steps=0), model)
+    assert (result.stop_reason, result.steps, model.calls) == (StopReason.MAX_STEPS, 0, [])

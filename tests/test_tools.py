@@ -1,0 +1,51 @@
+"""Tools: the calculator walks the syntax tree; canned tools answer per argument."""
+
+from __future__ import annotations
+
+import pytest
+
+from harness.tools import Registry, ToolError, calculate, calculator, canned
+
+
+@pytest.mark.parametrize(
+    ("expression", "result"),
+    [("2 + 3 * 4", "14"), ("(2 + 3) * 4", "20"), ("2350 * 0.17", "399.5"), ("7 // 2", "3"), ("-2 ** 2", "-4"), ("2 ** 10", "1024")],
+)
+def test_calculator_does_arithmetic(expression, result):
+    assert calculate(expression) == result
+
+
+@pytest.mark.parametrize(
+    ("expression", "message"),
+    [
+        ("__import__('os').system('echo hi')", "only numbers"),
+        ("open('/etc/passwd')", "only numbers"),
+        ("9 ** 9 ** 9", "too large"),
+        ("1e308 * 10", "too large"),
+        ("1 / 0", "division by zero"),
+        ("2 +", "not an arithmetic expression"),
+        ("x + 1", "only numbers"),
+        ("(" * 210 + "1" + ")" * 210, "not an arithmetic expression"),
+        ("1 + " * 200 + "1", "longer than 500 characters"),
+    ],
+)
+def test_calculator_refuses_anything_but_arithmetic(expression, message):
+    with pytest.raises(ToolError, match=message):
+        calculate(expression)
+
+
+def test_a_tool_error_or_bad_arguments_become_an_observation():
+    tools = Registry([calculator(), canned("check_quota", "Quota", {"nimbus": "99.8 GB"}, ("account",))])
+    assert tools.run("calculator", ("1/0",), {}) == ("Error: division by zero", False)
+    text, ok = tools.run("calculator", ("1", "2"), {})
+    assert not ok and text.startswith("Error: calculator(expression) was called with bad arguments")
+    assert tools.run("check_quota", ("nimbus",), {}) == ("99.8 GB", True)
+    text, ok = tools.run("check_quota", ("orbit",), {})
+    assert not ok and "no result for 'orbit'" in text and "'nimbus'" in text
+
+
+def test_the_prompt_tool_list_is_rendered_from_the_registry():
+    tools = Registry([calculator(), canned("Search", "find an article", {}, ("entity",))])
+    assert tools.render(lambda name, params: f"{name}[{', '.join(params)}]") == (
+        "- calculator[expression]: Evaluate an arithmetic expression, e.g. (2 + 3) * 4\n- Search[entity]: find an article"
+    )
