@@ -49,6 +49,7 @@ class OneLineErrors(TyperGroup):
 
 app = typer.Typer(
     cls=OneLineErrors,
+    name="harness",
     rich_markup_mode=None,
     pretty_exceptions_enable=False,
     help="A ReAct harness you can see through: one text buffer, every byte tagged with its author.",

@@ -1,0 +1,48 @@
+"""Every shipped scenario: its whole transcript is a snapshot, and its replay is exact."""
+
+from __future__ import annotations
+
+import pytest
+
+from harness.record import replay, run_scenario
+from harness.scenario import load_scenario, shipped_scenarios
+from harness.transcript import Author, loads
+
+SCENARIOS = shipped_scenarios()
+
+
+@pytest.mark.parametrize("path", SCENARIOS, ids=[p.stem for p in SCENARIOS])
+def test_scenario_transcript_matches_its_snapshot(path, text_snapshot):
+    _, saved = run_scenario(load_scenario(path))
+    assert saved == text_snapshot
+
+
+@pytest.mark.parametrize("path", SCENARIOS, ids=[p.stem for p in SCENARIOS])
+def test_replaying_a_saved_scenario_gives_the_same_bytes(path):
+    _, saved = run_scenario(load_scenario(path))
+    assert replay(saved, path.name).matches
+
+
+def test_nimbus_without_the_stop_sequence_matches_its_snapshot(text_snapshot):
+    path = next(p for p in SCENARIOS if p.stem == "nimbus")
+    _, saved = run_scenario(load_scenario(path), use_stop=False)
+    assert saved == text_snapshot
+
+
+def test_every_stop_reason_is_shown_by_a_shipped_scenario():
+    reasons = {loads(run_scenario(load_scenario(p))[1])[1]["stop_reason"] for p in SCENARIOS}
+    assert reasons >= {
+        "final_answer", "max_steps", "unknown_tool_limit", "format_error_limit",
+        "model_exhausted", "canceled", "model_error",
+    }  # fmt: skip
+
+
+def test_nimbus_fake_observation_is_cut_and_only_code_writes_observations():
+    path = next(p for p in SCENARIOS if p.stem == "nimbus")
+    result, saved = run_scenario(load_scenario(path))
+    transcript, meta = loads(saved)
+    assert "quota was fine" not in transcript.text
+    assert meta["cuts"]["1"].startswith("Observation: quota was fine")
+    for span in transcript.spans:
+        if span.author is not Author.CODE:
+            assert "Observation:" not in span.text.replace("Observation: the tool's result", "")
