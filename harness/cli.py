@@ -131,14 +131,16 @@ def run(
     path = find_scenario(scenario)
     spec = load_scenario(path)
     if max_steps is not None:
-        spec = spec.with_max_steps(max_steps)
+        spec = spec.but(max_steps=max_steps)
+    if no_stop:
+        spec = spec.but(use_stop=False)
     if save is not None:
         _check_save_target(save)
-    result, saved = run_scenario(spec, use_stop=not no_stop)
+    recorded = run_scenario(spec)
     if save is not None:
-        _write(save, saved)
-    _emit(format, saved, str(path))
-    if result.stop_reason == "canceled":
+        _write(save, recorded.saved)
+    _emit(format, recorded.saved, str(path))
+    if recorded.result.stop_reason == "canceled":
         raise typer.Exit(130)
 
 

@@ -24,7 +24,7 @@ import regex
 from harness.errors import HarnessError
 
 _TIMEOUT = 0.25  # seconds; a match that takes longer is treated as no match
-_ARGS_MAX = 4000  # characters of arguments on one Action line
+_ARGS_MAX = 100_000  # characters of arguments on one Action line (a file written whole fits)
 
 
 @dataclass(frozen=True)

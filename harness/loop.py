@@ -40,8 +40,8 @@ from harness.transcript import Author, Transcript
 @dataclass(frozen=True)
 class Limits:
     max_steps: int = 15  # model calls
-    unknown_tool_limit: int = 2  # unknown tools in a row; a known tool resets the count
-    format_error_limit: int = 3  # completions without a usable action in a row
+    unknown_tool_limit: int = 2  # unknown tools in a row; a known tool resets the count; 0: off
+    format_error_limit: int = 3  # completions without a usable action in a row; 0: off
 
 
 @dataclass
@@ -114,7 +114,7 @@ def run(agent: Agent, model: Model, emit: Callable[[Event], None] = lambda event
                 case NoAction(rule):
                     format_errors += 1
                     notice("protocol_violation.no_action", f"{rule}. Write {dialect.expected}.")
-                    if format_errors >= limits.format_error_limit:
+                    if format_errors == limits.format_error_limit:
                         return stop(StopReason.FORMAT_ERROR_LIMIT)
                 case Action(tool, raw=raw) if tool not in agent.tools:
                     unknown_tools += 1
@@ -123,13 +123,15 @@ def run(agent: Agent, model: Model, emit: Callable[[Event], None] = lambda event
                         "protocol_violation.unknown_tool",
                         f"There is no tool named {tool!r}. Valid tools: {', '.join(agent.tools.names)}.",
                     )
-                    if unknown_tools >= limits.unknown_tool_limit:
+                    if unknown_tools == limits.unknown_tool_limit:
                         return stop(StopReason.UNKNOWN_TOOL_LIMIT)
                 case Action(tool, args, kwargs, raw):
                     unknown_tools = format_errors = 0
                     emit(ActionParsed(step, tool, raw))
                     result, ok = agent.tools.run(tool, args, kwargs)
                     emit(ToolResult(step, tool, result, ok))
+                    if ok and agent.tools[tool].ends_run:  # finish(message): done, at once
+                        return stop(StopReason.FINAL_ANSWER, result)
                     code(dialect.observation(step, result))
         return stop(StopReason.MAX_STEPS)
     except KeyboardInterrupt:

@@ -21,22 +21,26 @@ from harness.scenario import Scenario, build
 from harness.transcript import Author, dumps, loads
 
 
-def meta(scenario: Scenario, result: RunResult, use_stop: bool, cuts: dict[str, str]) -> dict[str, Any]:
+def meta(scenario: Scenario, result: RunResult, cuts: dict[str, str]) -> dict[str, Any]:
     return {
         "stop_reason": result.stop_reason.value,
         "final_answer": result.final_answer,
         "steps": result.steps,
-        "use_stop": use_stop,
         "cuts": cuts,  # step -> what the stop sequence cut from that completion
         "scenario": scenario.to_meta(),
     }
 
 
-def run_scenario(
-    scenario: Scenario, use_stop: bool = True, emit: Callable[[Event], None] = lambda event: None
-) -> tuple[RunResult, str]:
-    """Run a scenario; return the result and its saved form."""
-    agent, model = build(scenario, use_stop)
+@dataclass(frozen=True)
+class Recorded:
+    result: RunResult
+    saved: str  # the save format of the run
+    workspace: dict[str, str] | None  # the files as the run left them, if it had any
+
+
+def run_scenario(scenario: Scenario, emit: Callable[[Event], None] = lambda event: None) -> Recorded:
+    """Run a scenario on its scripted model; return the result and its saved form."""
+    agent, model, workspace = build(scenario)
     cuts: dict[str, str] = {}
 
     def record(event: Event) -> None:
@@ -45,7 +49,8 @@ def run_scenario(
         emit(event)
 
     result = run(agent, model, record)
-    return result, dumps(result.transcript, meta(scenario, result, use_stop, cuts))
+    saved = dumps(result.transcript, meta(scenario, result, cuts))
+    return Recorded(result, saved, None if workspace is None else workspace.files)
 
 
 @dataclass(frozen=True)
@@ -65,22 +70,19 @@ class Replay:
         return "".join(lines)
 
 
-def scenario_of(text: str, source: str) -> tuple[Scenario, bool]:
+def scenario_of(text: str, source: str) -> Scenario:
     """The scenario a saved transcript was made from, its completions taken from the buffer."""
     transcript, info = loads(text, source)
-    spec, use_stop, cuts = info.get("scenario"), info.get("use_stop", True), info.get("cuts", {})
+    spec, cuts = info.get("scenario"), info.get("cuts", {})
     if not isinstance(spec, dict):
         raise TranscriptFormatError(source, "metadata 'scenario' is missing: this file cannot be replayed")
-    if not isinstance(use_stop, bool):
-        raise TranscriptFormatError(source, "metadata 'use_stop' must be true or false")
     if not isinstance(cuts, dict) or not all(isinstance(v, str) for v in cuts.values()):
         raise TranscriptFormatError(source, "metadata 'cuts' must map step numbers to text")
     # The model's turns are its spans, each with what the stop sequence cut put back.
     turns = [text + cuts.get(str(step), "") for step, text in enumerate(transcript.texts_by(Author.MODEL), 1)]
-    return Scenario.from_dict(spec | {"completions": turns}, f"{source}: metadata scenario"), use_stop
+    return Scenario.from_dict(spec | {"completions": turns}, f"{source}: metadata scenario")
 
 
 def replay(text: str, source: str, emit: Callable[[Event], None] = lambda event: None) -> Replay:
-    scenario, use_stop = scenario_of(text, source)
-    result, fresh = run_scenario(scenario, use_stop, emit)
-    return Replay(text, fresh, result)
+    recorded = run_scenario(scenario_of(text, source), emit)
+    return Replay(text, recorded.saved, recorded.result)

@@ -25,7 +25,7 @@ import string
 import tomllib
 from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
-from typing import Any
+from typing import Any, NamedTuple
 
 from harness.dialects import DIALECTS, get_dialect
 from harness.errors import ScenarioError, TemplateError
@@ -33,6 +33,7 @@ from harness.loop import Agent, Limits
 from harness.model import ScriptedModel
 from harness.tools import BUILTINS, TRAITS, Registry, Tool, canned
 from harness.transcript import Author, Transcript
+from harness.workspace import TOOL_NAMES, Workspace
 
 
 def data_dir(name: str) -> Path:
@@ -57,11 +58,14 @@ class ToolSpec:
             fields["default"] = self.default
         return {k: v for k, v in fields.items() if v is not None}
 
-    def build(self) -> Tool:
-        if self.results is None:
+    def build(self, workspace: Workspace | None) -> Tool:
+        if self.results is not None:
+            return canned(self.name, self.description, self.results, self.params, self.default, self.trait or "unknown")
+        if self.name in TOOL_NAMES and workspace is not None:
+            tool = next(t for t in workspace.tools() if t.name == self.name)
+        else:
             tool = BUILTINS[self.name]()
-            return tool if self.trait is None else Tool(tool.name, tool.description, tool.params, tool.fn, self.trait)
-        return canned(self.name, self.description, self.results, self.params, self.default, self.trait or "unknown")
+        return tool if self.trait is None else replace(tool, trait=self.trait)
 
 
 @dataclass(frozen=True)
@@ -78,6 +82,8 @@ class Scenario:
     chunk_size: int = 8
     interrupt: tuple[int, int] | None = None  # (step, characters streamed): a scripted Ctrl-C
     model_error: tuple[int, str] | None = None  # (step, message): the model fails at that call
+    use_stop: bool = True  # False: no stop sequence (`--no-stop`; turns that come already cut)
+    workspace: dict[str, str] | None = None  # in-memory files for the workspace tools
     source: str = field(default="", compare=False)  # where it was read from, for messages
 
     @classmethod
@@ -91,8 +97,9 @@ class Scenario:
         data["tools"] = {spec.name: spec.to_meta() for spec in self.tools}
         return data
 
-    def with_max_steps(self, max_steps: int) -> Scenario:
-        return replace(self, max_steps=max_steps)
+    def but(self, **changes: Any) -> Scenario:
+        """A copy with some fields changed (`--max-steps`, `--no-stop`)."""
+        return replace(self, **changes)
 
     @property
     def limits(self) -> Limits:
@@ -145,15 +152,22 @@ def render_prompt(name: str, variables: dict[str, str]) -> str:
         raise TemplateError(str(path), f"bad placeholder ({e}); write $$ for a dollar sign") from None
 
 
-def build(scenario: Scenario, use_stop: bool = True) -> tuple[Agent, ScriptedModel]:
+class Built(NamedTuple):
+    agent: Agent
+    model: ScriptedModel
+    workspace: Workspace | None  # the files the tools change, when the scenario has any
+
+
+def build(scenario: Scenario) -> Built:
     """The developer's prompt as the start of the buffer, the tools, and the scripted model."""
     dialect = get_dialect(scenario.dialect, f"{scenario.source}: dialect")
-    tools = Registry(spec.build() for spec in scenario.tools)
+    workspace = None if scenario.workspace is None else Workspace(scenario.workspace)
+    tools = Registry(spec.build(workspace) for spec in scenario.tools)
     buffer = Transcript()
     prompt = render_prompt(scenario.prompt, {"question": scenario.question, "tools": tools.render(dialect.signature)})
     buffer.append(Author.DEVELOPER, prompt)
     model = ScriptedModel(scenario.completions, scenario.chunk_size, scenario.interrupt, scenario.model_error)
-    return Agent(buffer, dialect, tools, scenario.limits, use_stop), model
+    return Built(Agent(buffer, dialect, tools, scenario.limits, scenario.use_stop), model, workspace)
 
 
 # --- validation: one clear message naming the file and the field ---------------------
@@ -196,6 +210,14 @@ def _parse(data: dict[str, Any], where: str) -> Scenario:
     tools = data.get("tools", {})
     if not isinstance(tools, dict):
         raise fail("tools", "must be a table of [tools.NAME] tables")
+    workspace = data.get("workspace")
+    if workspace is not None and (
+        not isinstance(workspace, dict) or not all(isinstance(v, str) for v in workspace.values())
+    ):
+        raise fail("workspace", "must be a table of file paths to their text")
+    for name in tools:
+        if name in TOOL_NAMES and workspace is None:
+            raise fail(f"tools.{name}", "needs a [workspace] table of files to work on")
     chunk_size = count("chunk_size", 8)
     if chunk_size < 1:
         raise fail("chunk_size", "must be 1 or more")
@@ -212,8 +234,17 @@ def _parse(data: dict[str, Any], where: str) -> Scenario:
         chunk_size=chunk_size,
         interrupt=_pair(data, "interrupt", ("step", "at"), int, where),
         model_error=_pair(data, "model_error", ("step", "message"), str, where),
+        use_stop=_flag(data, "use_stop", where),
+        workspace=workspace,
         source=where,
     )
+
+
+def _flag(data: dict[str, Any], key: str, where: str) -> bool:
+    value = data.get(key, True)
+    if not isinstance(value, bool):
+        raise ScenarioError(f"{where}: {key}", "must be true or false")
+    return value
 
 
 def _pair(data: dict[str, Any], key: str, names: tuple[str, str], kind: type, where: str) -> tuple[Any, Any] | None:
@@ -245,8 +276,9 @@ def _tool(name: str, spec: Any, where: str) -> ToolSpec:
         raise ScenarioError(f"{where}.trait", f"must be one of {', '.join(TRAITS)}")
     results = spec.get("results")
     if results is None:
-        if name not in BUILTINS:
-            raise ScenarioError(f"{where}.results", f"is required: {name!r} is not a built-in ({', '.join(BUILTINS)})")
+        if name not in BUILTINS and name not in TOOL_NAMES:
+            builtins = ", ".join([*BUILTINS, *TOOL_NAMES])
+            raise ScenarioError(f"{where}.results", f"is required: {name!r} is not a built-in ({builtins})")
         return ToolSpec(name, trait=trait)
     if not isinstance(results, dict) or not all(isinstance(v, str) for v in results.values()):
         raise ScenarioError(f"{where}.results", "must be a table of strings, one per argument")

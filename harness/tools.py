@@ -35,6 +35,7 @@ class Tool:
     params: tuple[str, ...]
     fn: Callable[..., str]
     trait: str = "unknown"
+    ends_run: bool = False  # a finish tool: its result is the final answer
 
     @property
     def signature(self) -> str:
@@ -71,6 +72,7 @@ class Registry:
         return "\n".join(f"- {signature(t.name, t.params)}: {t.description}" for t in self._tools.values())
 
     def run(self, name: str, args: tuple[Any, ...], kwargs: Mapping[str, Any]) -> tuple[str, bool]:
+        # (str, bool) -> the text code splices in, and whether the tool succeeded
         """(observation text, ok). A failing tool is an observation, never a crash."""
         try:
             return self._tools[name].call(args, kwargs), True
@@ -168,4 +170,4 @@ def canned(
     return Tool(name, description, params, lookup, trait)
 
 
-BUILTINS: dict[str, Callable[[], Tool]] = {"calculator": calculator}
+BUILTINS: dict[str, Callable[[], Tool]] = {"calculator": calculator}  # the workspace tools: harness.workspace

@@ -13,24 +13,24 @@ SCENARIOS = shipped_scenarios()
 
 @pytest.mark.parametrize("path", SCENARIOS, ids=[p.stem for p in SCENARIOS])
 def test_scenario_transcript_matches_its_snapshot(path, text_snapshot):
-    _, saved = run_scenario(load_scenario(path))
+    saved = run_scenario(load_scenario(path)).saved
     assert saved == text_snapshot
 
 
 @pytest.mark.parametrize("path", SCENARIOS, ids=[p.stem for p in SCENARIOS])
 def test_replaying_a_saved_scenario_gives_the_same_bytes(path):
-    _, saved = run_scenario(load_scenario(path))
+    saved = run_scenario(load_scenario(path)).saved
     assert replay(saved, path.name).matches
 
 
 def test_nimbus_without_the_stop_sequence_matches_its_snapshot(text_snapshot):
     path = next(p for p in SCENARIOS if p.stem == "nimbus")
-    _, saved = run_scenario(load_scenario(path), use_stop=False)
+    saved = run_scenario(load_scenario(path).but(use_stop=False)).saved
     assert saved == text_snapshot
 
 
 def test_every_stop_reason_is_shown_by_a_shipped_scenario():
-    reasons = {loads(run_scenario(load_scenario(p))[1])[1]["stop_reason"] for p in SCENARIOS}
+    reasons = {loads(run_scenario(load_scenario(p)).saved)[1]["stop_reason"] for p in SCENARIOS}
     assert reasons >= {
         "final_answer", "max_steps", "unknown_tool_limit", "format_error_limit",
         "model_exhausted", "canceled", "model_error",
@@ -39,7 +39,7 @@ def test_every_stop_reason_is_shown_by_a_shipped_scenario():
 
 def test_nimbus_fake_observation_is_cut_and_only_code_writes_observations():
     path = next(p for p in SCENARIOS if p.stem == "nimbus")
-    result, saved = run_scenario(load_scenario(path))
+    saved = run_scenario(load_scenario(path)).saved
     transcript, meta = loads(saved)
     assert "quota was fine" not in transcript.text
     assert meta["cuts"]["1"].startswith("Observation: quota was fine")

@@ -1,0 +1,92 @@
+"""An in-memory workspace and the coding tools that work on it (seed 003).
+
+Files are keys of a dict, not files on disk: nothing here touches the real filesystem.
+Each tool updates the same dict, so changes carry over from step to step.
+
+    read_file(path)                      the file's text
+    write_file(path, content)            create or overwrite
+    patch_file(path, old_str, new_str)   replace old_str, which must occur exactly once
+    finish(message)                      end the run with this message
+
+patch_file changes nothing unless old_str occurs exactly once: with no match, or with
+several, the observation says how many times it occurs and asks for a unique old_str.
+Paths are relative: an absolute path or a `..` segment is refused with an observation.
+"""
+
+from __future__ import annotations
+
+import regex
+
+from harness.tools import Tool, ToolError
+
+_DRIVE = regex.compile(r"[A-Za-z]:")
+
+
+def _check(path: object) -> str:
+    if not isinstance(path, str) or not path.strip():
+        raise ToolError("path must be a non-empty string")
+    if path.startswith(("/", "\\")) or _DRIVE.match(path):
+        raise ToolError(f"{path!r} is absolute; use a path relative to the workspace")
+    if ".." in regex.split(r"[/\\]", path):
+        raise ToolError(f"{path!r} has a '..' segment; paths must stay inside the workspace")
+    return path
+
+
+def _text(name: str, value: object) -> str:
+    if not isinstance(value, str):
+        raise ToolError(f"{name} must be a string")
+    return value
+
+
+class Workspace:
+    def __init__(self, files: dict[str, str]) -> None:
+        self.files = dict(files)  # path -> text; the caller's dict is never changed
+
+    def _existing(self, path: object) -> str:
+        path = _check(path)
+        if path not in self.files:
+            known = ", ".join(sorted(self.files)) or "none"
+            raise ToolError(f"no file named {path!r} (files: {known})")
+        return path
+
+    def read_file(self, path: str) -> str:
+        return self.files[self._existing(path)]
+
+    def write_file(self, path: str, content: str) -> str:
+        path, content = _check(path), _text("content", content)
+        verb = "Overwrote" if path in self.files else "Created"
+        self.files[path] = content
+        return f"{verb} {path} ({len(content)} characters)"
+
+    def patch_file(self, path: str, old_str: str, new_str: str) -> str:
+        path = self._existing(path)
+        old_str, new_str = _text("old_str", old_str), _text("new_str", new_str)
+        if not old_str:
+            raise ToolError("old_str must not be empty")
+        count = self.files[path].count(old_str)
+        if count != 1:
+            where = "does not occur" if count == 0 else f"occurs {count} times"
+            raise ToolError(f"old_str {where} in {path}; nothing was changed. Give an old_str that occurs exactly once")
+        self.files[path] = self.files[path].replace(old_str, new_str)
+        return f"Patched {path}: replaced 1 occurrence"
+
+    def tools(self) -> list[Tool]:
+        return [
+            Tool("read_file", "Read a file of the workspace", ("path",), self.read_file, "exploration"),
+            Tool("write_file", "Create a file, or overwrite it", ("path", "content"), self.write_file, "exploitation"),
+            Tool(
+                "patch_file",
+                "Replace old_str, which must occur exactly once, with new_str",
+                ("path", "old_str", "new_str"),
+                self.patch_file,
+                "exploitation",
+            ),
+            Tool("finish", "End the task with a message", ("message",), finish, "neutral", ends_run=True),
+        ]
+
+
+def finish(message: str) -> str:
+    return message if isinstance(message, str) else str(message)
+
+
+TOOL_NAMES = ("read_file", "write_file", "patch_file", "finish")
