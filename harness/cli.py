@@ -17,6 +17,7 @@ import typer
 from rich.console import Console
 from typer.core import TyperGroup
 
+from harness.agent import BadRequest, answer, parse_request, scenario_for
 from harness.errors import HarnessError
 from harness.record import replay as replay_text
 from harness.record import run_scenario
@@ -171,6 +172,25 @@ def replay(
         return
     typer.echo(result.diff(str(saved)), nl=False)
     raise typer.Exit(1)
+
+
+@app.command()
+def agent(
+    transcript: Annotated[Path | None, typer.Option(help="Also save the run's transcript (save format v1) here.")] = None,
+) -> None:
+    """Read one run_agent request (JSON) on stdin; print one JSON answer on stdout."""
+    try:
+        request = parse_request(typer.get_binary_stream("stdin").read())
+    except BadRequest as e:
+        typer.echo(e.to_json())
+        typer.echo(f"error: {e.message}", err=True)
+        raise typer.Exit(2) from None
+    if transcript is not None:
+        _check_save_target(transcript)
+    recorded = run_scenario(scenario_for(request))
+    if transcript is not None:
+        _write(transcript, recorded.saved)
+    typer.echo(answer(recorded).to_json())
 
 
 @app.command("list")

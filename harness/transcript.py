@@ -97,8 +97,8 @@ def records(transcript: Transcript) -> list[str]:
 def dumps(transcript: Transcript, meta: dict[str, Any] | None = None) -> str:
     """The save format: header, metadata lines, records; always ends with a newline."""
     lines = [HEADER]
-    for key, value in (meta or {}).items():
-        lines.append(f"# {key}: {json.dumps(value, ensure_ascii=False, sort_keys=True)}")
+    for key, value in (meta or {}).items():  # keys keep their order: it is meaningful (tool order)
+        lines.append(f"# {key}: {json.dumps(value, ensure_ascii=False)}")
     lines += records(transcript)
     return "\n".join(lines) + "\n"
 

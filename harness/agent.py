@@ -1,0 +1,134 @@
+"""The run_agent protocol (seed 003): one JSON request in, one JSON answer out.
+
+    {"op": "run_agent", "task": ..., "max_steps": 5, "workspace": {path: text},
+     "model_turns": [{"thought": ..., "action": {"tool": ..., "args": {...}}}, ...]}
+        -> {"final_message": ..., "status": ..., "steps": ..., "workspace": {...}}
+
+There is no second loop here. Each model turn is written as the completion a model would
+have written (`Thought: ...` / `Action: tool({json args})`), the turns become a scenario's
+scripted completions, and the ordinary loop runs them through the text buffer, so the
+run can be shown, saved and replayed like any other. The turns come already cut (one
+thought, one action), so no stop sequence is applied; a thought's line breaks become
+spaces, so a thought can never pass for an Action line. The only-finish-ends rule comes
+from turning the consecutive-error limits off: a bad turn is a notice and a step.
+
+status
+    completed            finish was called; final_message is its message
+    max_steps_exceeded   max_steps turns ran without finish; "Maximum steps reached"
+    turns_exhausted      the turns ran out before finish or max_steps;
+                         "Model turns ran out before finish was called"
+    canceled             interrupted (Ctrl-C); "Interrupted"
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+from typing import Any
+
+from harness.events import StopReason
+from harness.record import Recorded
+from harness.scenario import Scenario, ToolSpec
+from harness.workspace import TOOL_NAMES
+
+DEFAULT_MAX_STEPS = 15
+
+STATUS = {
+    StopReason.FINAL_ANSWER: ("completed", None),
+    StopReason.MAX_STEPS: ("max_steps_exceeded", "Maximum steps reached"),
+    StopReason.MODEL_EXHAUSTED: ("turns_exhausted", "Model turns ran out before finish was called"),
+    StopReason.CANCELED: ("canceled", "Interrupted"),
+}
+
+
+class BadRequest(Exception):
+    def __init__(self, code: str, message: str) -> None:
+        super().__init__(message)
+        self.code = code
+        self.message = message
+
+    def to_json(self) -> str:
+        return compact({"error": {"code": self.code, "message": self.message}})
+
+
+def compact(value: Any) -> str:
+    """Compact JSON with sorted keys, as the protocol asks."""
+    return json.dumps(value, sort_keys=True, separators=(",", ":"))
+
+
+def parse_request(raw: bytes) -> dict[str, Any]:
+    try:
+        text = raw.decode("utf-8")
+    except UnicodeDecodeError as e:
+        raise BadRequest("invalid_utf8", f"the request is not UTF-8 (byte {e.start})") from None
+    try:
+        request = json.loads(text)
+    except (ValueError, RecursionError) as e:
+        raise BadRequest("invalid_json", f"the request is not JSON ({e})") from None
+    if not isinstance(request, dict):
+        raise BadRequest("not_an_object", "the request must be a JSON object")
+    if request.get("op") != "run_agent":
+        raise BadRequest("unknown_op", f'op must be "run_agent", not {json.dumps(request.get("op"))}')
+    steps = request.get("max_steps", DEFAULT_MAX_STEPS)
+    if type(steps) is not int or steps < 0:  # a boolean is not a step count
+        raise BadRequest("invalid_field", f"max_steps must be a whole number, 0 or more, not {json.dumps(steps)}")
+    task = request.get("task", "")
+    if not isinstance(task, str):
+        raise BadRequest("invalid_field", "task must be a string")
+    workspace = request.get("workspace", {})
+    if not isinstance(workspace, dict) or not all(isinstance(v, str) for v in workspace.values()):
+        raise BadRequest("invalid_field", "workspace must be an object mapping paths to strings")
+    if not isinstance(request.get("model_turns", []), list):
+        raise BadRequest("invalid_field", "model_turns must be a list")
+    return request
+
+
+def render_turn(turn: Any) -> str:
+    """A model turn as the text the model would have written."""
+    if not isinstance(turn, dict):
+        return ""  # nothing usable: the loop answers with a notice
+    lines = []
+    thought = turn.get("thought")
+    if isinstance(thought, str) and thought.strip():
+        lines.append("Thought: " + " ".join(thought.splitlines()).strip())
+    action = turn.get("action")
+    if isinstance(action, dict) and "tool" in action:
+        tool = action["tool"]
+        name = tool if isinstance(tool, str) else json.dumps(tool)
+        args = action.get("args", {})
+        lines.append(f"Action: {' '.join(name.splitlines())}({json.dumps(args, ensure_ascii=False)})")
+    return "".join(line + "\n" for line in lines)
+
+
+def scenario_for(request: dict[str, Any]) -> Scenario:
+    return Scenario(
+        question=request.get("task", ""),
+        completions=tuple(render_turn(turn) for turn in request.get("model_turns", [])),
+        title="run_agent request",
+        prompt="agent",
+        tools=tuple(ToolSpec(name) for name in TOOL_NAMES),
+        max_steps=request.get("max_steps", DEFAULT_MAX_STEPS),
+        unknown_tool_limit=0,  # off: a bad turn is a step, and the run goes on
+        format_error_limit=0,
+        use_stop=False,
+        workspace=dict(request.get("workspace", {})),
+        source="<stdin>",
+    )
+
+
+@dataclass(frozen=True)
+class Answer:
+    final_message: str
+    status: str
+    steps: int
+    workspace: dict[str, str]
+
+    def to_json(self) -> str:
+        return compact(self.__dict__)
+
+
+def answer(recorded: Recorded) -> Answer:
+    result = recorded.result
+    status, message = STATUS.get(result.stop_reason, (result.stop_reason.value, result.detail))
+    final = result.final_answer if message is None else message
+    return Answer(final or "", status, result.steps, recorded.workspace or {})
