@@ -5,23 +5,33 @@ model text. Model output is untrusted input, so every pattern is anchored to a l
 bounded in length, kept to one line (a hallucinated `Observation:` on the next line can
 never be swallowed into the arguments), and run with a timeout.
 
-    default       seed 002:      Action: tool(args)       stop "Observation:"   Final Answer: ...
+    default       seed 002:      Action: tool(args)       stop "Observation:"       Final Answer: ...
     react-paper   the paper's:   Action 1: Search[args]   stop "\\nObservation 1:"   Finish[answer]
+    governed      seed 000:      like default, but up to two Action lines, tool traits
+                                 decide which may share a round, the final answer opens
+                                 only after neutral actions, and a reply must begin
+                                 with "Thought:"
 
-Arguments, in both: empty; a JSON value (an object means keyword arguments); several
+Arguments, in all: empty; a JSON value (an object means keyword arguments); several
 JSON values separated by commas (positional arguments); or else the bare text as one
-string. Only the first Action line of a completion counts.
+string. A line is an Action line if it begins (after spaces) with the word `Action`, and
+the final answer's line if it begins with `Final Answer:`; the rest is thinking.
+harness.governor reads a completion line by line with these rules, live or whole.
 """
 
 from __future__ import annotations
 
 import json
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import regex
 
 from harness.errors import HarnessError
+from harness.governor import Governor, Round
+
+if TYPE_CHECKING:
+    from harness.tools import Registry
 
 _TIMEOUT = 0.25  # seconds; a match that takes longer is treated as no match
 _ARGS_MAX = 100_000  # characters of arguments on one Action line (a file written whole fits)
@@ -33,21 +43,6 @@ class Action:
     args: tuple[Any, ...] = ()
     kwargs: dict[str, Any] = field(default_factory=dict)
     raw: str = ""  # the arguments as the model wrote them
-
-
-@dataclass(frozen=True)
-class FinalAnswer:
-    answer: str
-
-
-@dataclass(frozen=True)
-class NoAction:
-    """The completion broke the format; `rule` says which rule, for the notice."""
-
-    rule: str
-
-
-Decision = Action | FinalAnswer | NoAction
 
 
 def parse_args(raw: str) -> tuple[tuple[Any, ...], dict[str, Any]]:
@@ -73,14 +68,29 @@ def _search(pattern: regex.Pattern[str], text: str) -> regex.Match[str] | None:
         return None
 
 
+def _starts_with(line: str, word: str, boundary: bool, complete: bool) -> bool | None:
+    """Does the line (after spaces and tabs) begin with `word`? None: cannot tell yet."""
+    s = line.lstrip(" \t")
+    if len(s) > len(word):
+        return s.startswith(word) and not (boundary and (s[len(word)].isalnum() or s[len(word)] == "_"))
+    if s == word:
+        return True if complete or not boundary else None  # "Action" might become "Actions"
+    if word.startswith(s):
+        return False if complete else None
+    return False
+
+
 class Dialect:
     """One text protocol. Subclasses set the patterns and the few strings code writes."""
 
     name: str
     expected: str  # the exact format, quoted in notices
+    expected_action: str
     _action: regex.Pattern[str]
-    _action_line = regex.compile(r"^[ \t]*Action\b", regex.MULTILINE)  # a line that *tries* to be one
-    _final: regex.Pattern[str] | None = None
+    _markers: tuple[tuple[str, str, bool], ...] = (("answer", "Final Answer:", False), ("action", "Action", True))
+    max_actions = 1  # Action lines that may run from one completion
+    answer_needs_neutral = False  # the answer opens only after neutral actions
+    required_prefix: str | None = None  # a completion must begin with this
 
     def stops(self, step: int) -> tuple[str, ...]:
         raise NotImplementedError
@@ -89,39 +99,53 @@ class Dialect:
         """Text code writes just before model call `step` ('' for none)."""
         return ""
 
-    def observation(self, step: int, result: str) -> str:
+    def observation(self, step: int, number: int, result: str) -> str:
+        """What code splices in for the result of Action line `number` of step `step`."""
         raise NotImplementedError
 
-    def notice(self, step: int, code: str, message: str) -> str:
-        return f"Notice: [{code}] {message}\n"
+    def notice(self, step: int, payload: dict[str, Any]) -> str:
+        return f"Notice: {json.dumps(payload, ensure_ascii=False)}\n"
 
     def signature(self, name: str, params: tuple[str, ...]) -> str:
         """How the prompt's tool list writes a call."""
         return f"{name}({', '.join(params)})"
 
-    def parse(self, completion: str) -> Decision:
-        if self._final is not None and (m := _search(self._final, completion)):
-            return FinalAnswer(completion[m.end() :].strip())
-        if m := _search(self._action, completion):
+    # --- reading model text (line by line; see harness.governor) ---------------------
+
+    def line_kind(self, line: str, complete: bool) -> str | None:
+        """'action', 'answer' or 'thinking' for a line; None while it cannot be told yet."""
+        for kind, word, boundary in self._markers:
+            verdict = _starts_with(line, word, boundary, complete)
+            if verdict is None:
+                return None
+            if verdict:
+                return kind
+        return "thinking"
+
+    def read_action(self, line: str) -> Action | None:
+        if m := _search(self._action, line):
             args, kwargs = parse_args(m["args"])
-            action = Action(m["tool"], args, kwargs, m["args"])
-            return self._finish(action) or action
-        if _search(self._action_line, completion):
-            return NoAction(f"The Action line does not read {self.expected_action}")
-        return NoAction("The reply has no Action line and no final answer")
-
-    expected_action: str
-
-    def _finish(self, action: Action) -> FinalAnswer | None:
-        """A dialect whose final answer is a tool call (Finish[...]) turns it into one here."""
+            return Action(m["tool"], args, kwargs, m["args"])
         return None
+
+    def is_finish(self, action: Action) -> bool:
+        """A dialect whose final answer is written as an action (Finish[...]) says so here."""
+        return False
+
+    def answer_text(self, lane: str) -> str:
+        """The final answer, from the text of its lane."""
+        marker = lane.find("Final Answer:")
+        return lane[marker + len("Final Answer:") :].strip()
+
+    def parse(self, completion: str, tools: Registry | None = None) -> Round:
+        """The decisions on a finished completion (the same reader as the live one)."""
+        return Governor(self, tools).read(completion)
 
 
 class DefaultDialect(Dialect):
     name = "default"
     expected_action = "`Action: tool_name(arguments)`"
     expected = "`Action: tool_name(arguments)` or `Final Answer: your answer`, on a line of its own"
-    _final = regex.compile(r"^[ \t]*Final Answer:[ \t]*", regex.MULTILINE)
     _action = regex.compile(
         r"^[ \t]*Action:[ \t]*(?P<tool>[A-Za-z_][A-Za-z0-9_]{0,63})[ \t]*"
         rf"\((?P<args>[^\r\n]{{0,{_ARGS_MAX}}}?)\)[ \t]*\r?$",
@@ -131,7 +155,7 @@ class DefaultDialect(Dialect):
     def stops(self, step: int) -> tuple[str, ...]:
         return ("Observation:",)
 
-    def observation(self, step: int, result: str) -> str:
+    def observation(self, step: int, number: int, result: str) -> str:
         return f"Observation: {result}\n"
 
 
@@ -141,6 +165,7 @@ class ReactPaperDialect(Dialect):
     name = "react-paper"
     expected_action = "`Action k: Tool[argument]`"
     expected = "`Action k: Tool[argument]` on a line of its own, or `Action k: Finish[your answer]`"
+    _markers = (("action", "Action", True),)
     _action = regex.compile(
         r"^[ \t]*Action[ \t]*\d{1,6}[ \t]*:[ \t]*(?P<tool>[A-Za-z_][A-Za-z0-9_]{0,63})"
         rf"\[(?P<args>[^\r\n]{{0,{_ARGS_MAX}}}?)\][ \t]*\r?$",
@@ -153,20 +178,43 @@ class ReactPaperDialect(Dialect):
     def cue(self, step: int) -> str:
         return f"Thought {step}:"
 
-    def observation(self, step: int, result: str) -> str:
+    def observation(self, step: int, number: int, result: str) -> str:
         return f"Observation {step}: {result}\n"
 
-    def notice(self, step: int, code: str, message: str) -> str:
-        return f"Notice {step}: [{code}] {message}\n"
+    def notice(self, step: int, payload: dict[str, Any]) -> str:
+        return f"Notice {step}: {json.dumps(payload, ensure_ascii=False)}\n"
 
     def signature(self, name: str, params: tuple[str, ...]) -> str:
         return f"{name}[{', '.join(params)}]"
 
-    def _finish(self, action: Action) -> FinalAnswer | None:
-        return FinalAnswer(action.raw.strip()) if action.tool == "Finish" else None
+    def is_finish(self, action: Action) -> bool:
+        return action.tool == "Finish"
+
+    def answer_text(self, lane: str) -> str:
+        action = self.read_action(lane)
+        return action.raw.strip() if action else ""
 
 
-DIALECTS: dict[str, type[Dialect]] = {d.name: d for d in (DefaultDialect, ReactPaperDialect)}
+class GovernedDialect(DefaultDialect):
+    """Seed 000's self-governing round, in text: up to two actions, gated by their traits."""
+
+    name = "governed"
+    expected = (
+        "`Thought: ...` first, then up to two lines `Action: tool_name(arguments)`, "
+        "or `Final Answer: your answer` on a line of its own"
+    )
+    max_actions = 2
+    answer_needs_neutral = True
+    required_prefix = "Thought:"
+
+    def stops(self, step: int) -> tuple[str, ...]:
+        return ("\nObservation",)
+
+    def observation(self, step: int, number: int, result: str) -> str:
+        return f"Observation {number}: {result}\n"  # numbered like the Action lines it answers
+
+
+DIALECTS: dict[str, type[Dialect]] = {d.name: d for d in (DefaultDialect, ReactPaperDialect, GovernedDialect)}
 
 
 def get_dialect(name: str, where: str = "dialect") -> Dialect:

@@ -9,6 +9,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from enum import StrEnum
 
+from harness.governor import Round
 from harness.transcript import Author
 
 
@@ -37,19 +38,38 @@ class TextDelta:
 class CompletionEnded:
     step: int
     text: str  # what the buffer keeps
-    cut: str  # what the stop sequence removed ("" if nothing)
+    cut: str  # what was read but is kept out of the buffer ("" if nothing)
+    cut_by: str  # "stop" (a stop sequence), "prefix" (the prefix rule), or ""
+    round: Round  # the lanes, what the user saw, the accepted actions, the answer
+
+
+@dataclass(frozen=True)
+class Usage:
+    step: int
+    prompt_chars: int  # the whole buffer, sent again
+    completion_chars: int
+    total_prompt_chars: int  # all prompt characters sent so far in this run
 
 
 @dataclass(frozen=True)
 class ActionParsed:
     step: int
+    number: int  # the Action line's number in the completion, from 1
     tool: str
     raw: str  # the arguments as the model wrote them
 
 
 @dataclass(frozen=True)
+class ToolStarted:
+    step: int
+    number: int
+    tool: str
+
+
+@dataclass(frozen=True)
 class ToolResult:
     step: int
+    number: int
     tool: str
     result: str
     ok: bool
@@ -60,6 +80,9 @@ class Notice:
     step: int
     code: str  # stable, e.g. protocol_violation.no_action
     message: str
+    index: int | None = None
+    tool: str | None = None
+    violations: tuple[str, ...] = ()
 
 
 @dataclass(frozen=True)
@@ -76,4 +99,6 @@ class Stopped:
     detail: str = ""  # e.g. the model error's message
 
 
-Event = RoundStarted | TextDelta | CompletionEnded | ActionParsed | ToolResult | Notice | Appended | Stopped
+Event = (
+    RoundStarted | TextDelta | CompletionEnded | Usage | ActionParsed | ToolStarted | ToolResult | Notice | Appended | Stopped
+)

@@ -18,7 +18,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
-from harness.dialects import Action, Dialect, FinalAnswer, NoAction
+from harness.dialects import Dialect
 from harness.events import (
     ActionParsed,
     Appended,
@@ -30,7 +30,10 @@ from harness.events import (
     StopReason,
     TextDelta,
     ToolResult,
+    ToolStarted,
+    Usage,
 )
+from harness.governor import Governor, Rejection
 from harness.model import Model, ModelError, ModelExhausted
 from harness.stop import StopScanner
 from harness.tools import Registry
@@ -72,7 +75,7 @@ class Canceled(Exception):
 
 def run(agent: Agent, model: Model, emit: Callable[[Event], None] = lambda event: None) -> RunResult:
     buffer, dialect, limits = agent.transcript, agent.dialect, agent.limits
-    step = unknown_tools = format_errors = 0
+    step = unknown_tools = format_errors = sent = 0
 
     def write(author: Author, text: str) -> None:
         buffer.append(author, text)
@@ -82,22 +85,26 @@ def run(agent: Agent, model: Model, emit: Callable[[Event], None] = lambda event
         if text:
             write(Author.CODE, ("" if buffer.text.endswith("\n") or not buffer.spans else "\n") + text)
 
-    def notice(rule_code: str, message: str) -> None:
-        emit(Notice(step, rule_code, message))
-        code(dialect.notice(step, rule_code, message))
+    def notice(r: Rejection) -> None:
+        emit(Notice(step, r.code, r.message, r.index, r.tool, r.violations))
+        payload = {"code": r.code, "message": r.message, "index": r.index, "tool": r.tool, "violations": list(r.violations)}
+        code(dialect.notice(step, payload))
 
     def stop(reason: StopReason, answer: str | None = None, detail: str = "", steps: int | None = None) -> RunResult:
         steps = step if steps is None else steps
         emit(Stopped(reason, answer, steps, detail))
         return RunResult(reason, answer, steps, buffer, detail)
 
+    for span in buffer.spans:  # what the developer wrote before the first call
+        emit(Appended(span.author, span.text))
     try:
         while step < limits.max_steps:
             step += 1
             code(dialect.cue(step))
             emit(RoundStarted(step, len(buffer.text)))
+            stops = dialect.stops(step) if agent.use_stop else ()
             try:
-                completion = complete(model, step, buffer.text, dialect.stops(step) if agent.use_stop else (), emit)
+                completion = complete(model, step, buffer.text, stops, Governor(dialect, agent.tools), emit)
             except Canceled as c:
                 write(Author.MODEL, c.shown)
                 return stop(StopReason.CANCELED)
@@ -107,57 +114,67 @@ def run(agent: Agent, model: Model, emit: Callable[[Event], None] = lambda event
                 return stop(StopReason.MODEL_ERROR, detail=str(e), steps=step - 1)
             write(Author.MODEL, completion.text)  # verbatim, even when empty
             emit(completion)
+            sent += len(buffer.text) - len(completion.text)
+            emit(Usage(step, len(buffer.text) - len(completion.text), len(completion.text), sent))
 
-            match dialect.parse(completion.text):
-                case FinalAnswer(answer):
-                    return stop(StopReason.FINAL_ANSWER, answer)
-                case NoAction(rule):
-                    format_errors += 1
-                    notice("protocol_violation.no_action", f"{rule}. Write {dialect.expected}.")
-                    if format_errors == limits.format_error_limit:
-                        return stop(StopReason.FORMAT_ERROR_LIMIT)
-                case Action(tool, raw=raw) if tool not in agent.tools:
+            decided = completion.round
+            for rejection in decided.rejections:
+                notice(rejection)
+            if decided.answer is not None:  # its lane opened: the user has it, the run is done
+                return stop(StopReason.FINAL_ANSWER, decided.answer)
+            if not decided.actions:
+                if any(r.code == "protocol_violation.unknown_tool" for r in decided.rejections):
                     unknown_tools += 1
-                    emit(ActionParsed(step, tool, raw))
-                    notice(
-                        "protocol_violation.unknown_tool",
-                        f"There is no tool named {tool!r}. Valid tools: {', '.join(agent.tools.names)}.",
-                    )
                     if unknown_tools == limits.unknown_tool_limit:
                         return stop(StopReason.UNKNOWN_TOOL_LIMIT)
-                case Action(tool, args, kwargs, raw):
-                    unknown_tools = format_errors = 0
-                    emit(ActionParsed(step, tool, raw))
-                    result, ok = agent.tools.run(tool, args, kwargs)
-                    emit(ToolResult(step, tool, result, ok))
-                    if ok and agent.tools[tool].ends_run:  # finish(message): done, at once
-                        return stop(StopReason.FINAL_ANSWER, result)
-                    code(dialect.observation(step, result))
+                else:
+                    format_errors += 1
+                    if format_errors == limits.format_error_limit:
+                        return stop(StopReason.FORMAT_ERROR_LIMIT)
+                continue
+            unknown_tools = format_errors = 0
+            for number, action in decided.actions:  # in call order
+                emit(ActionParsed(step, number, action.tool, action.raw))
+                emit(ToolStarted(step, number, action.tool))
+                result, ok = agent.tools.run(action.tool, action.args, action.kwargs)
+                emit(ToolResult(step, number, action.tool, result, ok))
+                if ok and agent.tools[action.tool].ends_run:  # finish(message): done, at once
+                    return stop(StopReason.FINAL_ANSWER, result)
+                code(dialect.observation(step, number, result))
         return stop(StopReason.MAX_STEPS)
     except KeyboardInterrupt:
         return stop(StopReason.CANCELED)
 
 
 def complete(
-    model: Model, step: int, prompt: str, stops: tuple[str, ...], emit: Callable[[Event], None]
+    model: Model, step: int, prompt: str, stops: tuple[str, ...], governor: Governor, emit: Callable[[Event], None]
 ) -> CompletionEnded:
-    """One model call, streamed through the client-side stop scanner."""
-    scanner, shown = StopScanner(stops), []
+    """One model call: chunks pass the stop scanner, then the lanes' gates, then the user."""
+    scanner, kept = StopScanner(stops), []
+
+    def take(text: str) -> None:
+        kept.append(text)
+        if shown := governor.feed(text):
+            emit(TextDelta(shown))
+
     chunks = model.stream(prompt, stops)
     try:
         for chunk in chunks:
-            if safe := scanner.feed(chunk):
-                shown.append(safe)
-                emit(TextDelta(safe))
-            if scanner.stopped:
-                break  # a server that ignored `stop` is not read any further
-        if tail := scanner.finish():
-            shown.append(tail)
-            emit(TextDelta(tail))
+            take(scanner.feed(chunk))
+            if scanner.stopped or governor.stopped:
+                break  # a server that ignored `stop`, or a reply already rejected, is not read further
+        if not governor.stopped:
+            take(scanner.finish())
+            if tail := governor.finish():
+                emit(TextDelta(tail))
     except KeyboardInterrupt:
-        raise Canceled("".join(shown)) from None
+        # Keep the completion up to the last character the user saw.
+        raise Canceled("".join(kept)[: governor.shown_end]) from None
     finally:
         getattr(chunks, "close", lambda: None)()
+    text, decided = "".join(kept), governor.result()
+    if decided.prefix_rejected:  # nothing of it is kept: what was read is quoted in the notice
+        return CompletionEnded(step, "", text, "prefix", decided)
     # A scripted model knows what it cut; a real server cuts silently.
     cut = scanner.cut or getattr(model, "last_cut", "")
-    return CompletionEnded(step, "".join(shown), cut)
+    return CompletionEnded(step, text, cut, "stop" if cut else "", decided)
