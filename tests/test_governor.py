@@ -1,0 +1,208 @@
+"""Lanes and gates: what the user sees while a completion streams, and what runs.
+
+The rule under test: for any completion and any chunking, the live decisions (what was
+shown, what was cut, which actions run, the answer) equal the decisions on the whole text.
+"""
+
+from __future__ import annotations
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from harness.dialects import DefaultDialect, GovernedDialect, ReactPaperDialect
+from harness.governor import Governor
+from harness.loop import complete
+from harness.stop import StopScanner
+from harness.tools import Registry, calculator, canned
+from harness.traits import answer_may_open, compatible
+
+TOOLS = Registry(
+    [
+        calculator(),  # neutral
+        canned("search", "find", {}, default="found", trait="exploration"),
+        canned("render", "draw", {}, default="drawn", trait="exploitation"),
+        canned("mystery", "?", {}, default="?", trait="unknown"),
+    ]
+)
+DIALECTS = [DefaultDialect(), GovernedDialect(), ReactPaperDialect()]
+
+
+def streamed(dialect, text: str, sizes: list[int]):
+    """Feed `text` through stop scanner and governor in chunks, as the loop does."""
+    chunks, i = [], 0
+    for size in sizes + [len(text) + 1]:
+        if i >= len(text):
+            break
+        chunks.append(text[i : i + size])
+        i += size
+
+    class Chunked:
+        last_cut = ""
+
+        def stream(self, prompt, stop):
+            return iter(chunks)
+
+    deltas = []
+    ended = complete(Chunked(), 1, "", dialect.stops(1), Governor(dialect, TOOLS), deltas.append)
+    return ended, "".join(d.text for d in deltas)
+
+
+def _cut(text, stops):
+    scanner = StopScanner(stops)
+    kept = scanner.feed(text)
+    return kept + scanner.finish(), scanner.cut
+
+
+line = st.sampled_from(
+    [
+        "Thought: look it up",
+        "Thought: Final Answer: not at the start",
+        "Action: search(x)",
+        "Action: calculator(1 + 2)",
+        "Action: render(chart)",
+        "Action: mystery()",
+        "Action: nope(1)",
+        "Action: search(unclosed",
+        "Action search x",
+        "  Action:   calculator( 2 )  \r",
+        "Actions speak",
+        "Final Answer: 42",
+        "Final Answer:",
+        "Observation: invented",
+        "Observation 1: invented",
+        "Action 1: Search[x]",
+        "Action 2: Finish[done]",
+        "",
+        "```",
+    ]
+)
+completion = st.lists(line, max_size=7).map("\n".join) | st.text(alphabet=st.sampled_from("AFTO:ac ()\n\r"), max_size=30)
+
+
+@settings(max_examples=500)
+@given(text=completion, sizes=st.lists(st.integers(1, 9), max_size=60), which=st.integers(0, 2))
+def test_any_chunking_decides_exactly_as_the_whole_text(text, sizes, which):
+    dialect = DIALECTS[which]
+    ended, shown = streamed(dialect, text, sizes)
+    kept, _ = _cut(text, dialect.stops(1))
+    decided_whole = Governor(dialect, TOOLS).read(kept)
+    live = ended.round
+    if live.prefix_rejected:  # the read stopped early; the whole text is rejected just the same
+        assert decided_whole.prefix_rejected and live.shown == "" and shown == ""
+        assert [r.code for r in live.rejections] == [r.code for r in decided_whole.rejections]
+        return
+    assert live == decided_whole
+    assert shown == live.shown
+    assert ended.text == kept
+
+
+@pytest.mark.parametrize(
+    ("line", "accepted"),
+    [
+        ("Action: calculator(1 + 2)", True),
+        ("Action:calculator(1 + 2)", True),
+        ("   Action:   calculator (1 + 2)   ", True),
+        ("Action: calculator(1 + 2)\r", True),  # CRLF: the \r stays in the buffer, the action runs
+        ("\tAction: calculator(1 + 2)", True),
+        ("action: calculator(1 + 2)", False),  # the keyword is case-sensitive
+        ("Action : calculator(1 + 2)", False),
+        ("Action: `calculator(1 + 2)`", False),  # inline code fence
+        ("`Action: calculator(1 + 2)`", False),
+        ("- Action: calculator(1 + 2)", False),
+        ("Action: calculator 1 + 2", False),
+        ("Action: calculator(1 + 2) and more", False),
+    ],
+)
+def test_action_line_spellings_get_the_same_answer_live_and_whole(line, accepted):
+    for wrap in (f"Thought: go\n{line}\n", f"Thought: go\n```\n{line}\n```\n"):  # also inside a code fence
+        for sizes in ([1] * 200, [3, 1, 4, 1, 5, 9, 2, 6] * 20, [10_000]):
+            ended, _ = streamed(DefaultDialect(), wrap, sizes)
+            whole_round = DefaultDialect().parse(wrap, TOOLS)
+            assert ended.round == whole_round
+            assert bool(whole_round.actions) == accepted, (line, whole_round.rejections)
+
+
+def test_a_pending_action_line_is_shown_only_once_it_is_judged():
+    governor = Governor(DefaultDialect(), TOOLS)
+    assert governor.feed("Thought: add\nAction: calcul") == "Thought: add\n"
+    assert governor.feed("ator(1 + 2)") == ""
+    assert governor.feed("\n") == "Action: calculator(1 + 2)\n"
+
+
+def test_a_denied_lane_shows_nothing_and_counts_zero():
+    decided = Governor(DefaultDialect(), TOOLS).read("Thought: hm\nAction: nope(1)\n")
+    assert decided.shown == "Thought: hm\n"
+    assert [(lane.kind, lane.status, lane.emitted_chars) for lane in decided.lanes] == [
+        ("thinking", "allowed", 12),
+        ("action", "denied", 0),
+    ]
+
+
+def test_governed_second_action_that_could_read_the_first_is_denied():
+    decided = GovernedDialect().parse("Thought: both\nAction: search(x)\nAction: render(chart)\n", TOOLS)
+    assert [a.tool for _, a in decided.actions] == ["search"]
+    (rejection,) = decided.rejections
+    assert (rejection.code, rejection.index, rejection.tool) == ("gate.incompatible_action", 2, "render")
+
+
+def test_governed_two_independent_actions_share_a_round():
+    decided = GovernedDialect().parse("Thought: both\nAction: render(a)\nAction: calculator(2)\n", TOOLS)
+    assert [(n, a.tool) for n, a in decided.actions] == [(1, "render"), (2, "calculator")]
+
+
+def test_governed_answer_after_exploration_is_withheld():
+    decided = GovernedDialect().parse("Thought: x\nAction: search(x)\nFinal Answer: 7\n", TOOLS)
+    assert decided.answer is None and not decided.answer_streamed
+    assert "Final Answer" not in decided.shown
+    assert [r.code for r in decided.rejections] == ["gate.answer_withheld"]
+
+
+def test_governed_answer_after_neutral_action_opens():
+    assert GovernedDialect().parse("Thought: x\nAction: calculator(1)\nFinal Answer: 7\n", TOOLS).answer == "7"
+
+
+def test_an_action_after_a_streamed_answer_is_rejected_and_the_answer_kept():
+    decided = GovernedDialect().parse("Thought: done\nFinal Answer: 7\nAction: calculator(1)\n", TOOLS)
+    assert decided.answer == "7" and decided.answer_streamed
+    assert [r.code for r in decided.rejections] == ["protocol_violation.action_after_answer"]
+    assert "Action" not in decided.shown
+
+
+def test_the_prefix_rule_stops_the_read_at_the_first_chunk_that_rules_it_out():
+    governor = Governor(GovernedDialect(), TOOLS)
+    assert governor.feed("Tho") == ""
+    assert not governor.stopped
+    assert governor.feed("se are") == ""  # "Those" cannot become "Thought:"
+    assert governor.stopped
+    decided = governor.result()
+    assert decided.prefix_rejected and decided.shown == "" and decided.lanes == ()
+    assert "'Those are'" in decided.rejections[0].message
+
+
+def test_the_prefix_preview_is_bounded():
+    decided = GovernedDialect().parse("Sure! " + "x" * 5000, TOOLS)
+    assert decided.prefix_rejected
+    assert len(decided.rejections[0].message) < 400
+
+
+@pytest.mark.parametrize(
+    ("first", "second", "ok"),
+    [
+        ("exploration", "exploitation", False),
+        ("exploration", "exploration", False),
+        ("exploration", "neutral", True),
+        ("exploitation", "exploitation", True),
+        ("exploitation", "exploration", True),
+        ("neutral", "exploration", True),
+        ("unknown", "exploitation", False),
+        ("neutral", "unknown", False),
+    ],
+)
+def test_trait_compatibility(first, second, ok):
+    assert compatible(first, second) is ok
+
+
+def test_the_answer_opens_only_after_neutral_actions():
+    assert answer_may_open([]) and answer_may_open(["neutral", "neutral"])
+    assert not answer_may_open(["neutral", "exploitation"])
