@@ -51,6 +51,7 @@ class Lane:
     kind: str  # thinking | action | answer
     status: str  # allowed | denied
     emitted_chars: int  # what the user saw of it (a denied lane: 0)
+    text: str  # all the model wrote in it, shown or not
 
 
 @dataclass(frozen=True)
@@ -146,7 +147,10 @@ class Governor:
         return self.result()
 
     def result(self) -> Round:
-        lanes = tuple(Lane(i, g.kind, g.status if g.status != "pending" else "denied", g.emitted) for i, g in enumerate(self.lanes))
+        lanes = tuple(
+            Lane(i, g.kind, "allowed" if g.status == "allowed" else "denied", g.emitted, g.text)
+            for i, g in enumerate(self.lanes)
+        )
         rejections = list(self.rejections)
         answer = None
         if self.answer is not None and self.answer.status == "allowed":
@@ -298,11 +302,11 @@ class Governor:
         if len(self.actions) >= d.max_actions:
             return Rejection(
                 "protocol_violation.too_many_actions",
-                f"Only {d.max_actions} Action line(s) per reply run; action {number} did not run. "
+                f"Only {_count(d.max_actions)} per reply can run; action {number} did not run. "
                 "Ask for it again after you have read the observations.",
                 number,
                 action.tool,
-                (f"more than {d.max_actions} action(s) in one reply",),
+                (f"more than {_count(d.max_actions)} in one reply",),
             )
         trait = self.tools[action.tool].trait if self.tools is not None else "unknown"
         clashes = [(n, a, t) for n, a, t in self.actions if not compatible(t, trait)]
@@ -336,3 +340,7 @@ def _lines(text: str) -> list[str]:
     """Split after each "\n" only (a "\r" or "\u2028" stays inside its line)."""
     pieces = text.split("\n")
     return [p + "\n" for p in pieces[:-1]] + ([pieces[-1]] if pieces[-1] else [])
+
+
+def _count(actions: int) -> str:
+    return "one Action line" if actions == 1 else f"{actions} Action lines"

@@ -142,9 +142,9 @@ def calculator() -> Tool:
 
 
 def canned_key(args: tuple[Any, ...], kwargs: Mapping[str, Any]) -> str:
-    """The lookup key for a call: the one string argument, or the arguments as JSON."""
-    if not kwargs and len(args) == 1 and isinstance(args[0], str):
-        return args[0].strip()
+    """The lookup key: the one argument as text ('nimbus', '4.2'), or the arguments as JSON."""
+    if not kwargs and len(args) == 1:
+        return args[0].strip() if isinstance(args[0], str) else json.dumps(args[0], ensure_ascii=False)
     return json.dumps(list(args) if not kwargs else dict(kwargs), sort_keys=True, ensure_ascii=False)
 
 
