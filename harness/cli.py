@@ -19,10 +19,12 @@ from typer.core import TyperGroup
 
 from harness.agent import BadRequest, answer, parse_request, scenario_for
 from harness.errors import HarnessError
+from harness.events import Event
 from harness.record import replay as replay_text
 from harness.record import run_scenario
+from harness.render.events import event_line
 from harness.render.json import to_json
-from harness.render.terminal import print_transcript
+from harness.render.live import LiveView, saved_events
 from harness.scenario import find_scenario, load_scenario, shipped_scenarios
 from harness.transcript import HEADER, loads
 
@@ -67,9 +69,13 @@ class Format(StrEnum):
     rich = "rich"
     tagged = "tagged"
     json = "json"
+    events = "events"
 
 
-FormatOption = Annotated[Format, typer.Option("--format", "-f", help="rich: coloured by author; tagged: the save format; json.")]
+FormatOption = Annotated[
+    Format,
+    typer.Option("--format", "-f", help="rich: coloured by author; tagged: the save format; json; events: JSON Lines."),
+]
 
 
 def _console() -> Console:
@@ -84,8 +90,14 @@ def _emit(fmt: Format, saved: str, source: str) -> None:
     transcript, info = loads(saved, source)
     if fmt is Format.json:
         typer.echo(to_json(transcript, info))
-    else:
-        print_transcript(_console(), transcript, info)
+        return
+    draw = LiveView(_console()) if fmt is Format.rich else (lambda event: typer.echo(event_line(event)))
+    for event in saved_events(transcript, info):
+        draw(event)
+
+
+def _print_event(event: Event) -> None:
+    typer.echo(event_line(event))
 
 
 def _read(path: Path) -> str:
@@ -127,8 +139,12 @@ def run(
     save: Annotated[Path | None, typer.Option(help="Also save the transcript (save format v1) to this file.")] = None,
     no_stop: Annotated[bool, typer.Option("--no-stop", help="Turn the stop sequences off: see what the model writes when nothing cuts it.")] = False,
     max_steps: Annotated[int | None, typer.Option(min=0, help="Model calls before the run stops (default: the scenario's).")] = None,
+    live: Annotated[bool, typer.Option("--live", help="Draw the run as it streams, slowly enough to watch.")] = False,
+    delay: Annotated[float | None, typer.Option(min=0, help="Seconds to wait after each piece of streamed text (implies --live).")] = None,
 ) -> None:
     """Run a scenario on its scripted model and print the transcript."""
+    if (live or delay is not None) and format is not Format.rich:
+        raise HarnessError("--live", "draws the rich view; it cannot go with --format " + format.value)
     path = find_scenario(scenario)
     spec = load_scenario(path)
     if max_steps is not None:
@@ -137,10 +153,14 @@ def run(
         spec = spec.but(use_stop=False)
     if save is not None:
         _check_save_target(save)
-    recorded = run_scenario(spec)
+    # rich and events are drawn from the events as they happen; tagged and json at the end.
+    watch = {Format.rich: lambda: LiveView(_console(), delay if delay is not None else 0.03 if live else 0.0),
+             Format.events: lambda: _print_event}.get(format)  # fmt: skip
+    recorded = run_scenario(spec, watch() if watch else lambda event: None)
     if save is not None:
         _write(save, recorded.saved)
-    _emit(format, recorded.saved, str(path))
+    if watch is None:
+        _emit(format, recorded.saved, str(path))
     if recorded.result.stop_reason == "canceled":
         raise typer.Exit(130)
 

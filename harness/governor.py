@@ -26,6 +26,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
 from harness.traits import answer_may_open, compatible
+from harness.transcript import split_lines
 
 if TYPE_CHECKING:
     from harness.dialects import Action, Dialect
@@ -129,7 +130,7 @@ class Governor:
                 self._reject_prefix(self._head)
                 return ""
             chunk, self._head = self._head, None
-        return self._show("".join(self._take(piece) for piece in _lines(chunk)))
+        return self._show("".join(self._take(piece) for piece in split_lines(chunk)))
 
     def finish(self) -> str:
         """The stream has ended: judge the last line and anything still pending."""
@@ -334,12 +335,6 @@ class Governor:
                 violations=(f"does not begin with {self._prefix!r}",),
             )
         )
-
-
-def _lines(text: str) -> list[str]:
-    """Split after each "\n" only (a "\r" or "\u2028" stays inside its line)."""
-    pieces = text.split("\n")
-    return [p + "\n" for p in pieces[:-1]] + ([pieces[-1]] if pieces[-1] else [])
 
 
 def _count(actions: int) -> str:

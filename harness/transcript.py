@@ -79,18 +79,19 @@ _RECORD = regex.compile(r"(?P<author>developer|model|code) {0,9} (?P<sep>[|\\])(
 _META = regex.compile(r"# (?P<key>[a-z_][a-z0-9_]{0,63}): (?P<value>.*)", regex.DOTALL)
 
 
+def split_lines(text: str) -> list[str]:
+    """Split after each "\n" only: "a\nb\n" -> ["a\n", "b\n"] (a "\r" stays inside its line)."""
+    parts = text.split("\n")
+    return [p + "\n" for p in parts[:-1]] + ([parts[-1]] if parts[-1] else [])
+
+
 def records(transcript: Transcript) -> list[str]:
     """One record line (without its newline) per line segment of each span."""
     out: list[str] = []
     for span in transcript.spans:
-        pieces = span.text.split("\n")
-        # "a\nb" -> ["a", "b"]: every piece but the last ended with a newline.
-        ended = [True] * (len(pieces) - 1) + [False]
-        if pieces[-1] == "" and len(pieces) > 1:
-            pieces, ended = pieces[:-1], ended[:-1]
-        for piece, has_newline in zip(pieces, ended):
-            sep = "|" if has_newline else "\\"
-            out.append(f"{span.author.value:<{_WIDTH}} {sep}" + (f" {piece}" if piece else ""))
+        for piece in split_lines(span.text) or [""]:  # an empty span still gets its record
+            text, sep = (piece[:-1], "|") if piece.endswith("\n") else (piece, "\\")
+            out.append(f"{span.author.value:<{_WIDTH}} {sep}" + (f" {text}" if text else ""))
     return out
 
 

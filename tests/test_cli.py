@@ -37,12 +37,32 @@ def test_no_stop_lets_the_fake_observation_in_tagged_as_the_models():
     assert '# final_answer: "A network issue is blocking your uploads; check your connection."' in result.stdout
 
 
-def test_rich_output_has_legend_cut_text_and_stop_reason():
+def test_rich_output_has_legend_cut_text_steps_and_stop_reason():
     result = invoke("run", "nimbus")
     assert result.exit_code == 0
     assert result.stdout.startswith("authors:  developer   model   code")
+    assert "model     │ Action: check_quota(nimbus)\n" in result.stdout
     assert "✂ cut by the stop sequence, never in the buffer: Observation: quota was fine" in result.stdout
+    assert "── step 2 · the model is sent the whole buffer: 684 characters" in result.stdout
     assert "stopped: final_answer after 3 steps" in result.stdout
+
+
+def test_live_draws_the_same_view_and_refuses_other_formats():
+    assert invoke("run", "nimbus", "--live", "--delay", "0").stdout == invoke("run", "nimbus").stdout
+    assert "--live" in bad("run", "nimbus", "--live", "--format", "tagged")
+
+
+def test_events_format_is_json_lines_in_order():
+    import json
+
+    events = [json.loads(line) for line in invoke("run", "calculator", "--format", "events").stdout.splitlines()]
+    kinds = [e["event"] for e in events]
+    assert kinds[0] == "appended" and kinds[-1] == "stopped"
+    assert kinds.index("round_started") < kinds.index("text_delta") < kinds.index("completion_ended") < kinds.index("tool_result")
+    rounds = [e["prompt_chars"] for e in events if e["event"] == "round_started"]
+    usage = [e for e in events if e["event"] == "usage"]
+    assert [u["prompt_chars"] for u in usage] == rounds  # the whole buffer, every call
+    assert usage[-1]["total_prompt_chars"] == sum(rounds)
 
 
 def test_json_output_carries_spans_and_stop_reason():
@@ -80,7 +100,7 @@ def test_show_prints_a_saved_transcript(tmp_path):
     invoke("run", "paper-river", "--save", str(saved))
     shown = invoke("show", str(saved))
     assert shown.exit_code == 0
-    assert "code      \\ Thought 1:" in shown.stdout
+    assert "code      │ Thought 1: ⤸\nmodel     │  I need to find" in shown.stdout  # one buffer line, two authors
     assert "stopped: final_answer after 3 steps" in shown.stdout
     assert invoke("show", str(saved), "-f", "tagged").stdout == saved.read_text(encoding="utf-8")
 

@@ -46,3 +46,27 @@ def test_nimbus_fake_observation_is_cut_and_only_code_writes_observations():
     for span in transcript.spans:
         if span.author is not Author.CODE:
             assert "Observation:" not in span.text.replace("Observation: the tool's result", "")
+
+
+def test_every_notice_code_is_shown_by_a_shipped_scenario():
+    import json
+
+    from harness.render.events import event_line
+
+    seen = set()
+    for path in SCENARIOS:
+        run_scenario(load_scenario(path), lambda e: seen.add(json.loads(event_line(e)).get("code")))
+    assert seen >= {
+        "protocol_violation.no_action", "protocol_violation.tool_call_invalid", "protocol_violation.unknown_tool",
+        "protocol_violation.too_many_actions", "protocol_violation.action_after_answer",
+        "gate.incompatible_action", "gate.answer_withheld", "prefix.rejected",
+    }  # fmt: skip
+
+
+@pytest.mark.parametrize("name", ["nimbus", "governed-research"])
+def test_event_sequence_matches_its_snapshot(name, text_snapshot):
+    from harness.render.events import event_line
+
+    lines: list[str] = []
+    run_scenario(load_scenario(next(p for p in SCENARIOS if p.stem == name)), lambda e: lines.append(event_line(e)))
+    assert "\n".join(lines) + "\n" == text_snapshot

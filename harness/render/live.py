@@ -1,0 +1,131 @@
+"""The run for people, drawn from its events as they arrive: the terminal view.
+
+    authors:  developer   model   code
+    developer │ Question: Why do my Nimbus uploads keep failing?
+    ── step 1 · the model is sent the whole buffer: 612 characters
+    model     │ Thought: Failing uploads often mean the storage quota is full.
+              ✂ cut by the stop sequence, never in the buffer: Observation: quota was fine…
+
+Every row names its author as well as colouring it, so authorship never rests on colour
+alone. Model text is shown as the gates let it through; a lane they denied is shown
+dimmed after the completion, marked as never shown to the user. A row that the next
+author continues on the same buffer line ends with ⤸. Model text is printed as Text
+objects, never parsed as markup. Colour is off when stdout is not a terminal or NO_COLOR
+is set (rich decides).
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Iterator
+from typing import Any
+
+from rich.console import Console
+from rich.text import Text
+
+from harness.events import Appended, CompletionEnded, Event, RoundStarted, Stopped, StopReason, TextDelta
+from harness.governor import Round
+from harness.transcript import Author, Transcript, split_lines
+
+STYLES = {Author.DEVELOPER: "blue", Author.MODEL: "green", Author.CODE: "yellow"}
+_WIDTH = 9
+
+
+def legend() -> Text:
+    text = Text("authors: ")
+    for author, style in STYLES.items():
+        text.append(f" {author.value} ", style=f"reverse {style}")
+        text.append(" ")
+    return text
+
+
+class LiveView:
+    """Call it with each event; it prints as they come (with `delay` seconds per piece)."""
+
+    def __init__(self, console: Console, delay: float = 0.0) -> None:
+        self.console, self.delay = console, delay
+        self.author: Author | None = None  # whose row is open
+        self.mid_line = False  # the open row has text and no newline yet
+        self.console.print(legend())
+
+    def __call__(self, event: Event) -> None:
+        match event:
+            case Appended(author, text) if author is not Author.MODEL:
+                self._write(author, text)
+            case TextDelta(text):
+                self._write(Author.MODEL, text)
+                if self.delay:
+                    time.sleep(self.delay)
+            case RoundStarted(step, prompt_chars):
+                self._break()
+                self.console.print(
+                    Text(f"── step {step} · the model is sent the whole buffer: {prompt_chars:,} characters", style="dim")
+                )
+            case CompletionEnded(_, _, cut, cut_by, decided):
+                self._completion_ended(cut, cut_by, decided)
+            case Stopped(reason, answer, steps, detail):
+                self._break()
+                line = Text(f"stopped: {reason.value} after {steps} step{'s' if steps != 1 else ''}", style="bold")
+                if detail:
+                    line.append(f" ({detail})")
+                if answer is not None:
+                    line.append("\nfinal answer: ", style="bold")
+                    line.append(answer)
+                self.console.print(line)
+
+    def _completion_ended(self, cut: str, cut_by: str, decided: Round) -> None:
+        for lane in decided.lanes:
+            if lane.status == "denied" and lane.text:
+                self._note(f"✗ not shown to the user ({lane.kind} lane denied): {_preview(lane.text)}")
+        if cut:
+            why = {"stop": "cut by the stop sequence", "prefix": "stopped by the prefix rule"}.get(cut_by, "cut")
+            self._note(f"✂ {why}, never in the buffer: {_preview(cut)}")
+
+    def _note(self, message: str) -> None:
+        self._break()
+        self.console.print(Text(f"{'':<{_WIDTH}}   {message}", style="dim italic"))
+
+    def _break(self) -> None:
+        """End an open row before printing something that is not buffer text."""
+        if self.mid_line:
+            self.console.print()
+            self.mid_line = False
+        self.author = None
+
+    def _write(self, author: Author, text: str) -> None:
+        style = STYLES[author]
+        out = Text()
+        if self.mid_line and author is not self.author:
+            out.append(" ⤸\n", style="dim")  # the buffer line goes on, by another author
+            self.mid_line = False
+        for piece in split_lines(text):
+            if not self.mid_line:
+                out.append(f"{author.value:<{_WIDTH}} │ ", style=f"bold {style}")
+            out.append(piece.rstrip("\n"), style=style)
+            if piece.endswith("\n"):
+                out.append("\n")
+                self.mid_line = False
+            else:
+                self.mid_line = bool(piece)
+        self.author = author
+        self.console.print(out, end="")
+
+
+def saved_events(transcript: Transcript, info: dict[str, Any]) -> Iterator[Event]:
+    """The events a view needs to draw a saved transcript (its model text as deltas)."""
+    cuts, calls = info.get("cuts") or {}, 0
+    for span in transcript.spans:
+        if span.author is not Author.MODEL:
+            yield Appended(span.author, span.text)
+            continue
+        calls += 1
+        yield TextDelta(span.text)
+        if cut := cuts.get(str(calls)):
+            yield CompletionEnded(calls, span.text, cut, "", Round())
+    if info.get("stop_reason") in StopReason._value2member_map_:
+        yield Stopped(StopReason(info["stop_reason"]), info.get("final_answer"), int(info.get("steps") or 0))
+
+
+def _preview(text: str, limit: int = 120) -> str:
+    flat = text.replace("\n", "⏎")
+    return flat if len(flat) <= limit else flat[: limit - 1] + "…"
