@@ -15,7 +15,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from harness.errors import TranscriptFormatError
-from harness.events import CompletionEnded, Event
+from harness.events import CompletionEnded, Event, StopReason
 from harness.loop import RunResult, run
 from harness.scenario import Scenario, build
 from harness.transcript import Author, dumps, loads
@@ -49,6 +49,10 @@ def run_scenario(scenario: Scenario, emit: Callable[[Event], None] = lambda even
         emit(event)
 
     result = run(agent, model, record)
+    last = result.transcript.spans[-1]
+    if result.stop_reason is StopReason.CANCELED and scenario.interrupt is None and last.author is Author.MODEL:
+        # A real Ctrl-C while the model streamed: write it down, so the replay stops there too.
+        scenario = scenario.but(interrupt=(result.steps, len(last.text)))
     saved = dumps(result.transcript, meta(scenario, result, cuts))
     return Recorded(result, saved, None if workspace is None else workspace.files)
 

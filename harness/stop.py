@@ -25,6 +25,7 @@ class StopScanner:
         # Every proper prefix of every stop string: what a held-back tail may be.
         self._prefixes = {s[:i] for s in self.stops for i in range(1, len(s))}
         self._longest = max((len(s) for s in self.stops), default=0)
+        self._firsts = frozenset(s[0] for s in self.stops)  # a stop string can only start here
         self._held = ""
         self.matched: str | None = None  # the stop string that cut, once stopped
         self.cut = ""  # the stop string and whatever came after it in the same read
@@ -38,6 +39,8 @@ class StopScanner:
         if self.stopped:
             self.cut += chunk
             return ""
+        if not self._held and not any(c in chunk for c in self._firsts):
+            return chunk  # the common case: nothing here can start a stop string
         text = self._held + chunk
         # The stop string that is complete first wins (a server checks after each token);
         # of two that end at the same place, the longer one.
@@ -56,9 +59,10 @@ class StopScanner:
         return held
 
     def _held_suffix(self, text: str) -> int:
-        for size in range(min(len(text), self._longest - 1), 0, -1):
-            if text[-size:] in self._prefixes:
-                return size
+        """The length of the longest suffix of `text` that a stop string begins with."""
+        for start in range(max(0, len(text) - self._longest + 1), len(text)):
+            if text[start] in self._firsts and text[start:] in self._prefixes:
+                return len(text) - start
         return 0
 
 

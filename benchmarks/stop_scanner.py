@@ -1,0 +1,64 @@
+"""Throughput of the stop scanner, and how its time grows with the input.
+
+Feeds N MB of text through StopScanner in 1-character chunks and in 4 KB chunks. The
+text is full of near misses ("Obs", "Observat", "Observation" without its colon), so the
+scanner holds text back and lets it go all the time, and holds no full stop string, so
+every byte is scanned. Run it twice the size to see whether the time doubles:
+
+    python benchmarks/stop_scanner.py             # 10 MB and 20 MB, both chunk sizes
+    python benchmarks/stop_scanner.py --mb 1 2    # a quick look
+
+Not a test: it prints figures; nothing asserts on time.
+"""
+
+from __future__ import annotations
+
+import argparse
+import random
+import time
+
+from harness.stop import StopScanner
+
+STOPS = ["Observation:", "\nObservation 1:"]
+WORDS = ["Thought:", "the", "quota", "Obs", "Observat", "Observation", "is", "full\n", "Action:", "O", "\nObs"]
+
+
+def text_of(megabytes: int) -> str:
+    rng = random.Random(7)
+    size = megabytes * 1_000_000
+    pieces, length = [], 0
+    while length < size:
+        word = rng.choice(WORDS) + " "
+        pieces.append(word)
+        length += len(word)
+    return "".join(pieces)[:size]
+
+
+def run(text: str, chunk: int) -> tuple[float, int]:
+    scanner = StopScanner(STOPS)
+    start = time.perf_counter()
+    shown = 0
+    for i in range(0, len(text), chunk):
+        shown += len(scanner.feed(text[i : i + chunk]))
+    shown += len(scanner.finish())
+    return time.perf_counter() - start, shown
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("--mb", type=int, nargs="+", default=[10, 20], help="input sizes in MB")
+    args = parser.parse_args()
+    for chunk in (1, 4096):
+        times = []
+        for mb in args.mb:
+            text = text_of(mb)
+            seconds, shown = run(text, chunk)
+            assert shown == len(text), "no stop string in the input: everything must come out"
+            times.append(seconds)
+            print(f"chunk {chunk:>5} B  {mb:>3} MB  {seconds:8.2f} s  {mb / seconds:8.2f} MB/s")
+        for (a, ta), (b, tb) in zip(zip(args.mb, times), list(zip(args.mb, times))[1:]):
+            print(f"chunk {chunk:>5} B  {b} MB / {a} MB: input x{b / a:.1f}, time x{tb / ta:.2f}")
+
+
+if __name__ == "__main__":
+    main()

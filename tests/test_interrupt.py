@@ -1,0 +1,32 @@
+"""A real Ctrl-C (SIGINT) in the middle of a streaming run: canceled, and the file is saved."""
+
+from __future__ import annotations
+
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+from harness.record import replay
+from harness.transcript import loads
+
+ROOT = Path(__file__).parent.parent
+
+
+def test_ctrl_c_while_the_model_streams_keeps_the_shown_text_and_saves_the_file(tmp_path):
+    saved = tmp_path / "t.txt"
+    command = [sys.executable, "-m", "harness", "run", "nimbus", "--delay", "0.2", "--save", str(saved)]
+    proc = subprocess.Popen(command, cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    time.sleep(2.0)  # imports, then a few 8-character pieces of step 1 at 0.2 s each
+    proc.send_signal(signal.SIGINT)
+    out, err = proc.communicate(timeout=30)
+    assert proc.returncode == 130, err
+    assert "Traceback" not in err
+    assert "stopped: canceled" in out
+    transcript, meta = loads(saved.read_text(encoding="utf-8"))
+    assert meta["stop_reason"] == "canceled"
+    partial = transcript.spans[-1]
+    assert partial.author == "model" and partial.text and "Thought: Failing uploads".startswith(partial.text[:24])
+    assert partial.text in out.replace("model     │ ", "")  # what was kept is what the user saw
+    assert replay(saved.read_text(encoding="utf-8"), "t.txt").matches
