@@ -8,9 +8,10 @@
         action = parse(completion)                           # regex on "Action: tool(args)"
         buffer += "Observation: " + run_tool(action)         # only code writes observations
 
-What it adds: limits that end a run with a named stop reason, and a notice (written by
-code) when a completion breaks the format or names a tool that does not exist, so the
-model learns exactly which rule it broke.
+What it adds: the completion streams through the stop scanner (harness.stop) and the
+lanes' gates (harness.governor), which decide what the user sees and which actions run;
+every rejected candidate becomes a notice written by code, so the model learns exactly
+which rule it broke; limits end a run with a named stop reason; every step is an event.
 """
 
 from __future__ import annotations

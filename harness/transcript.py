@@ -55,10 +55,14 @@ class Transcript:
     """Append-only spans; `text` is their plain concatenation (the buffer)."""
 
     spans: list[Span] = field(default_factory=list)
+    _text: str = field(default="", init=False, repr=False, compare=False)  # the buffer, kept up to date
+
+    def __post_init__(self) -> None:
+        self._text = "".join(span.text for span in self.spans)
 
     @property
     def text(self) -> str:
-        return "".join(span.text for span in self.spans)
+        return self._text
 
     def append(self, author: Author, text: str) -> None:
         author = Author(author)
@@ -66,6 +70,7 @@ class Transcript:
             self.spans[-1] = Span(author, self.spans[-1].text + text)
         else:
             self.spans.append(Span(author, text))
+        self._text += text
 
     def texts_by(self, author: Author) -> list[str]:
         """The text of each span by one author, in order (for replay: the model's turns)."""
