@@ -20,11 +20,13 @@ from typer.core import TyperGroup
 from harness.agent import BadRequest, answer, parse_request, scenario_for
 from harness.errors import HarnessError
 from harness.events import Event
+from harness.frames import cost_table, costs, frames
+from harness.record import open_run, run_scenario
 from harness.record import replay as replay_text
-from harness.record import run_scenario
 from harness.render.events import event_line
 from harness.render.json import to_json
 from harness.render.live import LiveView, saved_events
+from harness.render.stepper import frame_view, step_through
 from harness.scenario import find_scenario, load_scenario, shipped_scenarios
 from harness.transcript import HEADER, loads
 
@@ -141,10 +143,12 @@ def run(
     max_steps: Annotated[int | None, typer.Option(min=0, help="Model calls before the run stops (default: the scenario's).")] = None,
     live: Annotated[bool, typer.Option("--live", help="Draw the run as it streams, slowly enough to watch.")] = False,
     delay: Annotated[float | None, typer.Option(min=0, help="Seconds to wait after each piece of streamed text (implies --live).")] = None,
+    cost: Annotated[bool, typer.Option("--cost", help="After the run, a table of what each model call was sent.")] = False,
 ) -> None:
     """Run a scenario on its scripted model and print the transcript."""
-    if (live or delay is not None) and format is not Format.rich:
-        raise HarnessError("--live", "draws the rich view; it cannot go with --format " + format.value)
+    if (live or delay is not None or cost) and format is not Format.rich:
+        flag = "--cost" if cost else "--live"
+        raise HarnessError(flag, "goes with the rich view; it cannot go with --format " + format.value)
     path = find_scenario(scenario)
     spec = load_scenario(path)
     if max_steps is not None:
@@ -161,6 +165,8 @@ def run(
         _write(save, recorded.saved)
     if watch is None:
         _emit(format, recorded.saved, str(path))
+    if cost:
+        typer.echo("\nThe model is sent the whole buffer on every call:\n" + cost_table(costs(recorded.result.transcript)))
     if recorded.result.stop_reason == "canceled":
         raise typer.Exit(130)
 
@@ -211,6 +217,23 @@ def agent(
     if transcript is not None:
         _write(transcript, recorded.saved)
     typer.echo(answer(recorded).to_json())
+
+
+@app.command()
+def step(
+    target: Annotated[str, typer.Argument(help="A scenario (file or shipped name) or a saved transcript.")],
+    frame: Annotated[int | None, typer.Option("--frame", min=0, help="Print frame K and exit (no keys, no screen).")] = None,
+) -> None:
+    """Step through a run in the terminal, one addition to the buffer at a time."""
+    fs = frames(*open_run(target))
+    if frame is not None:
+        if frame >= len(fs):
+            raise HarnessError(f"--frame {frame}", f"this run has frames 0 to {len(fs) - 1}")
+        _console().print(frame_view(fs, frame))
+        return
+    if not (sys.stdin.isatty() and sys.stdout.isatty()):
+        raise HarnessError("harness step", "needs a terminal to read keys; use --frame K to print one frame")
+    step_through(_console(), fs)
 
 
 @app.command("list")

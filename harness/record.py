@@ -12,13 +12,14 @@ from __future__ import annotations
 import difflib
 from collections.abc import Callable
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
 from harness.errors import TranscriptFormatError
 from harness.events import CompletionEnded, Event, StopReason
 from harness.loop import RunResult, run
-from harness.scenario import Scenario, build
-from harness.transcript import Author, dumps, loads
+from harness.scenario import Scenario, build, find_scenario, load_scenario
+from harness.transcript import HEADER, Author, Transcript, dumps, loads
 
 
 def meta(scenario: Scenario, result: RunResult, cuts: dict[str, str]) -> dict[str, Any]:
@@ -85,6 +86,17 @@ def scenario_of(text: str, source: str) -> Scenario:
     # The model's turns are its spans, each with what the stop sequence cut put back.
     turns = [text + cuts.get(str(step), "") for step, text in enumerate(transcript.texts_by(Author.MODEL), 1)]
     return Scenario.from_dict(spec | {"completions": turns}, f"{source}: metadata scenario")
+
+
+def open_run(target: str) -> tuple[Transcript, dict[str, Any]]:
+    """A saved transcript, or a scenario (path or shipped name) run now on its script."""
+    path = Path(target)
+    if path.is_file():
+        with open(path, encoding="utf-8", errors="replace", newline="") as f:
+            text = f.read()
+        if text.startswith(HEADER):
+            return loads(text, target)
+    return loads(run_scenario(load_scenario(find_scenario(target))).saved)
 
 
 def replay(text: str, source: str, emit: Callable[[Event], None] = lambda event: None) -> Replay:

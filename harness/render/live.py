@@ -39,13 +39,44 @@ def legend() -> Text:
     return text
 
 
+class Rows:
+    """Buffer text as rows, each led by its author's name: `model     │ text`."""
+
+    def __init__(self) -> None:
+        self.author: Author | None = None  # whose row is open
+        self.mid_line = False  # the open row has text and no newline yet
+
+    def close(self) -> Text:
+        """End an open row before something that is not buffer text."""
+        out = Text("\n" if self.mid_line else "")
+        self.author, self.mid_line = None, False
+        return out
+
+    def write(self, author: Author, text: str, mark: str = "│", extra: str = "") -> Text:
+        style = f"{STYLES[author]} {extra}".strip()
+        out = Text()
+        if self.mid_line and author is not self.author:
+            out.append(" ⤸\n", style="dim")  # the buffer line goes on, by another author
+            self.mid_line = False
+        for piece in split_lines(text):
+            if not self.mid_line:
+                out.append(f"{author.value:<{_WIDTH}} {mark} ", style=f"bold {style}")
+            out.append(piece.rstrip("\n"), style=style)
+            if piece.endswith("\n"):
+                out.append("\n")
+                self.mid_line = False
+            else:
+                self.mid_line = bool(piece)
+        self.author = author
+        return out
+
+
 class LiveView:
     """Call it with each event; it prints as they come (with `delay` seconds per piece)."""
 
     def __init__(self, console: Console, delay: float = 0.0) -> None:
         self.console, self.delay = console, delay
-        self.author: Author | None = None  # whose row is open
-        self.mid_line = False  # the open row has text and no newline yet
+        self.rows = Rows()
         self.console.print(legend())
 
     def __call__(self, event: Event) -> None:
@@ -76,39 +107,25 @@ class LiveView:
     def _completion_ended(self, cut: str, cut_by: str, decided: Round) -> None:
         for lane in decided.lanes:
             if lane.status == "denied" and lane.text:
-                self._note(f"✗ not shown to the user ({lane.kind} lane denied): {_preview(lane.text)}")
+                self._note(f"✗ not shown to the user ({lane.kind} lane denied): {preview(lane.text)}")
         if cut:
             why = {"stop": "cut by the stop sequence", "prefix": "stopped by the prefix rule"}.get(cut_by, "cut")
-            self._note(f"✂ {why}, never in the buffer: {_preview(cut)}")
+            self._note(f"✂ {why}, never in the buffer: {preview(cut)}")
 
     def _note(self, message: str) -> None:
         self._break()
-        self.console.print(Text(f"{'':<{_WIDTH}}   {message}", style="dim italic"))
+        self.console.print(note(message))
 
     def _break(self) -> None:
-        """End an open row before printing something that is not buffer text."""
-        if self.mid_line:
-            self.console.print()
-            self.mid_line = False
-        self.author = None
+        self.console.print(self.rows.close(), end="")
 
     def _write(self, author: Author, text: str) -> None:
-        style = STYLES[author]
-        out = Text()
-        if self.mid_line and author is not self.author:
-            out.append(" ⤸\n", style="dim")  # the buffer line goes on, by another author
-            self.mid_line = False
-        for piece in split_lines(text):
-            if not self.mid_line:
-                out.append(f"{author.value:<{_WIDTH}} │ ", style=f"bold {style}")
-            out.append(piece.rstrip("\n"), style=style)
-            if piece.endswith("\n"):
-                out.append("\n")
-                self.mid_line = False
-            else:
-                self.mid_line = bool(piece)
-        self.author = author
-        self.console.print(out, end="")
+        self.console.print(self.rows.write(author, text), end="")
+
+
+def note(message: str) -> Text:
+    """A line about the buffer that is not part of it, set under the author column."""
+    return Text(f"{'':<{_WIDTH}}   {message}", style="dim italic")
 
 
 def saved_events(transcript: Transcript, info: dict[str, Any]) -> Iterator[Event]:
@@ -126,6 +143,7 @@ def saved_events(transcript: Transcript, info: dict[str, Any]) -> Iterator[Event
         yield Stopped(StopReason(info["stop_reason"]), info.get("final_answer"), int(info.get("steps") or 0))
 
 
-def _preview(text: str, limit: int = 120) -> str:
+def preview(text: str, limit: int = 120) -> str:
+    """One line, at most `limit` characters: newlines shown as ⏎."""
     flat = text.replace("\n", "⏎")
     return flat if len(flat) <= limit else flat[: limit - 1] + "…"

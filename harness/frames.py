@@ -1,0 +1,110 @@
+"""A run as a sequence of frames, for stepping through it: the lesson's "Step k of N".
+
+Frame 0 is the developer's prompt; each later frame adds one span of the buffer (the
+model's completion, or what code spliced in). Each frame carries the three facts of the
+lesson: what was sent to the model, what was appended and by whom, and why the loop went
+on or stopped. Frames are built from a saved transcript and its metadata, so a fresh run
+and a saved file step through alike.
+
+The cost of resubmission is here too: the model is sent the whole buffer on every call,
+so the characters sent grow with the square of the steps while the new text grows
+linearly. A prefix cache would only have to process what is new since the last call.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+from harness.transcript import Author, Transcript
+
+CHARS_PER_TOKEN = 4  # a rough rule for English text; token figures are estimates
+
+
+@dataclass(frozen=True)
+class Frame:
+    index: int  # 0 .. N
+    author: Author  # who wrote the newest part
+    added: str  # the newest part of the buffer
+    before: int  # characters in the buffer before it
+    cut: str  # a model frame: what was read but kept out of the buffer
+    sent: str  # what was sent to the model for this part
+    why: str  # why the loop went on, or stopped, after it
+
+    @property
+    def is_notice(self) -> bool:
+        return self.author is Author.CODE and "Notice" in self.added
+
+
+def frames(transcript: Transcript, info: dict[str, Any]) -> list[Frame]:
+    spans, cuts = transcript.spans, info.get("cuts") or {}
+    out, before, calls = [], 0, 0
+    for i, span in enumerate(spans):
+        last = i == len(spans) - 1
+        cut = ""
+        if span.author is Author.MODEL:
+            calls += 1
+            cut = cuts.get(str(calls), "")
+            sent = f"completion = model(buffer): the whole buffer, {before:,} characters, sent fresh"
+        elif span.author is Author.CODE:
+            sent = "nothing: code writes this part, the model does not"
+        else:
+            sent = "nothing yet: the developer's prompt and the question start the buffer"
+        why = _stopped(info) if last else _why(span.author, spans[i + 1].text)
+        out.append(Frame(i, span.author, span.text, before, cut, sent, why))
+        before += len(span.text)
+    return out
+
+
+def _why(author: Author, following: str) -> str:
+    if author is Author.MODEL:
+        ran, told = "Observation" in following, "Notice" in following
+        if ran and told:
+            return "Code runs the accepted action and answers the rest with a notice; the loop goes on."
+        if told:
+            return "Nothing ran: code answers with a notice that names the broken rule; the loop goes on."
+        return "An Action line and no final answer: code runs the tool and splices in the result; the loop goes on."
+    if author is Author.CODE:
+        return "Code has spoken; the loop goes on: the whole buffer goes to the model again."
+    return "The loop begins: the whole buffer goes to the model."
+
+
+def _stopped(info: dict[str, Any]) -> str:
+    reason = info.get("stop_reason", "unknown")
+    text = f"The loop stopped: {reason}."
+    if info.get("final_answer") is not None:
+        text += f" Final answer: {info['final_answer']}"
+    return text
+
+
+@dataclass(frozen=True)
+class CallCost:
+    call: int
+    prompt_chars: int  # sent: the whole buffer
+    completion_chars: int
+    total_sent: int  # prompt characters sent so far, all calls
+    cached_new: int  # what a prefix cache would have had to process for this prompt
+    total_new: int
+
+
+def costs(transcript: Transcript) -> list[CallCost]:
+    out, before, total, total_new, seen = [], 0, 0, 0, 0
+    for span in transcript.spans:
+        if span.author is Author.MODEL:
+            new = before - seen  # what came after the text the cache already holds
+            total, total_new = total + before, total_new + new
+            out.append(CallCost(len(out) + 1, before, len(span.text), total, new, total_new))
+            seen = before + len(span.text)  # the cache now holds the prompt and the completion
+        before += len(span.text)
+    return out
+
+
+def cost_table(rows: list[CallCost]) -> str:
+    """A plain-text table, the same on every terminal."""
+    head = ("call", "prompt sent", "completion", "total sent", "with prefix cache", "cache total", "≈ tokens sent*")
+    lines = ["  ".join(f"{h:>{len(h) if i == 0 else max(len(h), 10)}}" for i, h in enumerate(head))]
+    for r in rows:
+        cells = (r.call, r.prompt_chars, r.completion_chars, r.total_sent, r.cached_new, r.total_new, r.total_sent // CHARS_PER_TOKEN)
+        lines.append("  ".join(f"{c:>{len(h) if i == 0 else max(len(h), 10)},}" for i, (h, c) in enumerate(zip(head, cells))))
+    lines.append(f"figures in characters; * an estimate: characters ÷ {CHARS_PER_TOKEN}, no tokenizer was used")
+    return "\n".join(lines)
