@@ -24,6 +24,7 @@ from harness.frames import cost_table, costs, frames
 from harness.record import open_run, run_scenario
 from harness.record import replay as replay_text
 from harness.render.events import event_line
+from harness.render.html import GENERATOR, page
 from harness.render.json import to_json
 from harness.render.live import LiveView, saved_events
 from harness.render.stepper import frame_view, step_through
@@ -112,26 +113,29 @@ def _read(path: Path) -> str:
         raise HarnessError(str(path), "the file is not UTF-8 text") from None
 
 
-def _check_save_target(path: Path) -> None:
-    """Refuse before running: a missing folder, or a file that is not a saved transcript."""
+def _check_target(option: str, path: Path, ours: str) -> None:
+    """Refuse before running: a missing folder, or an existing file that harness did not write."""
     if path.is_dir() or not path.parent.is_dir():
-        raise HarnessError(f"--save {path}", "needs a file path in an existing folder")
+        raise HarnessError(f"{option} {path}", "needs a file path in an existing folder")
     if path.exists():
         with open(path, encoding="utf-8", errors="replace") as f:
-            if f.readline().rstrip("\n") != HEADER:
-                raise HarnessError(f"--save {path}", "the file exists and is not a saved transcript; not overwriting it")
+            if ours not in f.read(4096):
+                raise HarnessError(f"{option} {path}", "the file exists and harness did not write it; not overwriting it")
 
 
-def _write(path: Path, text: str) -> None:
+def _write(path: Path, text: str, option: str = "--save") -> None:
     """Write all or nothing: a temporary file beside the target, then a rename."""
     fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
     try:
+        umask = os.umask(0)
+        os.umask(umask)
+        os.fchmod(fd, 0o666 & ~umask)  # as an ordinary new file would be, not mkstemp's 0600
         with os.fdopen(fd, "w", encoding="utf-8", newline="") as f:
             f.write(text)
         os.replace(tmp, path)
     except OSError as e:
         Path(tmp).unlink(missing_ok=True)
-        raise HarnessError(f"--save {path}", f"cannot write ({e.strerror})") from None
+        raise HarnessError(f"{option} {path}", f"cannot write ({e.strerror})") from None
 
 
 @app.command()
@@ -156,7 +160,7 @@ def run(
     if no_stop:
         spec = spec.but(use_stop=False)
     if save is not None:
-        _check_save_target(save)
+        _check_target("--save", save, HEADER)
     # rich and events are drawn from the events as they happen; tagged and json at the end.
     watch = {Format.rich: lambda: LiveView(_console(), delay if delay is not None else 0.03 if live else 0.0),
              Format.events: lambda: _print_event}.get(format)  # fmt: skip
@@ -212,10 +216,10 @@ def agent(
         typer.echo(f"error: {e.message}", err=True)
         raise typer.Exit(2) from None
     if transcript is not None:
-        _check_save_target(transcript)
+        _check_target("--transcript", transcript, HEADER)
     recorded = run_scenario(scenario_for(request))
     if transcript is not None:
-        _write(transcript, recorded.saved)
+        _write(transcript, recorded.saved, "--transcript")
     typer.echo(answer(recorded).to_json())
 
 
@@ -234,6 +238,19 @@ def step(
     if not (sys.stdin.isatty() and sys.stdout.isatty()):
         raise HarnessError("harness step", "needs a terminal to read keys; use --frame K to print one frame")
     step_through(_console(), fs)
+
+
+@app.command()
+def export(
+    target: Annotated[str, typer.Argument(help="A scenario (file or shipped name) or a saved transcript.")],
+    html: Annotated[Path, typer.Option("--html", help="Write one self-contained HTML stepper here.")],
+) -> None:
+    """Export a run as one HTML file that opens anywhere: a stepper, the facts, the cost."""
+    _check_target("--html", html, GENERATOR)
+    transcript, info = open_run(target)
+    title = (info.get("scenario") or {}).get("title") or Path(target).stem
+    _write(html, page(transcript, info, f"harness · {title}"), "--html")
+    typer.echo(f"wrote {html}: open it in any browser")
 
 
 @app.command("list")

@@ -1,0 +1,84 @@
+"""One self-contained HTML file: the stepper, the three facts per step, the cost chart.
+
+No network, no external fonts or scripts: the page, its style, its script and the run's
+data are all in the file. The data travels as JSON in a <script type="application/json">
+element and is put on the page with textContent, so nothing the model wrote is ever
+parsed as HTML. The cost chart is an inline SVG drawn here.
+"""
+
+from __future__ import annotations
+
+import html
+import json
+from importlib.resources import files
+from typing import Any
+
+from harness.frames import CHARS_PER_TOKEN, CallCost, costs, frames
+from harness.transcript import Transcript
+
+GENERATOR = '<meta name="generator" content="harness">'  # how a page of ours is recognised
+
+
+def page(transcript: Transcript, info: dict[str, Any], title: str) -> str:
+    data = {
+        "frames": [
+            {"author": f.author.value, "added": f.added, "cut": f.cut, "sent": f.sent, "why": f.why, "notice": f.is_notice}
+            for f in frames(transcript, info)
+        ]
+    }
+    # "</" would end the script element early; JSON allows "<\/" for it.
+    payload = json.dumps(data, ensure_ascii=False).replace("</", "<\\/").replace("<!--", "<\\!--")
+    rows = costs(transcript)
+    template = files("harness.render").joinpath("page.html").read_text(encoding="utf-8")
+    return (
+        template.replace("__TITLE__", html.escape(title))
+        .replace("__CHART__", chart(rows))
+        .replace("__TABLE__", table(rows))
+        .replace("__DATA__", payload)
+    )
+
+
+def chart(rows: list[CallCost], width: int = 560, height: int = 240) -> str:
+    """Characters sent so far (the whole buffer, every call) against what was new."""
+    if not rows:
+        return "<p>No model calls: nothing was sent.</p>"
+    pad, top = 56, max(r.total_sent for r in rows) or 1
+    step = (width - 2 * pad) / max(1, len(rows) - 1)
+
+    def point(i: int, value: int) -> str:
+        return f"{pad + i * step:.1f},{height - pad - value / top * (height - 2 * pad):.1f}"
+
+    def line(values: list[int], colour: str, dash: str) -> str:
+        points = " ".join(point(i, v) for i, v in enumerate(values))
+        dots = "".join(f'<circle cx="{point(i, v).split(",")[0]}" cy="{point(i, v).split(",")[1]}" r="3" fill="{colour}"/>' for i, v in enumerate(values))
+        return f'<polyline points="{points}" fill="none" stroke="{colour}" stroke-width="2" stroke-dasharray="{dash}"/>{dots}'
+
+    labels = "".join(
+        f'<text x="{pad + i * step:.1f}" y="{height - pad + 16}" text-anchor="middle" font-size="11">{r.call}</text>'
+        for i, r in enumerate(rows)
+    )
+    return (
+        f'<svg role="img" aria-label="characters sent per model call" width="{width}" height="{height}" '
+        f'viewBox="0 0 {width} {height}" xmlns="http://www.w3.org/2000/svg" font-family="system-ui, sans-serif">'
+        f'<line x1="{pad}" y1="{height - pad}" x2="{width - pad}" y2="{height - pad}" stroke="#9ca3af"/>'
+        f'<line x1="{pad}" y1="{pad}" x2="{pad}" y2="{height - pad}" stroke="#9ca3af"/>'
+        f'<text x="{pad - 6}" y="{pad + 4}" text-anchor="end" font-size="11">{top:,}</text>'
+        f'<text x="{pad - 6}" y="{height - pad + 4}" text-anchor="end" font-size="11">0</text>'
+        f'<text x="{width / 2}" y="{height - 12}" text-anchor="middle" font-size="12">model call</text>'
+        f"{labels}"
+        + line([r.total_sent for r in rows], "#b91c1c", "")
+        + line([r.total_new for r in rows], "#1d4ed8", "6 4")
+        + f'<text x="{pad + 8}" y="{pad - 24}" font-size="12" fill="#b91c1c">— characters sent, all calls (the whole buffer each time)</text>'
+        f'<text x="{pad + 8}" y="{pad - 8}" font-size="12" fill="#1d4ed8">- - what a prefix cache would have processed</text>'
+        "</svg>"
+    )
+
+
+def table(rows: list[CallCost]) -> str:
+    head = ["call", "prompt sent", "completion", "total sent", "with prefix cache", "cache total", "≈ tokens sent (estimate)"]
+    body = "".join(
+        "<tr>" + "".join(f"<td>{v:,}</td>" for v in (r.call, r.prompt_chars, r.completion_chars, r.total_sent, r.cached_new, r.total_new, r.total_sent // CHARS_PER_TOKEN)) + "</tr>"
+        for r in rows
+    )
+    note = f"Figures in characters. Tokens are an estimate (characters ÷ {CHARS_PER_TOKEN}); no tokenizer was used."
+    return f"<table><tr>{''.join(f'<th>{h}</th>' for h in head)}</tr>{body}</table><p><small>{note}</small></p>"
