@@ -171,8 +171,8 @@ def run(
         _emit(format, recorded.saved, str(path))
     if cost:
         typer.echo("\nThe model is sent the whole buffer on every call:\n" + cost_table(costs(recorded.result.transcript)))
-    if recorded.result.stop_reason == "canceled":
-        raise typer.Exit(130)
+    if recorded.result.stop_reason == "canceled" and spec.interrupt is None:
+        raise typer.Exit(130)  # a real Ctrl-C; a scenario's scripted interrupt is a demo, not a failure
 
 
 @app.command()

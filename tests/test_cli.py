@@ -77,7 +77,7 @@ def test_json_output_carries_spans_and_stop_reason():
 def test_save_then_replay_check_passes_for_every_shipped_scenario(path, tmp_path):
     saved = tmp_path / "t.txt"
     first = invoke("run", str(path), "--save", str(saved), "--format", "tagged")
-    assert first.exit_code in (0, 130)
+    assert first.exit_code == 0  # so that `run --save t.txt && replay t.txt --check` works for each
     assert saved.read_text(encoding="utf-8") == first.stdout
     check = invoke("replay", str(saved), "--check")
     assert check.exit_code == 0, check.output
