@@ -26,6 +26,7 @@ from harness.record import replay as replay_text
 from harness.render.events import event_line
 from harness.render.html import GENERATOR, page
 from harness.render.json import to_json
+from harness.render.markdown import notes
 from harness.render.live import LiveView, saved_events
 from harness.render.stepper import frame_view, step_through
 from harness.scenario import find_scenario, load_scenario, shipped_scenarios
@@ -243,14 +244,24 @@ def step(
 @app.command()
 def export(
     target: Annotated[str, typer.Argument(help="A scenario (file or shipped name) or a saved transcript.")],
-    html: Annotated[Path, typer.Option("--html", help="Write one self-contained HTML stepper here.")],
+    html: Annotated[Path | None, typer.Option("--html", help="Write one self-contained HTML stepper here.")] = None,
+    markdown: Annotated[Path | None, typer.Option("--markdown", help="Write the steps as Markdown, for course notes.")] = None,
 ) -> None:
-    """Export a run as one HTML file that opens anywhere: a stepper, the facts, the cost."""
-    _check_target("--html", html, GENERATOR)
+    """Export a run as one HTML file that opens anywhere (a stepper, the facts, the cost), or as Markdown."""
+    if html is None and markdown is None:
+        raise HarnessError("harness export", "say where: --html FILE and/or --markdown FILE")
+    if html is not None:
+        _check_target("--html", html, GENERATOR)
+    if markdown is not None:
+        _check_target("--markdown", markdown, "# harness · ")
     transcript, info = open_run(target)
-    title = (info.get("scenario") or {}).get("title") or Path(target).stem
-    _write(html, page(transcript, info, f"harness · {title}"), "--html")
-    typer.echo(f"wrote {html}: open it in any browser")
+    title = "harness · " + ((info.get("scenario") or {}).get("title") or Path(target).stem)
+    if html is not None:
+        _write(html, page(transcript, info, title), "--html")
+        typer.echo(f"wrote {html}: open it in any browser")
+    if markdown is not None:
+        _write(markdown, notes(transcript, info, title), "--markdown")
+        typer.echo(f"wrote {markdown}")
 
 
 @app.command("list")

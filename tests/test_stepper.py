@@ -108,3 +108,15 @@ def test_the_stepper_in_a_real_terminal(tmp_path):
         assert "Step 4 of 5" not in screen()  # the stepper's screen is gone
     finally:
         subprocess.run(["tmux", "kill-session", "-t", session], capture_output=True)
+
+
+def test_markdown_notes_match_their_snapshot(tmp_path, text_snapshot):
+    out = tmp_path / "nimbus.md"
+    result = invoke("export", "nimbus", "--markdown", str(out))
+    assert result.exit_code == 0, result.output
+    assert out.read_text(encoding="utf-8") == text_snapshot
+
+
+def test_export_needs_a_destination():
+    result = invoke("export", "nimbus")
+    assert result.exit_code == 2 and "--html FILE and/or --markdown FILE" in result.stderr

@@ -1,0 +1,24 @@
+"""A run as Markdown for course notes: one section per step, the buffer's new part in the
+save format (so every line names its author), and the lesson's three facts."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from harness.frames import frames
+from harness.render.live import preview
+from harness.transcript import Transcript, records
+
+
+def notes(transcript: Transcript, info: dict[str, Any], title: str) -> str:
+    fs = frames(transcript, info)
+    out = [f"# {title}", ""]
+    for f in fs:
+        part = Transcript()
+        part.append(f.author, f.added)
+        # Every record line begins with its author, so no text inside can close the fence.
+        out += [f"## Step {f.index} of {len(fs) - 1}", "", "```text", *records(part), "```", ""]
+        if f.cut:
+            out += [f"> ✂ cut by the stop sequence, never in the buffer: {preview(f.cut)}", ""]
+        out += [f"- **sent:** {f.sent}", f"- **appended:** by {f.author.value}, {len(f.added):,} characters", f"- **why:** {f.why}", ""]
+    return "\n".join(out)
