@@ -60,7 +60,8 @@ def main() -> None:
             assert shown == len(text), "no stop string in the input: everything must come out"
             times.append(seconds)
             print(f"chunk {chunk:>5} B  {mb:>3} MB  {seconds:8.2f} s  {mb / seconds:8.2f} MB/s")
-        for (a, ta), (b, tb) in zip(zip(args.mb, times), list(zip(args.mb, times))[1:]):
+        pairs = list(zip(args.mb, times))
+        for (a, ta), (b, tb) in zip(pairs, pairs[1:]):
             print(f"chunk {chunk:>5} B  {b} MB / {a} MB: input x{b / a:.1f}, time x{tb / ta:.2f}")
 
 
