@@ -87,11 +87,11 @@ def _console() -> Console:
 
 
 def _emit(fmt: Format, saved: str, source: str) -> None:
-    """Print a saved-format text in the chosen format."""
+    """Print a saved-format text in the chosen format (a bad record is reported before anything)."""
+    transcript, info = loads(saved, source)
     if fmt is Format.tagged:
         sys.stdout.write(saved)
         return
-    transcript, info = loads(saved, source)
     if fmt is Format.json:
         typer.echo(to_json(transcript, info))
         return
@@ -163,12 +163,15 @@ def run(
     if save is not None:
         _check_target("--save", save, HEADER)
     # rich and events are drawn from the events as they happen; tagged and json at the end.
-    watch = {Format.rich: lambda: LiveView(_console(), delay if delay is not None else 0.03 if live else 0.0),
-             Format.events: lambda: _print_event}.get(format)  # fmt: skip
-    recorded = run_scenario(spec, watch() if watch else lambda event: None)
+    if format is Format.rich:
+        recorded = run_scenario(spec, LiveView(_console(), delay if delay is not None else 0.03 if live else 0.0))
+    elif format is Format.events:
+        recorded = run_scenario(spec, _print_event)
+    else:
+        recorded = run_scenario(spec)
     if save is not None:
         _write(save, recorded.saved)
-    if watch is None:
+    if format in (Format.tagged, Format.json):
         _emit(format, recorded.saved, str(path))
     if cost:
         typer.echo("\nThe model is sent the whole buffer on every call:\n" + cost_table(costs(recorded.result.transcript)))
@@ -182,9 +185,7 @@ def show(
     format: FormatOption = Format.rich,
 ) -> None:
     """Print a saved transcript."""
-    text = _read(saved)
-    loads(text, str(saved))  # a bad record is reported before anything is printed
-    _emit(format, text, str(saved))
+    _emit(format, _read(saved), str(saved))
 
 
 @app.command()

@@ -33,7 +33,7 @@ class Frame:
 
     @property
     def is_notice(self) -> bool:
-        return self.author is Author.CODE and "Notice" in self.added
+        return self.author is Author.CODE and _has_line(self.added, "Notice")
 
 
 def frames(transcript: Transcript, info: dict[str, Any]) -> list[Frame]:
@@ -58,7 +58,7 @@ def frames(transcript: Transcript, info: dict[str, Any]) -> list[Frame]:
 
 def _why(author: Author, following: str) -> str:
     if author is Author.MODEL:
-        ran, told = "Observation" in following, "Notice" in following
+        ran, told = _has_line(following, "Observation"), _has_line(following, "Notice")
         if ran and told:
             return "Code runs the accepted action and answers the rest with a notice; the loop goes on."
         if told:
@@ -67,6 +67,11 @@ def _why(author: Author, following: str) -> str:
     if author is Author.CODE:
         return "Code has spoken; the loop goes on: the whole buffer goes to the model again."
     return "The loop begins: the whole buffer goes to the model."
+
+
+def _has_line(text: str, word: str) -> bool:
+    """Does a line of code's text begin with `word` (Notice, Observation)?"""
+    return any(line.startswith(word) for line in text.split("\n"))
 
 
 def _stopped(info: dict[str, Any]) -> str:

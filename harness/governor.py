@@ -200,11 +200,17 @@ class Governor:
             out += self._end_line()
         return out
 
-    def _push(self, gate: _Gate, text: str) -> str:
-        out = gate.push(text)
+    def _seen(self, out: str) -> str:
+        """Text a gate let through: the user has now seen up to here."""
         if out:
             self.shown_end = self.read_chars
         return out
+
+    def _push(self, gate: _Gate, text: str) -> str:
+        return self._seen(gate.push(text))
+
+    def _trait(self, tool: str) -> str:
+        return self.tools[tool].trait if self.tools is not None else "unknown"
 
     def _open(self, kind: str, text: str) -> str:
         """The current line's kind is known: give it (and what it held) to its lane."""
@@ -240,10 +246,7 @@ class Governor:
         return ""
 
     def _allow(self, gate: _Gate) -> str:
-        out = gate.allow()
-        if out:
-            self.shown_end = self.read_chars
-        return out
+        return self._seen(gate.allow())
 
     def _end_line(self) -> str:
         """The current line is complete (a newline, or the end of the completion)."""
@@ -269,8 +272,7 @@ class Governor:
             gate.deny()
             self.rejections.append(problem)
             return ""
-        trait = self.tools[action.tool].trait if self.tools is not None else "unknown"
-        self.actions.append((number, action, trait))
+        self.actions.append((number, action, self._trait(action.tool)))
         return self._allow(gate)
 
     def _action_problem(self, number: int, action: Action | None, line: str) -> Rejection | None:
@@ -309,7 +311,7 @@ class Governor:
                 action.tool,
                 (f"more than {_count(d.max_actions)} in one reply",),
             )
-        trait = self.tools[action.tool].trait if self.tools is not None else "unknown"
+        trait = self._trait(action.tool)
         clashes = [(n, a, t) for n, a, t in self.actions if not compatible(t, trait)]
         if clashes:
             n, first, first_trait = clashes[0]

@@ -17,7 +17,7 @@ which rule it broke; limits end a run with a named stop reason; every step is an
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import asdict, dataclass, field
 
 from harness.dialects import Dialect
 from harness.events import (
@@ -88,8 +88,7 @@ def run(agent: Agent, model: Model, emit: Callable[[Event], None] = lambda event
 
     def notice(r: Rejection) -> None:
         emit(Notice(step, r.code, r.message, r.index, r.tool, r.violations))
-        payload = {"code": r.code, "message": r.message, "index": r.index, "tool": r.tool, "violations": list(r.violations)}
-        code(dialect.notice(step, payload))
+        code(dialect.notice(step, asdict(r)))  # code, message, index, tool, violations
 
     def stop(reason: StopReason, answer: str | None = None, detail: str = "", steps: int | None = None) -> RunResult:
         steps = step if steps is None else steps
@@ -102,7 +101,8 @@ def run(agent: Agent, model: Model, emit: Callable[[Event], None] = lambda event
         while step < limits.max_steps:
             step += 1
             code(dialect.cue(step))
-            emit(RoundStarted(step, len(buffer.text)))
+            prompt_chars = len(buffer.text)
+            emit(RoundStarted(step, prompt_chars))
             stops = dialect.stops(step) if agent.use_stop else ()
             try:
                 completion = complete(model, step, buffer.text, stops, Governor(dialect, agent.tools), emit)
@@ -115,8 +115,8 @@ def run(agent: Agent, model: Model, emit: Callable[[Event], None] = lambda event
                 return stop(StopReason.MODEL_ERROR, detail=str(e), steps=step - 1)
             write(Author.MODEL, completion.text)  # verbatim, even when empty
             emit(completion)
-            sent += len(buffer.text) - len(completion.text)
-            emit(Usage(step, len(buffer.text) - len(completion.text), len(completion.text), sent))
+            sent += prompt_chars
+            emit(Usage(step, prompt_chars, len(completion.text), sent))
 
             decided = completion.round
             for rejection in decided.rejections:
