@@ -13,7 +13,7 @@ from hypothesis import strategies as st
 from harness.dialects import DefaultDialect, GovernedDialect, ReactPaperDialect
 from harness.governor import Governor
 from harness.loop import complete
-from harness.stop import StopScanner
+from harness.stop import cut_at_stop
 from harness.tools import Registry, calculator, canned
 from harness.traits import answer_may_open, compatible
 
@@ -48,12 +48,6 @@ def streamed(dialect, text: str, sizes: list[int]):
     return ended, "".join(d.text for d in deltas)
 
 
-def _cut(text, stops):
-    scanner = StopScanner(stops)
-    kept = scanner.feed(text)
-    return kept + scanner.finish(), scanner.cut
-
-
 line = st.sampled_from(
     [
         "Thought: look it up",
@@ -85,7 +79,7 @@ completion = st.lists(line, max_size=7).map("\n".join) | st.text(alphabet=st.sam
 def test_any_chunking_decides_exactly_as_the_whole_text(text, sizes, which):
     dialect = DIALECTS[which]
     ended, shown = streamed(dialect, text, sizes)
-    kept, _ = _cut(text, dialect.stops(1))
+    kept, _ = cut_at_stop(text, dialect.stops(1))
     decided_whole = Governor(dialect, TOOLS).read(kept)
     live = ended.round
     if live.prefix_rejected:  # the read stopped early; the whole text is rejected just the same
