@@ -28,8 +28,20 @@ class ModelExhausted(ModelError):
     """A scripted model has no completion left. Ends the run: model_exhausted."""
 
 
+@dataclass(frozen=True)
+class TokenUsage:
+    """What a backend that can count reports about one call, as the last item of its stream."""
+
+    prompt_tokens: int  # the whole prompt, in the model's own tokens
+    evaluated_tokens: int | None = None  # of those, how many it had to process (the rest came from its cache)
+    completion_tokens: int | None = None
+
+
 class Model(Protocol):
-    def stream(self, prompt: str, stop: Sequence[str]) -> Iterator[str]: ...
+    """The one method every backend implements. Chunks are text; a backend that can count
+    tokens may end its stream with one TokenUsage. Failures are raised as ModelError."""
+
+    def stream(self, prompt: str, stop: Sequence[str]) -> Iterator[str | TokenUsage]: ...
 
 
 @dataclass(frozen=True)
