@@ -1,0 +1,228 @@
+"""A readable diff of two saved transcripts: what changed, in which step, and by whom.
+
+A replay check or a snapshot compares two files in the save format byte for byte. When
+they differ, this module says how, in the file's own terms:
+
+    transcripts/nimbus.txt: the replay differs from the saved file ('-' saved, '+' replayed)
+    first difference in step 1 (code: Observation: 99.9 GB of 100 GB used)
+    metadata that differs: final_answer
+    @@ saved line 23, replayed line 23 · step 1 @@
+     model     | Action: check_quota(nimbus)
+    -code      | Observation: 99.9 GB of 100 GB used
+    +code      | Observation: 99.8 GB of 100 GB used
+
+The records keep their author column, as in the file. Step k is the k-th model call and
+what code appended after it (its observation or notice); the developer's prompt comes
+before step 1. Metadata lines (`# key: <json>`) are named by key.
+
+Bounded for huge files: equal lines at both ends are set aside before difflib sees the
+rest, lines are compared whole (never character by character), a displayed line is cut
+to a window around its first differing character, and only the first MAX_LINES lines
+of the diff are shown. Control characters are shown escaped (`\\r`, `\\x1b`), never
+raw and never as a bytes repr. What this module leaves out: running or loading anything.
+"""
+
+from __future__ import annotations
+
+import difflib
+import itertools
+import json
+import unicodedata
+
+MAX_LINES = 60  # diff lines shown; the rest are counted
+WIDTH = 200  # characters of one line shown
+CONTEXT = 3  # equal lines shown around each change
+_AUTHORS = ("developer", "model", "code")
+
+
+def transcript_diff(saved: str, fresh: str, name: str, labels: tuple[str, str] = ("saved", "replayed")) -> str:
+    """The readable difference between a saved transcript and a fresh one ("" if equal)."""
+    if saved == fresh:
+        return ""
+    old_label, new_label = labels
+    a, b = _lines(saved), _lines(fresh)
+    out = [f"{name}: the {new_label} file differs from the {old_label} one ('-' {old_label}, '+' {new_label})"]
+    opcodes = _opcodes(a, b)
+    steps_a, steps_b = _steps(a), _steps(b)
+    out.append(_headline(a, b, opcodes, steps_a, steps_b))
+    keys = _meta_keys(a, b)
+    if keys:
+        out.append("metadata that differs: " + ", ".join(keys))
+    hunks = _hunks(a, b, opcodes, steps_a, steps_b, old_label, new_label)  # (mark, line, focus), lazily
+    out += [mark + _show(line, at) for mark, line, at in itertools.islice(hunks, MAX_LINES)]
+    hidden = sum(1 for _ in hunks)  # counted, never rendered
+    if hidden:
+        out.append(f"… {hidden} more diff lines not shown")
+    for label, text in ((old_label, saved), (new_label, fresh)):
+        if not text.endswith("\n") and saved.endswith("\n") != fresh.endswith("\n"):
+            out.append(f"(the {label} file does not end with a newline)")
+    return "\n".join(out)
+
+
+def _lines(text: str) -> list[str]:
+    """Only "\n" separates lines in the save format; a "\r" stays inside its line."""
+    lines = text.split("\n")
+    return lines[:-1] if lines[-1] == "" else lines
+
+
+def _opcodes(a: list[str], b: list[str]) -> list[tuple[str, int, int, int, int]]:
+    """difflib's opcodes, after setting aside the equal lines at both ends (linear for one edit)."""
+    head = 0
+    while head < min(len(a), len(b)) and a[head] == b[head]:
+        head += 1
+    tail = 0
+    while tail < min(len(a), len(b)) - head and a[-1 - tail] == b[-1 - tail]:
+        tail += 1
+    middle = difflib.SequenceMatcher(None, a[head : len(a) - tail], b[head : len(b) - tail], autojunk=False)
+    ops = [(tag, i1 + head, i2 + head, j1 + head, j2 + head) for tag, i1, i2, j1, j2 in middle.get_opcodes()]
+    if head:
+        ops.insert(0, ("equal", 0, head, 0, head))
+    if tail:
+        ops.append(("equal", len(a) - tail, len(a), len(b) - tail, len(b)))
+    return ops
+
+
+def _author(line: str) -> str | None:
+    """The author of a record line, or None for metadata and anything else."""
+    word = line[:9].rstrip(" ")
+    return word if word in _AUTHORS and line[9:11] in (" |", " \\") else None
+
+
+def _steps(lines: list[str]) -> list[int]:
+    """The step of each line: a new step begins where a run of model records begins (-1: metadata)."""
+    steps, step, previous = [], 0, None
+    for line in lines:
+        author = _author(line)
+        if author == "model" and previous != "model":
+            step += 1
+        if author is not None:
+            previous = author
+        steps.append(-1 if author is None and line.startswith("#") else step)
+    return steps
+
+
+def _where(step: int) -> str:
+    return {-1: "the metadata", 0: "the prompt"}.get(step, f"step {step}")
+
+
+def _headline(a, b, opcodes, steps_a, steps_b) -> str:
+    for tag, i1, i2, j1, j2 in opcodes:
+        if tag == "equal":
+            continue
+        focus = _focus(a[i1:i2], b[j1:j2])
+        changed = [*zip(a[i1:i2], steps_a[i1:i2], focus), *zip(b[j1:j2], steps_b[j1:j2], focus)]  # saved side first
+        for line, step, at in changed:
+            author = _author(line)
+            if author is not None:
+                return f"first difference in {_where(step)} ({author}: {_show(line[12:], max(0, at - 12), 80)})"
+    if any(tag != "equal" for tag, *_ in opcodes):
+        return "the records are the same; only the metadata differs"
+    return "the lines are the same"
+
+
+def _meta(lines: list[str]) -> dict[str, str]:
+    """`# key: value` lines by key (the value as written: JSON text)."""
+    found = {}
+    for line in lines:
+        if line.startswith("# ") and ": " in line:
+            key, _, value = line[2:].partition(": ")
+            found[key] = value
+    return found
+
+
+def _meta_keys(a: list[str], b: list[str]) -> list[str]:
+    """The metadata keys whose values differ; for an object, the keys inside it too (scenario.prompt)."""
+    old, new = _meta(a), _meta(b)
+    keys = []
+    for key in [*old, *(k for k in new if k not in old)]:
+        if old.get(key) == new.get(key):
+            continue
+        inner = _inner_keys(old.get(key), new.get(key))
+        keys += [f"{key}.{k}" for k in inner] if inner else [key]
+    return keys
+
+
+def _inner_keys(old: str | None, new: str | None) -> list[str]:
+    try:
+        x, y = json.loads(old or "null"), json.loads(new or "null")
+    except ValueError:
+        return []
+    if not (isinstance(x, dict) and isinstance(y, dict)):
+        return []
+    return [k for k in [*x, *(k for k in y if k not in x)] if x.get(k, ...) != y.get(k, ...)]
+
+
+def _hunks(a, b, opcodes, steps_a, steps_b, old_label, new_label):
+    """Unified-style hunks: a header naming the lines and the step, then ' ', '-', '+' lines."""
+    for group in _groups(opcodes):
+        i1, j1 = group[0][1], group[0][3]
+        _, ci1, ci2, cj1, _ = next(op for op in group if op[0] != "equal")
+        step = steps_a[ci1] if ci2 > ci1 else steps_b[cj1]  # the step of the first change
+        yield "", f"@@ {old_label} line {i1 + 1}, {new_label} line {j1 + 1} · {_where(step)} @@", 0
+        for tag, i1, i2, j1, j2 in group:
+            if tag == "equal":
+                yield from ((" ", line, 0) for line in a[i1:i2])
+                continue
+            olds, news = a[i1:i2], b[j1:j2]
+            focus = _focus(olds, news)
+            yield from (("-", line, at) for line, at in zip(olds, focus))
+            yield from (("+", line, at) for line, at in zip(news, focus))
+
+
+def _groups(opcodes):
+    """Changes with CONTEXT equal lines around them; changes close together share a group."""
+    groups, current = [], []
+    for tag, i1, i2, j1, j2 in opcodes:
+        if tag != "equal":
+            current.append((tag, i1, i2, j1, j2))
+            continue
+        if current:  # after a change: keep CONTEXT lines, close the group if the gap is wide
+            if i2 - i1 > 2 * CONTEXT:
+                current.append(("equal", i1, i1 + CONTEXT, j1, j1 + CONTEXT))
+                groups.append(current)
+                current = []
+            else:
+                current.append((tag, i1, i2, j1, j2))
+                continue
+        skip = max(0, i2 - i1 - CONTEXT)  # before a change: the last CONTEXT lines
+        current = [("equal", i1 + skip, i2, j1 + skip, j2)] if i2 > i1 + skip else []
+    if any(op[0] != "equal" for op in current):
+        groups.append(current)
+    return groups
+
+
+def _focus(olds: list[str], news: list[str]) -> list[int]:
+    """Where to look in each changed line: paired lines (k-th old, k-th new) show where they part."""
+    paired = [_first_difference(x, y) for x, y in zip(olds, news)]
+    return paired + [0] * (max(len(olds), len(news)) - len(paired))
+
+
+def _first_difference(x: str, y: str) -> int:
+    """The length of the common prefix, by halving (string comparisons run in C: fast on 10 MB lines)."""
+    low, high = 0, min(len(x), len(y))
+    while low < high:
+        mid = (low + high + 1) // 2
+        if x[low:mid] == y[low:mid]:
+            low = mid
+        else:
+            high = mid - 1
+    return low
+
+
+def _show(line: str, focus: int = 0, width: int = WIDTH) -> str:
+    """One line, at most `width` characters around `focus`, control characters escaped."""
+    start = max(0, focus - width // 4) if focus > width * 3 // 4 else 0
+    piece = line[start : start + width]
+    text = "".join(_escape(c) for c in piece)
+    return ("…" if start else "") + text + ("…" if start + width < len(line) else "")
+
+
+def _escape(c: str) -> str:
+    if unicodedata.category(c) not in ("Cc", "Zl", "Zp"):
+        return c
+    if c in _NAMED:
+        return _NAMED[c]
+    return f"\\x{ord(c):02x}" if ord(c) < 256 else f"\\u{ord(c):04x}"
+
+
+_NAMED = {"\r": "\\r", "\t": "\\t"}
