@@ -13,11 +13,13 @@ import shutil
 from pathlib import Path
 
 import pytest
+import regex
 from typer.testing import CliRunner
 
 from harness.cli import app
 from harness.record import open_run
 from harness.render.html import page
+from harness.transcript import Transcript
 
 runner = CliRunner()
 SHOTS = Path(__file__).parent / "screenshots"
@@ -118,3 +120,53 @@ def test_the_page_prints_without_its_controls(browser, tmp_path):
     assert page_.locator("#buffer").is_visible()
     assert page_.pdf()[:4] == b"%PDF"
     page_.close()
+
+
+HOSTILE = [
+    '<img src=x onerror="window.pwned=1">',
+    "<img src=x onerror=window.pwned=1><img src=y onerror=alert(1)>",
+    "</script><script>window.pwned=1</script>",
+    "<!--<script>window.pwned=1</script>",
+    "__DATA__ __TITLE__ __CHART__ \u2028\u2029 & &amp; <svg onload=window.pwned=1>",
+]
+
+
+def test_hostile_text_stays_text_in_a_real_browser(browser, tmp_path):
+    """Injection through any placeholder: the title, model and code text, metadata, the cut."""
+    title = "__DATA__</title><script>window.pwned=1</script><img src=x onerror=window.pwned=1> __TITLE__"
+    hostile = "".join(HOSTILE)
+    transcript = Transcript()
+    transcript.append("developer", f"Question: {hostile}\n")
+    transcript.append("model", f"Thought: {hostile}\nFinal Answer: {hostile}\n")
+    transcript.append("code", f"Observation: {hostile}\n")
+    info = {"stop_reason": "final_answer", "final_answer": hostile, "cuts": {"1": f"Observation: {hostile}"}}
+    out = tmp_path / "hostile.html"
+    out.write_text(page(transcript, info, title), encoding="utf-8")
+
+    page_ = browser.new_page()
+    dialogs, requests, errors = [], [], []
+    page_.on("dialog", lambda d: (dialogs.append(d.message), d.dismiss()))
+    page_.on("request", lambda r: requests.append(r.url))
+    page_.on("pageerror", lambda e: errors.append(str(e)))
+    page_.goto(out.as_uri())
+    page_.keyboard.press("End")
+    page_.wait_for_timeout(200)  # an onerror handler would have fired by now
+    assert page_.evaluate("window.pwned") is None and dialogs == [] and errors == []
+    assert requests == [out.as_uri()]  # the <img src=x> was never loaded
+    assert page_.locator("h1").inner_text() == title
+    assert page_.title() == title
+    assert page_.locator("#counter").inner_text() == "Step 2 of 2"
+    assert page_.locator("#buffer").inner_text() == transcript.text  # every byte, as text
+    assert hostile in page_.locator("#why").inner_text()
+    page_.keyboard.press("ArrowLeft")
+    assert page_.locator("#buffer .ghost").inner_text() == f"Observation: {hostile}"
+    assert page_.locator("script").count() == 2  # the data and the page's own script, nothing injected
+    page_.close()
+
+
+def test_placeholders_are_filled_once_and_the_policy_admits_only_the_page_s_own_script():
+    text = page(Transcript(), {}, "__DATA__ __CSP__")
+    assert "<title>__DATA__ __CSP__</title>" in text and "<h1>__DATA__ __CSP__</h1>" in text
+    policy = regex.search(r'http-equiv="Content-Security-Policy" content="([^"]*)"', text)[1]
+    assert "default-src 'none'" in policy and "unsafe-inline" not in policy
+    assert regex.search(r"script-src 'sha256-[A-Za-z0-9+/=]+';", policy)

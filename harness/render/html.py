@@ -4,15 +4,25 @@ No network, no external fonts or scripts: the page, its style, its script and th
 data are all in the file. The data travels as JSON in a <script type="application/json">
 element and is put on the page with textContent, so nothing the model wrote is ever
 parsed as HTML. The cost chart is an inline SVG drawn here.
+
+The template's placeholders (__TITLE__, __DATA__, …) are filled in one pass: each is
+replaced once and what it is replaced with is never scanned again, so a title holding
+"__DATA__" stays text. Each value is escaped for where it lands (harness.escape). A
+Content-Security-Policy allows only the page's own style and script, by their hashes:
+no inline event handler, injected script or external load would run even if some text
+ever reached the page unescaped.
 """
 
 from __future__ import annotations
 
-import html
-import json
+import base64
+import hashlib
 from importlib.resources import files
 from typing import Any
 
+import regex
+
+from harness.escape import for_html, for_script_json
 from harness.frames import CHARS_PER_TOKEN, CallCost, costs, frames
 from harness.transcript import Transcript
 
@@ -26,16 +36,29 @@ def page(transcript: Transcript, info: dict[str, Any], title: str) -> str:
             for f in frames(transcript, info)
         ]
     }
-    # "</" would end the script element early; JSON allows "<\/" for it.
-    payload = json.dumps(data, ensure_ascii=False).replace("</", "<\\/").replace("<!--", "<\\!--")
     rows = costs(transcript)
     template = files("harness.render").joinpath("page.html").read_text(encoding="utf-8")
-    return (
-        template.replace("__TITLE__", html.escape(title))
-        .replace("__CHART__", chart(rows))
-        .replace("__TABLE__", table(rows))
-        .replace("__DATA__", payload)
-    )
+    values = {
+        "CSP": _policy(template),
+        "TITLE": for_html(title),
+        "CHART": chart(rows),
+        "TABLE": table(rows),
+        "DATA": for_script_json(data),
+    }
+    return _PLACEHOLDER.sub(lambda m: values[m[1]], template)
+
+
+_PLACEHOLDER = regex.compile(r"__(CSP|TITLE|CHART|TABLE|DATA)__")
+
+
+def _policy(template: str) -> str:
+    """Nothing loads from anywhere; only the template's own <style> and <script> apply."""
+
+    def hashes(tag: str) -> str:
+        bodies = regex.findall(rf"<{tag}>(.*?)</{tag}>", template, flags=regex.DOTALL)
+        return " ".join(f"'sha256-{base64.b64encode(hashlib.sha256(b.encode()).digest()).decode()}'" for b in bodies)
+
+    return f"default-src 'none'; style-src {hashes('style')}; script-src {hashes('script')}; base-uri 'none'; form-action 'none'"
 
 
 def chart(rows: list[CallCost], width: int = 560, height: int = 240) -> str:

@@ -1,0 +1,51 @@
+"""Untrusted text at the edges: one escaping function per medium.
+
+Model output, tool results and saved files are untrusted. The buffer keeps their bytes
+as they are; only where text leaves the buffer for a medium is it escaped, once, for
+that medium:
+
+    for_terminal("a\\x1b]0;PWNED\\x07b")  ->  "a␛]0;PWNED␇b"      (shown, not obeyed)
+    for_html("<img src=x>")             ->  "&lt;img src=x&gt;"
+    for_script_json({"a": "</script>"}) ->  '{"a": "\\u003c/script\\u003e"}'
+
+The terminal loses nothing a reader needs: every control character is drawn as a
+visible stand-in, so a forged row or a hidden title change shows up as text. The
+stand-ins are for people; they are not a reversible encoding (the saved file is).
+"""
+
+from __future__ import annotations
+
+import html
+import json
+from typing import Any
+
+# Terminal: "\n" ends a row and "\t" only moves right (rich expands it), so both stay.
+# Every other C0 character and DEL become Unicode control pictures (ESC -> ␛, CR -> ␍),
+# C1 characters (0x80-0x9f: 0x9b is a one-byte CSI) and the bidi controls that reorder
+# what follows them become visible \x / \u escapes.
+_BIDI = [0x061C, 0x200E, 0x200F, *range(0x202A, 0x202F), *range(0x2066, 0x206A)]
+_TERMINAL = (
+    {c: chr(0x2400 + c) for c in range(0x20) if chr(c) not in "\n\t"}
+    | {0x7F: "␡"}
+    | {c: f"\\x{c:02x}" for c in range(0x80, 0xA0)}
+    | {c: f"\\u{c:04x}" for c in _BIDI}
+)
+
+# JSON inside <script>: these may not appear raw (they could end the element, open a
+# comment, or end a line in old parsers); in JSON strings they are valid as \u escapes.
+_SCRIPT_JSON = {ord(c): f"\\u{ord(c):04x}" for c in "<>&\u2028\u2029"}
+
+
+def for_terminal(text: str) -> str:
+    """Text a terminal shows but never obeys: one pass, linear, idempotent."""
+    return text.translate(_TERMINAL)
+
+
+def for_html(text: str) -> str:
+    """Text for HTML element content or a quoted attribute value."""
+    return html.escape(text, quote=True)
+
+
+def for_script_json(value: Any) -> str:
+    """JSON to put inside a <script type="application/json"> element."""
+    return json.dumps(value, ensure_ascii=False).translate(_SCRIPT_JSON)
