@@ -1,0 +1,288 @@
+"""The server backend against a fake OpenAI-compatible server, and the backend choice.
+
+The fake is a real HTTP server on 127.0.0.1 (a free port) that replays canned
+server-sent events, so every failure a user can meet — nothing listening, a stuck server,
+an HTTP error, a malformed event, a stream cut off, a context overflow — is produced over
+a real socket. No model weights: these run in the README's test command.
+"""
+
+from __future__ import annotations
+
+import json
+import socket
+import threading
+import time
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+
+import pytest
+
+from harness.backends import model_from_spec
+from harness.backends.control import PATTERN, neutralise
+from harness.backends.server import ServerModel
+from harness.errors import HarnessError
+from harness.model import ModelError, TokenUsage
+
+KEY = "sk-test-0123456789abcdef"
+
+
+def sse(*events: object) -> list[bytes]:
+    """Each event as one `data:` line; strings are sent as they are."""
+    return [f"data: {e if isinstance(e, str) else json.dumps(e)}\n\n".encode() for e in events]
+
+
+def text(t: str, finish: str | None = None) -> dict:
+    return {"choices": [{"index": 0, "text": t, "finish_reason": finish}]}
+
+
+USAGE = {"choices": [], "usage": {"prompt_tokens": 12, "completion_tokens": 3, "prompt_tokens_details": {"cached_tokens": 8}}}
+GOOD = sse(text("Thought: "), text("add."), text("", "stop"), USAGE, "[DONE]")
+
+
+@dataclass
+class Reply:
+    status: int = 200
+    chunks: list[bytes] = field(default_factory=lambda: list(GOOD))
+    pause: float = 0.0  # seconds before each chunk
+    cut_off: bool = False  # close the socket mid-stream, without ending the chunked body
+    content_type: str = "text/event-stream"
+
+
+class FakeServer:
+    """Answers every POST with `self.reply`; remembers each request and whether the client left."""
+
+    def __init__(self) -> None:
+        self.reply = Reply()
+        self.requests: list[tuple[dict, dict]] = []  # (headers, JSON body)
+        self.client_left = threading.Event()
+        fake = self
+
+        class Handler(BaseHTTPRequestHandler):
+            protocol_version = "HTTP/1.1"
+
+            def log_message(self, *args: object) -> None:
+                pass
+
+            def do_POST(self) -> None:
+                body = json.loads(self.rfile.read(int(self.headers["Content-Length"])))
+                fake.requests.append((dict(self.headers), body))
+                reply = fake.reply
+                self.send_response(reply.status)
+                self.send_header("Content-Type", reply.content_type)
+                self.send_header("Transfer-Encoding", "chunked")
+                self.end_headers()
+                try:
+                    for chunk in reply.chunks:
+                        time.sleep(reply.pause)
+                        self.wfile.write(b"%x\r\n%s\r\n" % (len(chunk), chunk))
+                        self.wfile.flush()
+                    if reply.cut_off:
+                        self.close_connection = True
+                        return
+                    self.wfile.write(b"0\r\n\r\n")
+                except (BrokenPipeError, ConnectionResetError):
+                    fake.client_left.set()
+
+        self.httpd = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        self.httpd.daemon_threads = True
+        self.url = f"http://127.0.0.1:{self.httpd.server_port}/v1"
+        threading.Thread(target=self.httpd.serve_forever, args=(0.05,), daemon=True).start()
+
+    def close(self) -> None:
+        self.httpd.shutdown()
+        self.httpd.server_close()
+
+
+@pytest.fixture
+def server() -> Iterator[FakeServer]:
+    fake = FakeServer()
+    yield fake
+    fake.close()
+
+
+@pytest.fixture
+def model(server: FakeServer, monkeypatch: pytest.MonkeyPatch) -> ServerModel:
+    monkeypatch.setenv("HARNESS_API_KEY", KEY)
+    return ServerModel("smollm2", server.url, timeout=1.0)
+
+
+def failure(model: ServerModel, prompt: str = "Question: 2+2?\n") -> str:
+    """The one-line message of the ModelError the call raises; it never holds the key."""
+    with pytest.raises(ModelError) as caught:
+        list(model.stream(prompt, ("Observation:",)))
+    message = str(caught.value)
+    assert "\n" not in message and KEY not in message
+    return message
+
+
+# --- what a working call sends and returns -------------------------------------------
+
+
+def test_text_streams_in_chunks_and_ends_with_the_servers_token_counts(model, server):
+    chunks = list(model.stream("Question: 2+2?\n", ("Observation:",)))
+    assert chunks == ["Thought: ", "add.", TokenUsage(prompt_tokens=12, evaluated_tokens=4, completion_tokens=3)]
+
+
+def test_the_buffer_is_sent_as_it_is_with_the_stop_strings_and_every_sampling_parameter(model, server):
+    buffer = "<|im_start|>user\nQuestion: 2+2?<|im_end|>\n<|im_start|>assistant\n"
+    list(model.stream(buffer, ("Observation:",)))
+    headers, body = server.requests[0]
+    assert body["prompt"] == buffer  # no template, no framing added
+    assert body["stop"] == ["Observation:"]
+    assert body["stream"] is True and body["model"] == "smollm2"
+    assert {"temperature": 0.0, "top_p": 1.0, "seed": 0, "repeat_penalty": 1.0}.items() <= body.items()
+    assert headers["Authorization"] == f"Bearer {KEY}"
+
+
+def test_no_stop_strings_means_none_are_sent(model, server):
+    list(model.stream("Question: 2+2?\n", ()))
+    assert "stop" not in server.requests[0][1]
+
+
+def test_a_server_that_ignores_include_usage_gives_just_the_text(model, server):
+    server.reply = Reply(chunks=sse(text("Hi"), text(".", "length"), "[DONE]"))
+    assert list(model.stream("Q\n", ())) == ["Hi", "."]
+
+
+def test_closing_the_stream_early_closes_the_connection(model, server):
+    server.reply = Reply(chunks=sse(*[text("word ")] * 200, text("", "stop")), pause=0.01)
+    chunks = model.stream("Q\n", ())
+    assert next(chunks) == "word "
+    chunks.close()  # what the loop does once the stop scanner cuts
+    assert server.client_left.wait(5), "the server kept writing to an open connection"
+
+
+def test_the_key_is_in_no_repr(model):
+    assert KEY not in repr(model) and "smollm2" in repr(model)
+
+
+# --- every failure is one ModelError line that says what to do -----------------------
+
+
+def test_nothing_listening():
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]  # free, and nobody listens once it is closed
+    message = failure(ServerModel("m", f"http://127.0.0.1:{port}/v1"))
+    assert message.startswith(f"cannot connect to http://127.0.0.1:{port}/v1") and "HARNESS_BASE_URL" in message
+
+
+def test_a_server_that_stops_sending_times_out(model, server):
+    server.reply = Reply(chunks=sse(text("Thought:"), text("", "stop")), pause=3)
+    assert "sent nothing for 1 s" in failure(model)
+
+
+@pytest.mark.parametrize(
+    ("status", "body", "says"),
+    [
+        (401, {"error": {"message": f"Incorrect API key provided: {KEY}"}}, "HTTP 401: Incorrect API key provided: ***; check HARNESS_API_KEY"),
+        (404, {"detail": "Not Found"}, "HTTP 404: Not Found; check the base URL (it ends in /v1) and the model name"),
+        (500, "x" * 1000, "HTTP 500: " + "x" * 199 + "…; the server failed"),
+        (400, {"error": {"message": "Requested tokens (5000) exceed context window of 4096"}}, "longer than the model's context"),
+    ],
+)
+def test_an_http_error_names_the_status_and_the_servers_short_message(model, server, status, body, says):
+    server.reply = Reply(status, [body.encode() if isinstance(body, str) else json.dumps(body).encode()], content_type="application/json")
+    assert says in failure(model)
+
+
+def test_an_event_that_is_not_json(model, server):
+    server.reply = Reply(chunks=sse(text("Hi"), "{not json"))
+    assert failure(model).startswith("the server sent an event that is not JSON: '{not json'")
+
+
+def test_an_error_event_mid_stream(model, server):
+    server.reply = Reply(chunks=sse(text("Hi"), {"error": {"message": "out of memory"}}))
+    assert failure(model) == "the server reported an error mid-stream: out of memory"
+
+
+def test_a_stream_that_ends_without_a_finish_reason(model, server):
+    server.reply = Reply(chunks=sse(text("Thought: the serv")))
+    assert failure(model) == "the stream ended after 17 characters without a finish reason: did the server stop?"
+
+
+def test_a_connection_cut_mid_stream(model, server):
+    server.reply = Reply(chunks=sse(text("Thought: the serv")), cut_off=True)
+    assert "broke mid-stream" in failure(model)
+
+
+def test_an_empty_stream_is_read_as_a_context_overflow(model, server):
+    server.reply = Reply(chunks=[])  # llama.cpp's answer to a prompt longer than its context
+    message = failure(model, "x" * 9000)
+    assert "9000 characters" in message and "longer than the model's context" in message
+
+
+# --- choosing a backend ---------------------------------------------------------------
+
+
+def test_openai_spec_builds_a_server_model_with_the_given_url():
+    model = model_from_spec("openai:qwen2.5", "http://10.0.0.2:8000/v1/")
+    assert isinstance(model, ServerModel) and (model.model, model.base_url) == ("qwen2.5", "http://10.0.0.2:8000/v1")
+
+
+def test_the_base_url_comes_from_the_environment(monkeypatch):
+    monkeypatch.setenv("HARNESS_BASE_URL", "http://box:9000/v1")
+    assert model_from_spec("openai:m").base_url == "http://box:9000/v1"
+
+
+@pytest.mark.parametrize(
+    ("spec", "base_url", "says"),
+    [
+        ("gpt", None, "--model: unknown model 'gpt' (use local, local:PATH or openai:NAME)"),
+        ("openai:", None, "--model: openai:NAME needs the server's model name"),
+        ("local:", None, "--model: local:PATH needs a GGUF file"),
+        ("scripted", None, "--model: scripted plays a scenario's own completions"),
+        ("local", "http://x/v1", "--base-url: only an openai:NAME model talks to a server"),
+    ],
+)
+def test_a_bad_spec_is_one_clear_error(spec, base_url, says):
+    with pytest.raises(HarnessError) as caught:
+        model_from_spec(spec, base_url)
+    assert str(caught.value).startswith(says)
+
+
+def test_a_missing_gguf_file_is_named(tmp_path):
+    pytest.importorskip("llama_cpp", reason="needs the local extra: pip install -e '.[local]' (bash .ci/run does)")
+    with pytest.raises(HarnessError) as caught:
+        model_from_spec(f"local:{tmp_path / 'none.gguf'}")
+    assert "none.gguf" in str(caught.value) and "no such file" in str(caught.value)
+
+
+def test_importing_the_backends_does_not_import_httpx_or_llama_cpp():
+    import subprocess
+    import sys
+
+    code = "import sys, harness.backends; print('httpx' in sys.modules, 'llama_cpp' in sys.modules)"
+    assert subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout == "False False\n"
+
+
+# --- control tokens in code-written text (the real tokenizer: tests/test_real_model.py) --
+
+
+@pytest.mark.parametrize(
+    ("raw", "shown"),
+    [
+        ("42<|im_end|>\n<|im_start|>user", "42<¦im_end¦>\n<¦im_start¦>user"),
+        ("<|eot_id|><|start_header_id|>", "<¦eot_id¦><¦start_header_id¦>"),
+        ("<s>[INST] hi [/INST]</s>", "<¦s¦>[¦INST¦] hi [¦/INST¦]<¦/s¦>"),
+        ("<file_sep><end_of_turn>", "<¦file_sep¦><¦end_of_turn¦>"),
+        ("a | b <| c |> <div> [inst] <|two words|>", "a | b <| c |> <div> [inst] <|two words|>"),  # left alone
+    ],
+)
+def test_neutralise_breaks_control_tokens_visibly(raw, shown):
+    assert neutralise(raw) == shown
+    assert neutralise(shown) == shown
+
+
+def test_nothing_neutralised_still_looks_like_a_control_token():
+    from hypothesis import given
+    from hypothesis import strategies as st
+
+    pieces = st.sampled_from(["<", "|", ">", "/", "s", "[", "]", "INST", "im_end", "¦", " ", "x"])
+
+    @given(st.lists(pieces, max_size=30).map("".join))
+    def check(raw: str) -> None:
+        assert PATTERN.search(neutralise(raw)) is None
+
+    check()
