@@ -10,8 +10,9 @@ Every row names its author as well as colouring it, so authorship never rests on
 alone. Model text is shown as the gates let it through; a lane they denied is shown
 dimmed after the completion, marked as never shown to the user. A row that the next
 author continues on the same buffer line ends with ⤸. Model text is printed as Text
-objects, never parsed as markup. Colour is off when stdout is not a terminal or NO_COLOR
-is set (rich decides).
+objects, never parsed as markup, with its control characters shown and never obeyed
+(harness.escape.for_terminal: ESC as ␛), so no text can retitle the terminal or draw a
+forged row. Colour is off when stdout is not a terminal or NO_COLOR is set (rich decides).
 """
 
 from __future__ import annotations
@@ -23,6 +24,7 @@ from typing import Any
 from rich.console import Console
 from rich.text import Text
 
+from harness.escape import for_terminal
 from harness.events import Appended, CompletionEnded, Event, RoundStarted, Stopped, StopReason, TextDelta
 from harness.governor import Round
 from harness.transcript import Author, Transcript, split_lines
@@ -61,7 +63,7 @@ class Rows:
         for piece in split_lines(text):
             if not self.mid_line:
                 out.append(f"{author.value:<{_WIDTH}} {mark} ", style=f"bold {style}")
-            out.append(piece.rstrip("\n"), style=style)
+            out.append(for_terminal(piece.rstrip("\n")), style=style)
             if piece.endswith("\n"):
                 out.append("\n")
                 self.mid_line = False
@@ -125,7 +127,7 @@ class LiveView:
 
 def note(message: str) -> Text:
     """A line about the buffer that is not part of it, set under the author column."""
-    return Text(f"{'':<{_WIDTH}}   {message}", style="dim italic")
+    return Text(f"{'':<{_WIDTH}}   {for_terminal(message)}", style="dim italic")
 
 
 def saved_events(transcript: Transcript, info: dict[str, Any]) -> Iterator[Event]:
@@ -144,6 +146,6 @@ def saved_events(transcript: Transcript, info: dict[str, Any]) -> Iterator[Event
 
 
 def preview(text: str, limit: int = 120) -> str:
-    """One line, at most `limit` characters: newlines shown as ⏎."""
-    flat = text.replace("\n", "⏎")
+    """One line, at most `limit` characters: newlines shown as ⏎, control characters visible."""
+    flat = for_terminal(text.replace("\n", "⏎"))
     return flat if len(flat) <= limit else flat[: limit - 1] + "…"

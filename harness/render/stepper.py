@@ -12,20 +12,26 @@
 
 The newest part is marked ▶ (and bold, underlined); parts that hold a notice are marked
 ⚠; neither needs colour. Keys: Enter, → or space next; ← or backspace back; Home, End;
-q quits and gives the terminal back as it was.
+q quits and gives the terminal back as it was. Keys that arrive together all count.
+
+Each key redraws the whole screen: home, clear, then exactly one screen of lines, none
+wider than the terminal, so no row of the previous frame is left behind. Text from the
+buffer is shown through harness.escape.for_terminal (rows, notes, facts): it cannot move
+the cursor or retitle the terminal. termios is imported only when stepping (POSIX).
 """
 
 from __future__ import annotations
 
-import os
 import sys
-import termios
-import tty
 
 from rich.console import Console
+from rich.control import Control
 from rich.text import Text
 
+from harness.errors import HarnessError
+from harness.escape import for_terminal
 from harness.frames import Frame
+from harness.render.keys import KeyReader
 from harness.render.live import Rows, legend, note, preview
 
 KEYS = {
@@ -61,7 +67,7 @@ def facts_view(frame: Frame) -> Text:
         ("why", frame.why),
     ):
         out.append(f"{label:<6} ", style="bold")
-        out.append(value + "\n")
+        out.append(for_terminal(value) + "\n")
     return out
 
 
@@ -77,37 +83,46 @@ def frame_view(frames: list[Frame], k: int) -> Text:
 
 
 def step_through(console: Console, frames: list[Frame]) -> None:
-    """Full screen, one key at a time, until q. The terminal is restored however it ends."""
+    """Full screen, keys as they come, until q. The terminal is restored however it ends."""
+    try:
+        import termios
+        import tty
+    except ImportError:
+        raise HarnessError("harness step", "reads keys only on a POSIX terminal; use --frame K to print one frame") from None
     fd = sys.stdin.fileno()
     saved = termios.tcgetattr(fd)
-    k = 0
+    moves = {"next": lambda k: k + 1, "back": lambda k: k - 1, "first": lambda k: 0, "last": lambda k: len(frames) - 1}
+    k, reader = 0, KeyReader(fd)
     try:
         tty.setcbreak(fd)  # keys arrive at once and unechoed
         with console.screen(hide_cursor=True) as screen:
             while True:
-                screen.update(_fit(console, frames, k))
-                key = os.read(fd, 16).decode(errors="replace")
-                if key in KEYS["quit"]:
-                    return
-                if key in KEYS["next"]:
-                    k = min(k + 1, len(frames) - 1)
-                elif key in KEYS["back"]:
-                    k = max(k - 1, 0)
-                elif key in KEYS["first"]:
-                    k = 0
-                elif key in KEYS["last"]:
-                    k = len(frames) - 1
+                console.control(Control.home(), Control.clear())
+                screen.update(Text("\n").join(screen_lines(console, frames, k)))
+                keys = reader.read()
+                for key in keys if keys is not None else KEYS["quit"][:1]:
+                    if key in KEYS["quit"]:
+                        return
+                    move = next((m for name, m in moves.items() if key in KEYS[name]), None)
+                    k = max(0, min(len(frames) - 1, move(k))) if move else k
     except KeyboardInterrupt:
         return
     finally:
         termios.tcsetattr(fd, termios.TCSADRAIN, saved)
 
 
-def _fit(console: Console, frames: list[Frame], k: int) -> Text:
-    """Header, the end of the buffer (where the newest part is), facts and keys: one screen."""
+def screen_lines(console: Console, frames: list[Frame], k: int) -> list[Text]:
+    """Exactly one screen: frame k as --frame prints it, its buffer cut to the end (where
+    the newest part is), the facts to at most a third of the screen, and the keys last."""
     width, height = console.size
-    facts = facts_view(frames[k]).wrap(console, width)
-    lines = buffer_view(frames, k).wrap(console, width)
-    room = max(1, height - len(facts) - 4)
-    body = Text("\n").join(lines[-room:])
-    return Text("\n").join([header(frames, k), body, Text("\n").join(facts), Text(HELP, style="dim")])
+    buffer = buffer_view(frames, k).wrap(console, width)  # ends with the blank line before the facts
+    facts = facts_view(frames[k]).wrap(console, width)[:-1]  # without the empty line after the last "\n"
+    most = max(1, height // 3)
+    if len(facts) > most:
+        facts = [*facts[: most - 1], Text("…", style="dim")]
+    room = max(0, height - 3 - len(facts))  # rows left for the buffer, besides header, blank and keys
+    lines = [header(frames, k), Text(), *buffer[max(0, len(buffer) - room) :], *facts]
+    lines += [Text()] * (height - 1 - len(lines)) + [Text(HELP, style="dim")]
+    for line in lines:
+        line.truncate(width)
+    return lines[:height]

@@ -1,0 +1,47 @@
+"""Keys from a terminal in cbreak mode: one read may hold several keys.
+
+A key is one character or one escape sequence: → is CSI "\\x1b[C" (or SS3 "\\x1bOC" in
+application mode), Home may be "\\x1b[1~". Keys pressed fast, or sent in one write, arrive
+in one read, so a read is split into keys rather than compared to one:
+
+    split_keys("\\x1b[C\\x1b[C q") -> ["\\x1b[C", "\\x1b[C", " ", "q"]
+
+A read that ends inside a sequence waits briefly for the rest, so a lone ESC is still a
+key of its own. POSIX only (select on a terminal); the stepper imports it when it runs.
+"""
+
+from __future__ import annotations
+
+import codecs
+import os
+import select
+
+import regex
+
+# CSI: ESC [ parameters intermediates final; SS3: ESC O and one character; else one character.
+_KEY = regex.compile(r"\x1b\[[0-?]*[ -/]*[@-~]|\x1bO.|.", regex.DOTALL)
+_UNFINISHED = regex.compile(r"\x1b(?:\[[0-?]*[ -/]*|O)?\Z")
+_WAIT = 0.05  # seconds to wait for the rest of a sequence
+
+
+def split_keys(text: str) -> list[str]:
+    return _KEY.findall(text)
+
+
+class KeyReader:
+    """Keys from a file descriptor, one burst per `read()`; None at the end of input."""
+
+    def __init__(self, fd: int) -> None:
+        self.fd = fd
+        self.decode = codecs.getincrementaldecoder("utf-8")(errors="replace").decode  # a character may span reads
+
+    def read(self) -> list[str] | None:
+        data = os.read(self.fd, 1024)
+        if not data:
+            return None
+        text = self.decode(data)
+        while (not text or _UNFINISHED.search(text)) and select.select([self.fd], [], [], _WAIT)[0]:
+            if not (data := os.read(self.fd, 1024)):
+                break
+            text += self.decode(data)
+        return split_keys(text)
