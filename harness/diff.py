@@ -3,10 +3,8 @@
 A replay check or a snapshot compares two files in the save format byte for byte. When
 they differ, this module says how, in the file's own terms:
 
-    transcripts/nimbus.txt: the replay differs from the saved file ('-' saved, '+' replayed)
-    first difference in step 1 (code: Observation: 99.9 GB of 100 GB used)
-    metadata that differs: final_answer
-    @@ saved line 23, replayed line 23 · step 1 @@
+    transcripts/nimbus.txt: first difference in step 1 (code: Observation: 99.9 GB of 100 GB used)
+    @@ -saved line 23, +replayed line 23 · step 1 @@
      model     | Action: check_quota(nimbus)
     -code      | Observation: 99.9 GB of 100 GB used
     +code      | Observation: 99.8 GB of 100 GB used
@@ -41,10 +39,9 @@ def transcript_diff(saved: str, fresh: str, name: str, labels: tuple[str, str] =
         return ""
     old_label, new_label = labels
     a, b = _lines(saved), _lines(fresh)
-    out = [f"{name}: the {new_label} file differs from the {old_label} one ('-' {old_label}, '+' {new_label})"]
     opcodes = _opcodes(a, b)
     steps_a, steps_b = _steps(a), _steps(b)
-    out.append(_headline(a, b, opcodes, steps_a, steps_b))
+    out = [f"{name}: {_headline(a, b, opcodes, steps_a, steps_b)}"]
     keys = _meta_keys(a, b)
     if keys:
         out.append("metadata that differs: " + ", ".join(keys))
@@ -158,7 +155,7 @@ def _hunks(a, b, opcodes, steps_a, steps_b, old_label, new_label):
         i1, j1 = group[0][1], group[0][3]
         _, ci1, ci2, cj1, _ = next(op for op in group if op[0] != "equal")
         step = steps_a[ci1] if ci2 > ci1 else steps_b[cj1]  # the step of the first change
-        yield "", f"@@ {old_label} line {i1 + 1}, {new_label} line {j1 + 1} · {_where(step)} @@", 0
+        yield "", f"@@ -{old_label} line {i1 + 1}, +{new_label} line {j1 + 1} · {_where(step)} @@", 0
         for tag, i1, i2, j1, j2 in group:
             if tag == "equal":
                 yield from ((" ", line, 0) for line in a[i1:i2])

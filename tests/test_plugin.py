@@ -1,0 +1,196 @@
+"""The pytest plugin, driven through pytester as a user would run it: plain and under xdist.
+
+Each test writes a small project (a pytest.ini naming a folder of saved transcripts, or a
+test module using the snapshot fixture), runs pytest in it and reads what the user reads.
+"""
+
+from __future__ import annotations
+
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from harness.record import run_scenario
+from harness.scenario import find_scenario, load_scenario
+
+pytest_plugins = ["pytester"]
+
+EXAMPLE = Path(__file__).parent / "examples" / "support"
+QUOTA = "code      | Observation: 99.8 GB of 100 GB used"
+EDITED = "code      | Observation: 42 GB of 100 GB used"
+
+
+def saved(name: str) -> str:
+    return run_scenario(load_scenario(find_scenario(name))).saved
+
+
+@pytest.fixture(params=[[], ["-n", "2"]], ids=["plain", "xdist"])
+def workers(request) -> list[str]:
+    return request.param
+
+
+@pytest.fixture
+def folder(pytester):
+    """A project with two saved transcripts, and two files in the same folder that are not transcripts."""
+    pytester.makeini("[pytest]\nharness_transcripts = transcripts\n")
+    transcripts = pytester.mkdir("transcripts")
+    for name in ("nimbus", "calculator"):
+        write(transcripts / f"{name}.txt", saved(name))
+    write(transcripts / "notes.txt", "Notes about these runs, not a transcript.\n")
+    write(transcripts / "almost.txt", "# harness transcript v2\ndeveloper | not this format\n")
+    return transcripts
+
+
+def write(path: Path, text: str) -> None:
+    with open(path, "w", encoding="utf-8", newline="") as f:
+        f.write(text)
+
+
+def read(path: Path) -> str:
+    with open(path, encoding="utf-8", newline="") as f:
+        return f.read()
+
+
+def edit(path: Path, old: str, new: str) -> None:
+    text = read(path)
+    assert old in text
+    write(path, text.replace(old, new))
+
+
+def assert_readable(output: str) -> None:
+    """What a failure must never show: a bytes repr, or a traceback through the plugin."""
+    assert "b'" not in output and 'b"' not in output
+    assert "Traceback" not in output and "pytest_plugin.py" not in output
+
+
+def test_each_saved_transcript_is_one_passing_test(pytester, folder, workers):
+    result = pytester.runpytest("-v", *workers)
+    result.assert_outcomes(passed=2)
+    for node in ("transcripts/calculator.txt::calculator", "transcripts/nimbus.txt::nimbus"):  # xdist puts PASSED first
+        result.stdout.re_match_lines_random([rf".*({node} PASSED|PASSED {node}).*"])
+
+
+def test_files_that_are_not_transcripts_are_not_collected(pytester, folder):
+    result = pytester.runpytest("--collect-only", "-q")
+    collected = [line for line in result.stdout.lines if "::" in line]
+    assert collected == ["transcripts/calculator.txt::calculator", "transcripts/nimbus.txt::nimbus"]
+
+
+def test_an_edited_observation_fails_naming_the_step_with_author_columns(pytester, folder, workers):
+    edit(folder / "nimbus.txt", QUOTA, EDITED)
+    result = pytester.runpytest(*workers)
+    result.assert_outcomes(passed=1, failed=1)
+    result.stdout.fnmatch_lines(
+        [
+            "transcripts/nimbus.txt: first difference in step 1 (code: Observation: 42 GB of 100 GB used)",
+            "@@ -saved line *, +replayed line * · step 1 @@",
+            " model     | Action: check_quota(nimbus)",
+            "-" + EDITED,
+            "+" + QUOTA,
+            " model     | Thought: 99.8 GB of 100 GB is nearly full*",
+        ]
+    )
+    assert_readable(result.stdout.str())
+
+
+def test_prompt_drift_shows_as_developer_lines(pytester, folder, workers):
+    # Replay renders the prompt again from its template: a saved prompt that differs is drift.
+    edit(folder / "calculator.txt", "developer | Use exactly this format:", "developer | Use this format:")
+    result = pytester.runpytest(*workers)
+    result.assert_outcomes(passed=1, failed=1)
+    result.stdout.fnmatch_lines(
+        [
+            "transcripts/calculator.txt: first difference in the prompt (developer: Use this format:)",
+            "@@ * · the prompt @@",
+            "-developer | Use this format:",
+            "+developer | Use exactly this format:",
+        ]
+    )
+    assert_readable(result.stdout.str())
+
+
+def test_a_transcript_that_does_not_load_fails_with_one_line(pytester, folder, workers):
+    write(folder / "broken.txt", "# harness transcript v1\nthis is not a record\n")
+    result = pytester.runpytest(*workers)
+    result.assert_outcomes(passed=2, failed=1)
+    result.stdout.fnmatch_lines(["transcripts/broken.txt:2: a record must read *"])
+    assert_readable(result.stdout.str())
+
+
+def test_harness_update_rewrites_only_what_changed_and_says_which(pytester, folder, workers):
+    edit(folder / "nimbus.txt", QUOTA, EDITED)
+    before = {path.name: (read(path), path.stat().st_mtime_ns) for path in folder.iterdir()}
+    result = pytester.runpytest("--harness-update", *workers)
+    result.assert_outcomes(passed=2)
+    result.stdout.fnmatch_lines(["*harness --harness-update*", "rewrote transcripts/nimbus.txt"])
+    assert "rewrote transcripts/calculator.txt" not in result.stdout.str()
+    assert read(folder / "nimbus.txt") == saved("nimbus")
+    for name in ("calculator.txt", "notes.txt", "almost.txt"):  # untouched, to the nanosecond
+        assert (read(folder / name), (folder / name).stat().st_mtime_ns) == before[name]
+    assert sorted(p.name for p in folder.iterdir()) == sorted(before)  # no temporary file left behind
+    again = pytester.runpytest("--harness-update", *workers)
+    again.assert_outcomes(passed=2)
+    again.stdout.fnmatch_lines(["harness: no saved transcript changed"])
+
+
+SNAPSHOT_TESTS = """
+from harness.record import run_scenario
+from harness.scenario import find_scenario, load_scenario
+
+
+class Run:  # anything with the saved text as .saved, as a run record has
+    def __init__(self, saved):
+        self.saved = saved
+
+
+def test_nimbus(transcript_snapshot):
+    assert run_scenario(load_scenario(find_scenario("nimbus"))).saved == transcript_snapshot
+
+
+def test_calculator(transcript_snapshot):
+    assert Run(run_scenario(load_scenario(find_scenario("calculator"))).saved) == transcript_snapshot
+"""
+
+
+def test_the_snapshot_fixture_stores_the_saved_text_and_fails_with_the_readable_diff(pytester, workers):
+    pytester.makepyfile(test_agent=SNAPSHOT_TESTS)
+    pytester.runpytest("--snapshot-update", *workers).assert_outcomes(passed=2)
+    stored = pytester.path / "__snapshots__" / "test_agent"
+    assert read(stored / "test_nimbus.txt") == saved("nimbus")  # the save format, byte for byte
+    assert read(stored / "test_calculator.txt") == saved("calculator")
+    pytester.runpytest(*workers).assert_outcomes(passed=2)
+
+    edit(stored / "test_nimbus.txt", QUOTA, EDITED)
+    result = pytester.runpytest(*workers)
+    result.assert_outcomes(passed=1, failed=1)
+    result.stdout.fnmatch_lines(
+        ["*snapshot: first difference in step 1 (code: Observation: 42 GB of 100 GB used)", "*-" + EDITED, "*+" + QUOTA + "*"]
+    )
+    assert "b'" not in result.stdout.str()
+
+
+def test_the_snapshot_keeps_a_carriage_return(pytester):
+    pytester.makepyfile(test_cr='def test_cr(transcript_snapshot):\n    assert "# harness transcript v1\\ncode      | a\\rb\\n" == transcript_snapshot\n')
+    pytester.runpytest("--snapshot-update").assert_outcomes(passed=1)
+    assert (pytester.path / "__snapshots__" / "test_cr" / "test_cr.txt").read_bytes().endswith(b"| a\rb\n")
+    pytester.runpytest().assert_outcomes(passed=1)
+
+
+def test_the_worked_example_runs_as_written_and_fails_on_an_edited_observation(pytester, workers):
+    shutil.copytree(EXAMPLE, pytester.path, dirs_exist_ok=True)
+    transcripts = sorted(p.name for p in (pytester.path / "transcripts").iterdir())
+    pytester.runpytest(*workers).assert_outcomes(passed=len(transcripts))
+    edit(pytester.path / "transcripts" / "nimbus.txt", QUOTA, EDITED)
+    result = pytester.runpytest(*workers)
+    result.assert_outcomes(passed=len(transcripts) - 1, failed=1)
+    result.stdout.fnmatch_lines(["transcripts/nimbus.txt: first difference in step 1 (code: Observation: 42 GB*"])
+
+
+def test_loading_the_plugin_imports_neither_the_loop_nor_syrupy():
+    # The plugin loads in every pytest session of the environment: it must stay light.
+    code = "import sys, harness.pytest_plugin; print(sorted(m for m in sys.modules if m.startswith(('harness', 'syrupy'))))"
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
+    assert out.strip() == "['harness', 'harness.pytest_plugin']"
