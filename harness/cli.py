@@ -1,36 +1,32 @@
 """The `harness` command. Thin: parse arguments, call the library, print.
 
 Exit codes: 0 done, 1 a replay check found a difference, 2 bad input (one line on
-stderr naming the file, field or argument; never a traceback), 130 interrupted.
+stderr naming the file, field or argument; never a traceback), 3 the model failed
+(the run is still saved), 130 interrupted.
+
+Each command imports what it uses when it runs, so `harness --help` stays fast.
 """
 
 from __future__ import annotations
 
 import os
+import signal
 import sys
-import tempfile
 from enum import StrEnum
 from pathlib import Path
-from typing import Annotated, Any
+from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
-from rich.console import Console
 from typer.core import TyperGroup
 
-from harness.agent import BadRequest, answer, parse_request, scenario_for
 from harness.errors import HarnessError
-from harness.events import Event
-from harness.frames import cost_table, costs, frames
-from harness.record import open_run, run_scenario
-from harness.record import replay as replay_text
-from harness.render.events import event_line
-from harness.render.html import GENERATOR, page
-from harness.render.json import to_json
-from harness.render.markdown import notes
-from harness.render.live import LiveView, saved_events
-from harness.render.stepper import frame_view, step_through
-from harness.scenario import find_scenario, load_scenario, shipped_scenarios
-from harness.transcript import HEADER, loads
+
+if TYPE_CHECKING:
+    from rich.console import Console
+
+    from harness.run_record import RunRecord
+
+MODEL_FAILED = 3  # the run ended in model_error: a live model or server failed
 
 
 class OneLineErrors(TyperGroup):
@@ -45,9 +41,12 @@ class OneLineErrors(TyperGroup):
         except HarnessError as e:
             typer.echo(f"error: {e}", err=True)
             code = 2
-        except typer.Abort:
+        except (typer.Abort, KeyboardInterrupt):
             typer.echo("interrupted", err=True)
             code = 130
+        except BrokenPipeError:  # `harness show x | head`: the reader has all it wanted
+            os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())  # nothing left to flush
+            code = 0
         code = code if isinstance(code, int) else 0
         if standalone_mode:
             sys.exit(code)
@@ -83,60 +82,73 @@ FormatOption = Annotated[
 
 
 def _console() -> Console:
+    from rich.console import Console
+
     return Console(highlight=False, soft_wrap=True)
 
 
-def _emit(fmt: Format, saved: str, source: str) -> None:
-    """Print a saved-format text in the chosen format (a bad record is reported before anything)."""
-    transcript, info = loads(saved, source)
+def _show(fmt: Format, record: RunRecord) -> None:
+    """Print a finished run in the chosen format."""
     if fmt is Format.tagged:
-        sys.stdout.write(saved)
-        return
-    if fmt is Format.json:
-        typer.echo(to_json(transcript, info))
-        return
-    draw = LiveView(_console()) if fmt is Format.rich else (lambda event: typer.echo(event_line(event)))
-    for event in saved_events(transcript, info):
-        draw(event)
+        sys.stdout.write(record.saved)
+    elif fmt is Format.json:
+        from harness.render.json import to_json
+
+        typer.echo(to_json(record))
+    else:
+        from harness.render.live import saved_events
+
+        draw = _live(0.0) if fmt is Format.rich else _print_event
+        for event in saved_events(record):
+            draw(event)
 
 
-def _print_event(event: Event) -> None:
+def _live(delay: float):
+    from harness.render.live import LiveView
+
+    return LiveView(_console(), delay)
+
+
+def _print_event(event: Any) -> None:
+    from harness.render.events import event_line
+
     typer.echo(event_line(event))
 
 
-def _read(path: Path) -> str:
-    try:
-        with open(path, encoding="utf-8", newline="") as f:  # keep "\r" as it is
-            return f.read()
-    except OSError as e:
-        raise HarnessError(str(path), f"cannot read the file ({e.strerror})") from None
-    except UnicodeDecodeError:
-        raise HarnessError(str(path), "the file is not UTF-8 text") from None
+def _saved(path: Path) -> RunRecord:
+    """A saved transcript, read and checked; any problem is one line naming the file."""
+    from harness.record import read_text
+    from harness.run_record import load_record
+
+    return load_record(read_text(path), str(path), path.parent)
 
 
-def _check_target(option: str, path: Path, ours: str) -> None:
-    """Refuse before running: a missing folder, or an existing file that harness did not write."""
-    if path.is_dir() or not path.parent.is_dir():
-        raise HarnessError(f"{option} {path}", "needs a file path in an existing folder")
-    if path.exists():
-        with open(path, encoding="utf-8", errors="replace") as f:
-            if ours not in f.read(4096):
-                raise HarnessError(f"{option} {path}", "the file exists and harness did not write it; not overwriting it")
+def _write(path: Path, text: str, header: str, option: str) -> None:
+    from harness.files import write_file
+
+    write_file(path, text, header, option)
+    typer.echo(f"wrote {path}", err=True)
 
 
-def _write(path: Path, text: str, option: str = "--save") -> None:
-    """Write all or nothing: a temporary file beside the target, then a rename."""
-    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
-    try:
-        umask = os.umask(0)
-        os.umask(umask)
-        os.fchmod(fd, 0o666 & ~umask)  # as an ordinary new file would be, not mkstemp's 0600
-        with os.fdopen(fd, "w", encoding="utf-8", newline="") as f:
-            f.write(text)
-        os.replace(tmp, path)
-    except OSError as e:
-        Path(tmp).unlink(missing_ok=True)
-        raise HarnessError(f"{option} {path}", f"cannot write ({e.strerror})") from None
+def _model(spec: str | None, base_url: str | None):
+    """The model a run talks to: None for the scenario's own script."""
+    if spec is None or spec == "scripted":
+        if base_url is not None:
+            raise HarnessError("--base-url", "goes with --model openai:NAME")
+        return None
+    from harness.backends import model_from_spec
+
+    return model_from_spec(spec, base_url)
+
+
+ModelOption = Annotated[
+    str | None,
+    typer.Option("--model", "-m", help="scripted (default), local[:PATH.gguf], or openai:NAME (a completions server)."),
+]
+BaseUrlOption = Annotated[
+    str | None,
+    typer.Option("--base-url", help="The server's URL for openai:NAME (default: $HARNESS_BASE_URL)."),
+]
 
 
 @app.command()
@@ -147,62 +159,84 @@ def run(
     no_stop: Annotated[bool, typer.Option("--no-stop", help="Turn the stop sequences off: see what the model writes when nothing cuts it.")] = False,
     max_steps: Annotated[int | None, typer.Option(min=0, help="Model calls before the run stops (default: the scenario's).")] = None,
     live: Annotated[bool, typer.Option("--live", help="Draw the run as it streams, slowly enough to watch.")] = False,
-    delay: Annotated[float | None, typer.Option(min=0, help="Seconds to wait after each piece of streamed text (implies --live).")] = None,
+    delay: Annotated[float | None, typer.Option(min=0, max=10, help="Seconds to wait after each piece of streamed text (implies --live).")] = None,
     cost: Annotated[bool, typer.Option("--cost", help="After the run, a table of what each model call was sent.")] = False,
+    model: ModelOption = None,
+    base_url: BaseUrlOption = None,
+    peek: Annotated[int | None, typer.Option(min=1, help="With a live model: read N characters past the stop, only to show what it prevented.")] = None,
 ) -> None:
-    """Run a scenario on its scripted model and print the transcript."""
+    """Run a scenario on its scripted model, or on a live one, and print the transcript."""
+    from harness.record import build, run_scenario
+    from harness.scenario import find_scenario, load_scenario
+    from harness.transcript import HEADER
+
     if (live or delay is not None or cost) and format is not Format.rich:
         flag = "--cost" if cost else "--live"
         raise HarnessError(flag, "goes with the rich view; it cannot go with --format " + format.value)
-    path = find_scenario(scenario)
-    spec = load_scenario(path)
+    spec = load_scenario(find_scenario(scenario))
     if max_steps is not None:
         spec = spec.but(max_steps=max_steps)
     if no_stop:
         spec = spec.but(use_stop=False)
+    live_model = _model(model, base_url)
+    if peek is not None and live_model is None:
+        raise HarnessError("--peek", "goes with a live --model; a script is always read whole")
+    build(spec)  # a bad template or tool is reported before anything runs
     if save is not None:
-        _check_target("--save", save, HEADER)
+        from harness.files import check_target
+
+        check_target(save, HEADER, "--save")
     # rich and events are drawn from the events as they happen; tagged and json at the end.
-    if format is Format.rich:
-        recorded = run_scenario(spec, LiveView(_console(), delay if delay is not None else 0.03 if live else 0.0))
-    elif format is Format.events:
-        recorded = run_scenario(spec, _print_event)
-    else:
-        recorded = run_scenario(spec)
+    emit = _live(delay if delay is not None else 0.03 if live else 0.0) if format is Format.rich else None
+    if format is Format.events:
+        emit = _print_event
+    record = run_scenario(spec, emit or (lambda event: None), live_model, peek or 0)
     if save is not None:
-        _write(save, recorded.saved)
+        _write(save, record.saved, HEADER, "--save")
     if format in (Format.tagged, Format.json):
-        _emit(format, recorded.saved, str(path))
+        _show(format, record)
     if cost:
-        typer.echo("\nThe model is sent the whole buffer on every call:\n" + cost_table(costs(recorded.result.transcript)))
-    if recorded.result.stop_reason == "canceled" and spec.interrupt is None:
+        from harness.render.frames import cost_table, costs
+
+        typer.echo("\nThe model is sent the whole buffer on every call:\n" + cost_table(costs(record.transcript)))
+    if record.stop_reason == "canceled" and spec.interrupt is None:
         raise typer.Exit(130)  # a real Ctrl-C; a scenario's scripted interrupt is a demo, not a failure
+    if record.stop_reason == "model_error" and live_model is not None:
+        raise typer.Exit(MODEL_FAILED)
 
 
 @app.command()
 def show(
-    saved: Annotated[Path, typer.Argument(help="A saved transcript.")],
+    saved: Annotated[Path, typer.Argument(help="A saved transcript (from run --save).")],
     format: FormatOption = Format.rich,
 ) -> None:
     """Print a saved transcript."""
-    _emit(format, _read(saved), str(saved))
+    _show(format, _saved(saved))
 
 
 @app.command()
 def replay(
-    saved: Annotated[Path, typer.Argument(help="A saved transcript.")],
-    check: Annotated[bool, typer.Option("--check", help="Exit 1 with a unified diff if the replay differs from the file.")] = False,
+    saved: Annotated[Path, typer.Argument(help="A saved transcript (from run --save).")],
+    check: Annotated[bool, typer.Option("--check", help="Exit 1 with a diff if the replay differs from the file.")] = False,
     format: FormatOption = Format.rich,
+    model: ModelOption = None,
+    base_url: BaseUrlOption = None,
 ) -> None:
-    """Run the loop again from a saved transcript: its model turns are the script."""
-    result = replay_text(_read(saved), str(saved))
+    """Run the loop again from a saved transcript: its model turns are the script (or a live --model)."""
+    from harness.diff import transcript_diff
+    from harness.record import read_text
+    from harness.record import replay as replay_text
+
+    result = replay_text(read_text(saved), str(saved), model=_model(model, base_url))
     if not check:
-        _emit(format, result.fresh, str(saved))
+        from harness.run_record import load_record
+
+        _show(format, load_record(result.fresh, str(saved), saved.parent))
         return
     if result.matches:
         typer.echo(f"ok: replaying {saved} gives the same transcript, byte for byte")
         return
-    typer.echo(result.diff(str(saved)), nl=False)
+    typer.echo(transcript_diff(result.saved, result.fresh, str(saved)), nl=False)
     raise typer.Exit(1)
 
 
@@ -211,6 +245,10 @@ def agent(
     transcript: Annotated[Path | None, typer.Option(help="Also save the run's transcript (save format v1) here.")] = None,
 ) -> None:
     """Read one run_agent request (JSON) on stdin; print one JSON answer on stdout."""
+    from harness.protocol import BadRequest, answer, parse_request, scenario_for
+    from harness.record import run_scenario
+    from harness.transcript import HEADER
+
     try:
         request = parse_request(typer.get_binary_stream("stdin").read())
     except BadRequest as e:
@@ -218,11 +256,19 @@ def agent(
         typer.echo(f"error: {e.message}", err=True)
         raise typer.Exit(2) from None
     if transcript is not None:
-        _check_target("--transcript", transcript, HEADER)
-    recorded = run_scenario(scenario_for(request))
+        from harness.files import check_target
+
+        check_target(transcript, HEADER, "--transcript")
+    record = run_scenario(scenario_for(request))
     if transcript is not None:
-        _write(transcript, recorded.saved, "--transcript")
-    typer.echo(answer(recorded).to_json())
+        _write(transcript, record.saved, HEADER, "--transcript")
+    typer.echo(answer(record).to_json())
+
+
+def _open(target: str) -> RunRecord:
+    from harness.record import open_run
+
+    return open_run(target)
 
 
 @app.command()
@@ -231,7 +277,10 @@ def step(
     frame: Annotated[int | None, typer.Option("--frame", min=0, help="Print frame K and exit (no keys, no screen).")] = None,
 ) -> None:
     """Step through a run in the terminal, one addition to the buffer at a time."""
-    fs = frames(*open_run(target))
+    from harness.render.frames import frames
+    from harness.render.stepper import frame_view, step_through
+
+    fs = frames(_open(target))
     if frame is not None:
         if frame >= len(fs):
             raise HarnessError(f"--frame {frame}", f"this run has frames 0 to {len(fs) - 1}")
@@ -249,29 +298,39 @@ def export(
     markdown: Annotated[Path | None, typer.Option("--markdown", help="Write the steps as Markdown, for course notes.")] = None,
 ) -> None:
     """Export a run as one HTML file that opens anywhere (a stepper, the facts, the cost), or as Markdown."""
+    from harness.files import check_target
+    from harness.render.html import PAGE_HEADER, page
+    from harness.render.markdown import NOTES_HEADER, notes
+
     if html is None and markdown is None:
         raise HarnessError("harness export", "say where: --html FILE and/or --markdown FILE")
     if html is not None:
-        _check_target("--html", html, GENERATOR)
+        check_target(html, PAGE_HEADER, "--html")
     if markdown is not None:
-        _check_target("--markdown", markdown, "# harness · ")
-    transcript, info = open_run(target)
-    title = "harness · " + ((info.get("scenario") or {}).get("title") or Path(target).stem)
+        check_target(markdown, NOTES_HEADER, "--markdown")
+    record = _open(target)
+    title = "harness · " + ((record.scenario.title if record.scenario else "") or Path(target).stem)
     if html is not None:
-        _write(html, page(transcript, info, title), "--html")
-        typer.echo(f"wrote {html}: open it in any browser")
+        _write(html, page(record, title), PAGE_HEADER, "--html")
     if markdown is not None:
-        _write(markdown, notes(transcript, info, title), "--markdown")
-        typer.echo(f"wrote {markdown}")
+        _write(markdown, notes(record, title), NOTES_HEADER, "--markdown")
 
 
 @app.command("list")
 def list_scenarios() -> None:
     """List the scenarios shipped with harness."""
+    from harness.scenario import load_scenario, shipped_scenarios
+
     for path in shipped_scenarios():
         spec = load_scenario(path)
         typer.echo(f"{path.stem:<22} {spec.dialect:<12} {spec.title or spec.question}")
 
 
 def main() -> None:
-    app()
+    # A second Ctrl-C, or one during start-up, must not print a traceback either.
+    signal.signal(signal.SIGINT, signal.default_int_handler)
+    try:
+        app()
+    except KeyboardInterrupt:
+        typer.echo("interrupted", err=True)
+        sys.exit(130)

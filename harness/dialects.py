@@ -22,27 +22,15 @@ harness.governor reads a completion line by line with these rules, live or whole
 from __future__ import annotations
 
 import json
-from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import regex
 
+from harness.decisions import Action
 from harness.errors import HarnessError
-from harness.governor import Governor, Round
-
-if TYPE_CHECKING:
-    from harness.tools import Registry
 
 _TIMEOUT = 0.25  # seconds; a match that takes longer is treated as no match
 _ARGS_MAX = 100_000  # characters of arguments on one Action line (a file written whole fits)
-
-
-@dataclass(frozen=True)
-class Action:
-    tool: str
-    args: tuple[Any, ...] = ()
-    kwargs: dict[str, Any] = field(default_factory=dict)
-    raw: str = ""  # the arguments as the model wrote them
 
 
 def parse_args(raw: str) -> tuple[tuple[Any, ...], dict[str, Any]]:
@@ -136,10 +124,6 @@ class Dialect:
         """The final answer, from the text of its lane."""
         marker = lane.find("Final Answer:")
         return lane[marker + len("Final Answer:") :].strip()
-
-    def parse(self, completion: str, tools: Registry | None = None) -> Round:
-        """The decisions on a finished completion (the same reader as the live one)."""
-        return Governor(self, tools).read(completion)
 
 
 class DefaultDialect(Dialect):

@@ -9,7 +9,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from enum import StrEnum
 
-from harness.governor import Round
+from harness.decisions import Round
 from harness.transcript import Author
 
 
@@ -49,6 +49,16 @@ class Usage:
     prompt_chars: int  # the whole buffer, sent again
     completion_chars: int
     total_prompt_chars: int  # all prompt characters sent so far in this run
+
+
+@dataclass(frozen=True)
+class TokensCounted:
+    """Only from a backend that can count: the model's own token figures for one call."""
+
+    step: int
+    prompt_tokens: int
+    evaluated_tokens: int | None  # what it processed; the rest came from its prefix cache
+    completion_tokens: int | None
 
 
 @dataclass(frozen=True)
@@ -100,5 +110,5 @@ class Stopped:
 
 
 Event = (
-    RoundStarted | TextDelta | CompletionEnded | Usage | ActionParsed | ToolStarted | ToolResult | Notice | Appended | Stopped
+    RoundStarted | TextDelta | CompletionEnded | Usage | TokensCounted | ActionParsed | ToolStarted | ToolResult | Notice | Appended | Stopped
 )

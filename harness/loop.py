@@ -11,14 +11,16 @@
 What it adds: the completion streams through the stop scanner (harness.stop) and the
 lanes' gates (harness.governor), which decide what the user sees and which actions run;
 every rejected candidate becomes a notice written by code, so the model learns exactly
-which rule it broke; limits end a run with a named stop reason; every step is an event.
+which rule it broke; limits end a run with a named stop reason (harness.limits); every
+step is an event, and the run ends as one RunRecord that every view reads.
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass
 
+from harness.decisions import Action, Rejection
 from harness.dialects import Dialect
 from harness.events import (
     ActionParsed,
@@ -30,42 +32,68 @@ from harness.events import (
     Stopped,
     StopReason,
     TextDelta,
+    TokensCounted,
     ToolResult,
     ToolStarted,
     Usage,
 )
-from harness.governor import Governor, Rejection
-from harness.model import Model, ModelError, ModelExhausted
+from harness.governor import Governor
+from harness.limits import Limits, Tally
+from harness.model import Model, ModelError, ModelExhausted, TokenUsage
+from harness.run_record import CallRecord, RunRecord
 from harness.stop import StopScanner
 from harness.tools import Registry
 from harness.transcript import Author, Transcript
 
-
-@dataclass(frozen=True)
-class Limits:
-    max_steps: int = 15  # model calls
-    unknown_tool_limit: int = 2  # unknown tools in a row; a known tool resets the count; 0: off
-    format_error_limit: int = 3  # completions without a usable action in a row; 0: off
+Emit = Callable[[Event], None]
+UNLIMITED = -1  # peek: read the whole completion after a cut (a script costs nothing to read)
 
 
 @dataclass
-class Agent:
+class Setup:
     """Everything a run needs except the model: the buffer so far and the rules."""
 
     transcript: Transcript
     dialect: Dialect
     tools: Registry
-    limits: Limits = field(default_factory=Limits)
+    limits: Limits = Limits()
     use_stop: bool = True  # False shows what the model writes when nothing cuts it
+    peek: int = 0  # characters read past a stop, only to show what it prevented (UNLIMITED: all)
+    send_stop: bool = True  # False: the server is not told the stops; only the scanner cuts
 
 
-@dataclass(frozen=True)
-class RunResult:
-    stop_reason: StopReason
-    final_answer: str | None
-    steps: int
-    transcript: Transcript
-    detail: str = ""
+def run(setup: Setup, model: Model, emit: Emit = lambda event: None) -> RunRecord:
+    dialect, tally = setup.dialect, Tally(setup.limits)
+    out = Writer(setup.transcript, dialect, emit)
+    step = 0
+    try:
+        while step < setup.limits.max_steps:
+            step += 1
+            out.code(dialect.cue(step))
+            call = complete(model, step, setup, emit)
+            out.answered(call)  # the completion, verbatim, even when empty
+            decided = call.ended.round
+            for rejection in decided.rejections:
+                out.notice(step, rejection)
+            if decided.answer is not None:  # its lane opened: the user has it, the run is done
+                return out.stop(StopReason.FINAL_ANSWER, step, decided.answer)
+            if reason := tally.after(decided):
+                return out.stop(reason, step)
+            for number, action in decided.actions:  # in call order
+                result, ok = out.tool(setup.tools, step, number, action)
+                if ok and setup.tools[action.tool].ends_run:  # finish(message): done, at once
+                    return out.stop(StopReason.FINAL_ANSWER, step, result)
+                out.code(dialect.observation(step, number, result))
+        return out.stop(StopReason.MAX_STEPS, step)
+    except Canceled as c:
+        out.canceled(c.shown)
+        return out.stop(StopReason.CANCELED, step)
+    except ModelExhausted as e:  # a call that never answered is not a step
+        return out.stop(StopReason.MODEL_EXHAUSTED, step - 1, detail=str(e))
+    except ModelError as e:
+        return out.stop(StopReason.MODEL_ERROR, step - 1, detail=str(e))
+    except KeyboardInterrupt:
+        return out.stop(StopReason.CANCELED, step)
 
 
 class Canceled(Exception):
@@ -74,96 +102,99 @@ class Canceled(Exception):
         self.shown = shown  # the part of the completion that had reached the user
 
 
-def run(agent: Agent, model: Model, emit: Callable[[Event], None] = lambda event: None) -> RunResult:
-    buffer, dialect, limits = agent.transcript, agent.dialect, agent.limits
-    step = unknown_tools = format_errors = sent = 0
+class Writer:
+    """Every append to the buffer goes through here, with its event; it keeps the record."""
 
-    def write(author: Author, text: str) -> None:
-        buffer.append(author, text)
-        emit(Appended(author, text))
+    def __init__(self, buffer: Transcript, dialect: Dialect, emit: Emit) -> None:
+        self.buffer, self.dialect, self.emit = buffer, dialect, emit
+        self.calls: list[CallRecord] = []
+        self.sent = 0  # prompt characters sent so far
+        for span in buffer.spans:  # what the developer wrote before the first call
+            emit(Appended(span.author, span.text))
 
-    def code(text: str) -> None:  # code's lines always start on a line of their own
+    def write(self, author: Author, text: str) -> None:
+        self.buffer.append(author, text)
+        self.emit(Appended(author, text))
+
+    def code(self, text: str) -> None:
+        """Code's lines always start on a line of their own."""
         if text:
-            write(Author.CODE, ("" if buffer.text.endswith("\n") or not buffer.spans else "\n") + text)
+            fresh = not self.buffer.text or self.buffer.text.endswith("\n")
+            self.write(Author.CODE, ("" if fresh else "\n") + text)
 
-    def notice(r: Rejection) -> None:
-        emit(Notice(step, r.code, r.message, r.index, r.tool, r.violations))
-        code(dialect.notice(step, asdict(r)))  # code, message, index, tool, violations
+    def answered(self, call: Call) -> None:
+        """The model's completion goes into the buffer as it is; its facts into the record."""
+        ended, step = call.ended, call.ended.step
+        self.write(Author.MODEL, ended.text)
+        counted = None if call.tokens is None else asdict(call.tokens)
+        self.calls.append(CallRecord(ended.cut, ended.cut_by, tokens=counted))
+        self.emit(ended)
+        self.sent += call.prompt_chars
+        self.emit(Usage(step, call.prompt_chars, len(ended.text), self.sent))
+        if call.tokens is not None:
+            self.emit(TokensCounted(step, **counted))
 
-    def stop(reason: StopReason, answer: str | None = None, detail: str = "", steps: int | None = None) -> RunResult:
-        steps = step if steps is None else steps
-        emit(Stopped(reason, answer, steps, detail))
-        return RunResult(reason, answer, steps, buffer, detail)
+    def canceled(self, shown: str) -> None:
+        """Ctrl-C mid-completion: what the user had seen of it stays in the buffer."""
+        self.write(Author.MODEL, shown)
+        self.calls.append(CallRecord())
 
-    for span in buffer.spans:  # what the developer wrote before the first call
-        emit(Appended(span.author, span.text))
-    try:
-        while step < limits.max_steps:
-            step += 1
-            code(dialect.cue(step))
-            prompt_chars = len(buffer.text)
-            emit(RoundStarted(step, prompt_chars))
-            stops = dialect.stops(step) if agent.use_stop else ()
-            try:
-                completion = complete(model, step, buffer.text, stops, Governor(dialect, agent.tools), emit)
-            except Canceled as c:
-                write(Author.MODEL, c.shown)
-                return stop(StopReason.CANCELED)
-            except ModelExhausted as e:  # a call that never answered is not a step
-                return stop(StopReason.MODEL_EXHAUSTED, detail=str(e), steps=step - 1)
-            except ModelError as e:
-                return stop(StopReason.MODEL_ERROR, detail=str(e), steps=step - 1)
-            write(Author.MODEL, completion.text)  # verbatim, even when empty
-            emit(completion)
-            sent += prompt_chars
-            emit(Usage(step, prompt_chars, len(completion.text), sent))
+    def notice(self, step: int, r: Rejection) -> None:
+        self.emit(Notice(step, r.code, r.message, r.index, r.tool, r.violations))
+        self._note(notices=(*self.calls[-1].notices, r.code))
+        self.code(self.dialect.notice(step, asdict(r)))  # code, message, index, tool, violations
 
-            decided = completion.round
-            for rejection in decided.rejections:
-                notice(rejection)
-            if decided.answer is not None:  # its lane opened: the user has it, the run is done
-                return stop(StopReason.FINAL_ANSWER, decided.answer)
-            if not decided.actions:
-                if any(r.code == "protocol_violation.unknown_tool" for r in decided.rejections):
-                    unknown_tools += 1
-                    if unknown_tools == limits.unknown_tool_limit:
-                        return stop(StopReason.UNKNOWN_TOOL_LIMIT)
-                else:
-                    format_errors += 1
-                    if format_errors == limits.format_error_limit:
-                        return stop(StopReason.FORMAT_ERROR_LIMIT)
-                continue
-            unknown_tools = format_errors = 0
-            for number, action in decided.actions:  # in call order
-                emit(ActionParsed(step, number, action.tool, action.raw))
-                emit(ToolStarted(step, number, action.tool))
-                result, ok = agent.tools.run(action.tool, action.args, action.kwargs)
-                emit(ToolResult(step, number, action.tool, result, ok))
-                if ok and agent.tools[action.tool].ends_run:  # finish(message): done, at once
-                    return stop(StopReason.FINAL_ANSWER, result)
-                code(dialect.observation(step, number, result))
-        return stop(StopReason.MAX_STEPS)
-    except KeyboardInterrupt:
-        return stop(StopReason.CANCELED)
+    def tool(self, tools: Registry, step: int, number: int, action: Action) -> tuple[str, bool]:
+        self.emit(ActionParsed(step, number, action.tool, action.raw))
+        self.emit(ToolStarted(step, number, action.tool))
+        result, ok = tools.run(action.tool, action.args, action.kwargs)
+        self.emit(ToolResult(step, number, action.tool, result, ok))
+        self._note(ran=(*self.calls[-1].ran, action.tool))
+        return result, ok
+
+    def _note(self, **changes) -> None:
+        last = self.calls[-1]
+        self.calls[-1] = CallRecord(**{**asdict(last), **changes})
+
+    def stop(self, reason: StopReason, steps: int, answer: str | None = None, detail: str = "") -> RunRecord:
+        self.emit(Stopped(reason, answer, steps, detail))
+        return RunRecord(self.buffer, reason, answer, steps, detail, tuple(self.calls))
 
 
-def complete(
-    model: Model, step: int, prompt: str, stops: tuple[str, ...], governor: Governor, emit: Callable[[Event], None]
-) -> CompletionEnded:
+@dataclass(frozen=True)
+class Call:
+    ended: CompletionEnded
+    prompt_chars: int  # the whole buffer was sent
+    tokens: TokenUsage | None  # the model's own counts, if it gave them
+
+
+def complete(model: Model, step: int, setup: Setup, emit: Emit) -> Call:
     """One model call: chunks pass the stop scanner, then the lanes' gates, then the user."""
-    scanner, kept = StopScanner(stops), []
+    stops = setup.dialect.stops(step) if setup.use_stop else ()
+    prompt_chars = len(setup.transcript)
+    emit(RoundStarted(step, prompt_chars))
+    scanner, governor = StopScanner(stops), Governor(setup.dialect, setup.tools)
+    kept: list[str] = []
+    tokens: TokenUsage | None = None
 
     def take(text: str) -> None:
         kept.append(text)
         if shown := governor.feed(text):
             emit(TextDelta(shown))
 
-    chunks = model.stream(prompt, stops)
+    chunks = model.stream(setup.transcript.text, stops if setup.send_stop else ())
     try:
         for chunk in chunks:
-            take(scanner.feed(chunk))
-            if scanner.stopped or governor.stopped:
-                break  # a server that ignored `stop`, or a reply already rejected, is not read further
+            if isinstance(chunk, TokenUsage):
+                tokens = chunk
+            elif scanner.stopped:  # peeking: read past the cut only to show what it prevented
+                scanner.feed(chunk)
+                if 0 <= setup.peek <= scanner.cut_chars - len(scanner.matched or ""):
+                    break
+            else:
+                take(scanner.feed(chunk))
+                if governor.stopped or (scanner.stopped and setup.peek == 0):
+                    break  # a server that ignored `stop`, or a reply already rejected, is not read further
         if not governor.stopped:
             take(scanner.finish())
             if tail := governor.finish():
@@ -175,7 +206,8 @@ def complete(
         getattr(chunks, "close", lambda: None)()
     text, decided = "".join(kept), governor.result()
     if decided.prefix_rejected:  # nothing of it is kept: what was read is quoted in the notice
-        return CompletionEnded(step, "", text, "prefix", decided)
-    # A scripted model knows what it cut; a real server cuts silently.
-    cut = scanner.cut or getattr(model, "last_cut", "")
-    return CompletionEnded(step, text, cut, "stop" if cut else "", decided)
+        ended = CompletionEnded(step, "", text, "prefix", decided)
+    else:
+        cut = scanner.cut if setup.peek < 0 else scanner.cut[: len(scanner.matched or "") + setup.peek]
+        ended = CompletionEnded(step, text, cut, "stop" if cut else "", decided)
+    return Call(ended, prompt_chars, tokens)

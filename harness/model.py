@@ -6,9 +6,8 @@ Whatever sits behind it (a scripted list, an OpenAI-compatible server, llama.cpp
 whole prompt fresh on every call; no state carries over between calls. An adapter for a
 real server turns its failures into ModelError.
 
-ScriptedModel is the built-in model: it plays back canned completions, honours stop
-sequences the way an inference server does (text up to the first stop string, the stop
-string left out) and remembers what it cut, which no real server tells you.
+ScriptedModel is the built-in model: it plays back canned completions. FailingModel and
+InterruptedModel wrap any model to show what a failing server or a Ctrl-C does to a run.
 """
 
 from __future__ import annotations
@@ -17,7 +16,6 @@ from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from typing import Protocol
 
-from harness.stop import cut_at_stop
 
 
 class ModelError(Exception):
@@ -46,51 +44,67 @@ class Model(Protocol):
 
 @dataclass(frozen=True)
 class Call:
-    prompt: str  # the whole buffer the model was sent
+    prompt_chars: int  # how much of the buffer it was sent: every prompt is a prefix of the final buffer
     stop: tuple[str, ...]
-    text: str  # what the model sent back
-    cut: str  # what the stop sequence removed: the stop string and all after it
 
 
 class ScriptedModel:
     """Plays back `completions` in order, `chunk_size` characters at a time.
 
-    For demos of what goes wrong, it can also be told to fail at call `error[0]` with the
-    message `error[1]`, or to be interrupted (as by Ctrl-C) in call `interrupt[0]` once
-    `interrupt[1]` characters of that completion have been streamed.
+    Like a server that ignores `stop`, it streams each completion whole: the loop's stop
+    scanner cuts it, exactly as it would cut a real model's. It keeps the length of each
+    prompt it was sent, not the prompt (`buffer.text[:call.prompt_chars]` gives it back).
     """
 
-    def __init__(
-        self,
-        completions: Sequence[str],
-        chunk_size: int = 8,
-        interrupt: tuple[int, int] | None = None,
-        error: tuple[int, str] | None = None,
-    ) -> None:
+    def __init__(self, completions: Sequence[str], chunk_size: int = 8) -> None:
         self.completions = list(completions)
         self.chunk_size = max(1, chunk_size)
-        self.interrupt = interrupt
-        self.error = error
-        self.calls: list[Call] = []  # every prompt it was sent, in order
-
-    @property
-    def last_cut(self) -> str:
-        return self.calls[-1].cut if self.calls else ""
+        self.calls: list[Call] = []
 
     def stream(self, prompt: str, stop: Sequence[str]) -> Iterator[str]:
-        number = len(self.calls) + 1
-        if self.error and self.error[0] == number:
-            raise ModelError(self.error[1])
-        if number > len(self.completions):
+        if len(self.calls) == len(self.completions):
             raise ModelExhausted(f"the script has {len(self.completions)} completions and all were used")
-        text, cut = cut_at_stop(self.completions[number - 1], stop)
-        self.calls.append(Call(prompt, tuple(stop), text, cut))
-        at = self.interrupt[1] if self.interrupt and self.interrupt[0] == number else None
-        return self._chunks(text, at)
+        self.calls.append(Call(len(prompt), tuple(stop)))
+        text, size = self.completions[len(self.calls) - 1], self.chunk_size
+        return (text[i : i + size] for i in range(0, len(text), size))
 
-    def _chunks(self, text: str, interrupt_at: int | None) -> Iterator[str]:
-        end = len(text) if interrupt_at is None else min(interrupt_at, len(text))
-        for i in range(0, end, self.chunk_size):
-            yield text[i : min(i + self.chunk_size, end)]
-        if interrupt_at is not None:
-            raise KeyboardInterrupt  # what Ctrl-C does to a stream in progress
+
+# --- what goes wrong, for demos: small wrappers around any model ------------------------
+
+
+class FailingModel:
+    """Passes calls through to `model`, except call number `step`, which fails with `message`."""
+
+    def __init__(self, model: Model, step: int, message: str) -> None:
+        self.model, self.step, self.message, self.calls = model, step, message, 0
+
+    def stream(self, prompt: str, stop: Sequence[str]) -> Iterator[str | TokenUsage]:
+        self.calls += 1
+        if self.calls == self.step:
+            raise ModelError(self.message)
+        return self.model.stream(prompt, stop)
+
+
+class InterruptedModel:
+    """Passes calls through to `model`; in call number `step`, once `at` characters have
+    streamed, raises KeyboardInterrupt, as Ctrl-C does to a stream in progress."""
+
+    def __init__(self, model: Model, step: int, at: int) -> None:
+        self.model, self.step, self.at, self.calls = model, step, at, 0
+
+    def stream(self, prompt: str, stop: Sequence[str]) -> Iterator[str | TokenUsage]:
+        self.calls += 1
+        chunks = self.model.stream(prompt, stop)
+        return self._cut(chunks) if self.calls == self.step else chunks
+
+    def _cut(self, chunks: Iterator[str | TokenUsage]) -> Iterator[str | TokenUsage]:
+        left = self.at
+        for chunk in chunks:
+            if isinstance(chunk, str):
+                chunk = chunk[:left]
+                left -= len(chunk)
+            if chunk:
+                yield chunk
+            if left == 0:
+                break
+        raise KeyboardInterrupt

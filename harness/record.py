@@ -1,68 +1,85 @@
-"""Recording a run into the save format, and replaying a saved transcript.
+"""Assembling a run from a scenario, running it, and replaying a saved transcript.
+
+    build(scenario)          the developer's prompt as the start of the buffer, the tools,
+                             and the scripted model (wrapped to fail or be interrupted
+                             where the scenario says so)
+    run_scenario(scenario)   run it: a RunRecord that knows the scenario it came from
+    replay(text, source)     run a saved transcript again, its model turns as the script
 
 A saved transcript carries, in its metadata, everything a replay needs except the
-model's completions, which are its `model` spans. Replay runs the loop again: the
-developer's prompt is rendered again from prompts/, canned tools answer from the
-metadata (not from the buffer, so an edited observation line is caught), real tools
-run again. If the new file differs from the saved one by a byte, the check fails.
+model's completions, which are its `model` spans. Replay renders the developer's prompt
+again from its template, canned tools answer from the metadata (not from the buffer, so
+an edited observation line is caught), and real tools run again. If the new file
+differs from the saved one by a byte, the check fails.
 """
 
 from __future__ import annotations
 
 import difflib
-from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import NamedTuple
 
-from harness.errors import TranscriptFormatError
-from harness.events import CompletionEnded, Event, StopReason
-from harness.loop import RunResult, run
-from harness.scenario import Scenario, build, find_scenario, load_scenario
-from harness.transcript import HEADER, Author, Transcript, dumps, loads
-
-
-def meta(scenario: Scenario, result: RunResult, cuts: dict[str, str]) -> dict[str, Any]:
-    return {
-        "stop_reason": result.stop_reason.value,
-        "final_answer": result.final_answer,
-        "steps": result.steps,
-        "cuts": cuts,  # step -> what the stop sequence cut from that completion
-        "scenario": scenario.to_meta(),
-    }
+from harness import prompts
+from harness.dialects import get_dialect
+from harness.errors import HarnessError, TranscriptFormatError
+from harness.events import StopReason
+from harness.loop import UNLIMITED, Emit, Setup, run
+from harness.model import FailingModel, InterruptedModel, Model, ScriptedModel
+from harness.run_record import RunRecord, load_record
+from harness.scenario import Scenario, find_scenario, load_scenario
+from harness.tools import Registry
+from harness.transcript import HEADER, Author, Transcript
+from harness.workspace import Workspace
 
 
-@dataclass(frozen=True)
-class Recorded:
-    result: RunResult
-    saved: str  # the save format of the run
-    workspace: dict[str, str] | None  # the files as the run left them, if it had any
+class Built(NamedTuple):
+    setup: Setup
+    model: Model
+    workspace: Workspace | None  # the files the tools change, when the scenario has any
 
 
-def run_scenario(scenario: Scenario, emit: Callable[[Event], None] = lambda event: None) -> Recorded:
-    """Run a scenario on its scripted model; return the result and its saved form."""
-    agent, model, workspace = build(scenario)
-    cuts: dict[str, str] = {}
+def build(scenario: Scenario) -> Built:
+    dialect = get_dialect(scenario.dialect, f"{scenario.source}: dialect")
+    workspace = None if scenario.workspace is None else Workspace(scenario.workspace)
+    tools = Registry(spec.build(workspace, scenario.base) for spec in scenario.tools)
+    buffer = Transcript()
+    variables = {"question": scenario.question, "tools": tools.render(dialect.signature)}
+    buffer.append(Author.DEVELOPER, prompts.render(scenario.template(), variables))
+    model: Model = ScriptedModel(scenario.completions, scenario.chunk_size)
+    if scenario.model_error is not None:
+        model = FailingModel(model, *scenario.model_error)
+    if scenario.interrupt is not None:
+        model = InterruptedModel(model, *scenario.interrupt)
+    # A script costs nothing to read on: what the stop sequence prevented is shown whole.
+    setup = Setup(buffer, dialect, tools, scenario.limits, scenario.use_stop, peek=UNLIMITED)
+    return Built(setup, model, workspace)
 
-    def record(event: Event) -> None:
-        if isinstance(event, CompletionEnded) and event.cut:
-            cuts[str(event.step)] = event.cut
-        emit(event)
 
-    result = run(agent, model, record)
-    last = result.transcript.spans[-1]
-    if result.stop_reason is StopReason.CANCELED and scenario.interrupt is None and last.author is Author.MODEL:
+def run_scenario(scenario: Scenario, emit: Emit = lambda event: None, model: Model | None = None, peek: int = 0) -> RunRecord:
+    """Run a scenario on its scripted model, or on a live `model`; the record knows the scenario.
+
+    With a live model and `peek`, the server is not told the stop strings: the scanner cuts
+    and reads up to `peek` characters more, only to record what the stop prevented."""
+    setup, scripted, workspace = build(scenario)
+    if model is not None:
+        setup.peek, setup.send_stop = peek, peek == 0
+    record = run(setup, model or scripted, emit)
+    last = record.transcript.last_author
+    if record.stop_reason is StopReason.CANCELED and scenario.interrupt is None and last is Author.MODEL:
         # A real Ctrl-C while the model streamed: write it down, so the replay stops there too.
-        scenario = scenario.but(interrupt=(result.steps, len(last.text)))
-    saved = dumps(result.transcript, meta(scenario, result, cuts))
-    return Recorded(result, saved, None if workspace is None else workspace.files)
+        scenario = scenario.but(interrupt=(record.steps, len(record.transcript.spans[-1].text)))
+    if record.stop_reason is StopReason.MODEL_ERROR and scenario.model_error is None:
+        # A live model failed: write it down, so the replay fails there too.
+        scenario = scenario.but(model_error=(record.steps + 1, record.detail))
+    return record.but(scenario=scenario, workspace=None if workspace is None else workspace.files)
 
 
 @dataclass(frozen=True)
 class Replay:
     saved: str  # the file as it was
     fresh: str  # the file the replay would write
-    result: RunResult
+    record: RunRecord
 
     @property
     def matches(self) -> bool:
@@ -75,30 +92,42 @@ class Replay:
         return "".join(lines)
 
 
-def scenario_of(text: str, source: str) -> Scenario:
-    """The scenario a saved transcript was made from, its completions taken from the buffer."""
-    transcript, info = loads(text, source)
-    spec, cuts = info.get("scenario"), info.get("cuts", {})
-    if not isinstance(spec, dict):
+def scenario_of(record: RunRecord, source: str) -> Scenario:
+    """The scenario a saved run was made from, its completions taken from the buffer."""
+    if record.scenario is None:
         raise TranscriptFormatError(source, "metadata 'scenario' is missing: this file cannot be replayed")
-    if not isinstance(cuts, dict) or not all(isinstance(v, str) for v in cuts.values()):
-        raise TranscriptFormatError(source, "metadata 'cuts' must map step numbers to text")
-    # The model's turns are its spans, each with what the stop sequence cut put back.
-    turns = [text + cuts.get(str(step), "") for step, text in enumerate(transcript.texts_by(Author.MODEL), 1)]
-    return Scenario.from_dict(spec | {"completions": turns}, f"{source}: metadata scenario")
+    # The model's turns are its spans, each with what was cut put back.
+    turns = tuple(text + call.cut for text, call in zip(record.transcript.texts_by(Author.MODEL), record.calls))
+    return record.scenario.but(completions=turns)
 
 
-def open_run(target: str) -> tuple[Transcript, dict[str, Any]]:
+def replay(text: str, source: str, emit: Emit = lambda event: None, model: Model | None = None) -> Replay:
+    """Run a saved transcript again; with `model`, live instead of from its recorded turns."""
+    saved = load_record(text, source, Path(source).parent)  # a template or tool of one's own lives beside it
+    scenario = scenario_of(saved, source)
+    return Replay(text, run_scenario(scenario, emit, model).saved, saved)
+
+
+def open_run(target: str) -> RunRecord:
     """A saved transcript, or a scenario (path or shipped name) run now on its script."""
     path = Path(target)
     if path.is_file():
-        with open(path, encoding="utf-8", errors="replace", newline="") as f:
-            text = f.read()
+        text = read_text(path)
         if text.startswith(HEADER):
-            return loads(text, target)
-    return loads(run_scenario(load_scenario(find_scenario(target))).saved)
+            return load_record(text, target, path.parent)
+    return run_scenario(load_scenario(find_scenario(target)))
 
 
-def replay(text: str, source: str, emit: Callable[[Event], None] = lambda event: None) -> Replay:
-    recorded = run_scenario(scenario_of(text, source), emit)
-    return Replay(text, recorded.saved, recorded.result)
+def read_text(path: Path) -> str:
+    """A file as text, "\\r" kept as it is; one HarnessError naming the file if it cannot be."""
+    if path.is_dir():
+        raise HarnessError(str(path), "is a folder, not a file")
+    try:
+        with open(path, encoding="utf-8", newline="") as f:
+            return f.read()
+    except FileNotFoundError:
+        raise HarnessError(str(path), "no such file") from None
+    except OSError as e:
+        raise HarnessError(str(path), f"cannot read the file ({e.strerror})") from None
+    except UnicodeDecodeError as e:
+        raise HarnessError(str(path), f"the file is not UTF-8 text (byte {e.start})") from None

@@ -1,7 +1,8 @@
 """Scenarios: transcripts/*.toml, the scripted runs that demos and tests are made of.
 
     title = "Why do Nimbus uploads fail?"     # optional, shown by `harness list`
-    prompt = "default"                       # prompts/default.txt
+    prompt = "default"                       # prompts/default.txt (by name; see harness.prompts)
+    # prompt_file = "prompts/mine.txt"       # or a template of your own, beside the scenario
     dialect = "default"                      # or "react-paper"
     question = "Why do my Nimbus uploads fail?"
     max_steps = 15                           # also unknown_tool_limit, format_error_limit
@@ -15,31 +16,33 @@
     results = { nimbus = "99.8 GB of 100 GB used" }
     default = "no such account"              # optional: the answer for any other argument
 
-A saved transcript keeps the same fields (all but the completions) in its metadata, so
-`from_dict` serves both; every problem names the file and the field.
+    [tools.search]                           # a Python function of your own, imported from
+    python = "mytools:search"                # mytools.py beside the scenario
+
+This module is the schema: the fields, their defaults and their checks. A saved
+transcript keeps the same fields (all but the completions) in its metadata, so
+`from_dict` serves both; every problem names the file and the field. Rendering the
+prompt is harness.prompts; assembling a run from a scenario is harness.record.
 """
 
 from __future__ import annotations
 
-import string
 import tomllib
 from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
-from typing import Any, NamedTuple
+from typing import Any
 
-from harness.dialects import DIALECTS, get_dialect
-from harness.errors import ScenarioError, TemplateError
-from harness.loop import Agent, Limits
-from harness.model import ScriptedModel
-from harness.tools import BUILTINS, TRAITS, Registry, Tool, canned
-from harness.transcript import Author, Transcript
+import regex
+
+from harness import prompts
+from harness.dialects import DIALECTS
+from harness.errors import HarnessError, ScenarioError
+from harness.limits import Limits
+from harness.prompts import data_dir
+from harness.tools import BUILTINS, TRAITS, Tool, canned, from_function, import_function
 from harness.workspace import TOOL_NAMES, Workspace
 
-
-def data_dir(name: str) -> Path:
-    """prompts/ or transcripts/: inside an installed wheel, or at the top of the checkout."""
-    packaged = Path(__file__).parent / "_data" / name
-    return packaged if packaged.is_dir() else Path(__file__).resolve().parent.parent / name
+_LIMITS = Limits()
 
 
 @dataclass(frozen=True)
@@ -47,18 +50,22 @@ class ToolSpec:
     name: str
     description: str = ""
     params: tuple[str, ...] = ("input",)
-    results: dict[str, str] | None = None  # None: the built-in of that name
+    results: dict[str, str] | None = None  # None: the built-in of that name (or a Python tool)
     default: str | None = None
     trait: str | None = None
+    python: str | None = None  # "module:function", imported from the scenario's folder
 
     def to_meta(self) -> dict[str, Any]:
-        fields = {"trait": self.trait}
+        fields = {"trait": self.trait, "python": self.python}
         if self.results is not None:
             fields |= {"description": self.description, "params": list(self.params), "results": self.results}
             fields["default"] = self.default
         return {k: v for k, v in fields.items() if v is not None}
 
-    def build(self, workspace: Workspace | None) -> Tool:
+    def build(self, workspace: Workspace | None, base: Path | None) -> Tool:
+        if self.python is not None:
+            fn = import_function(self.python, base or Path.cwd(), f"tools.{self.name}.python")
+            return from_function(fn, self.name, self.trait or "unknown")
         if self.results is not None:
             return canned(self.name, self.description, self.results, self.params, self.default, self.trait or "unknown")
         if self.name in TOOL_NAMES and workspace is not None:
@@ -74,28 +81,38 @@ class Scenario:
     completions: tuple[str, ...] = ()
     title: str = ""
     prompt: str = "default"
+    prompt_file: str | None = None  # a template of the user's own, relative to `base`
     dialect: str = "default"
     tools: tuple[ToolSpec, ...] = ()
-    max_steps: int = 15
-    unknown_tool_limit: int = 2
-    format_error_limit: int = 3
+    max_steps: int = _LIMITS.max_steps
+    unknown_tool_limit: int = _LIMITS.unknown_tool_limit
+    format_error_limit: int = _LIMITS.format_error_limit
     chunk_size: int = 8
     interrupt: tuple[int, int] | None = None  # (step, characters streamed): a scripted Ctrl-C
     model_error: tuple[int, str] | None = None  # (step, message): the model fails at that call
     use_stop: bool = True  # False: no stop sequence (`--no-stop`; turns that come already cut)
     workspace: dict[str, str] | None = None  # in-memory files for the workspace tools
     source: str = field(default="", compare=False)  # where it was read from, for messages
+    base: Path | None = field(default=None, compare=False)  # its folder: prompt_file and Python tools live here
 
     @classmethod
-    def from_dict(cls, data: dict[str, Any], where: str) -> Scenario:
-        return _parse(data, where)
+    def from_dict(cls, data: dict[str, Any], where: str, base: Path | None = None) -> Scenario:
+        return _parse(data, where, base)
 
     def to_meta(self) -> dict[str, Any]:
         """Everything a replay needs except the completions (those are the model's spans)."""
         data = asdict(self)
-        del data["completions"], data["source"]
+        del data["completions"], data["source"], data["base"]
+        if self.prompt_file is None:  # files written before prompt_file existed stay the same
+            del data["prompt_file"]
         data["tools"] = {spec.name: spec.to_meta() for spec in self.tools}
         return data
+
+    def template(self) -> Path:
+        """The prompt template's file (harness.prompts says where it may be)."""
+        if self.prompt_file is not None:
+            return prompts.by_path(self.prompt_file, self.base or Path.cwd(), f"{self.source}: prompt_file")
+        return prompts.by_name(self.prompt, f"{self.source}: prompt")
 
     def but(self, **changes: Any) -> Scenario:
         """A copy with some fields changed (`--max-steps`, `--no-stop`)."""
@@ -126,57 +143,20 @@ def load_scenario(path: Path) -> Scenario:
         raise ScenarioError(str(path), "the file is not UTF-8 text") from None
     except tomllib.TOMLDecodeError as e:
         raise ScenarioError(str(path), f"malformed TOML: {e}") from None
-    return _parse(data, str(path))
+    return _parse(data, str(path), path.parent)
 
 
 def shipped_scenarios() -> list[Path]:
     return sorted(data_dir("transcripts").glob("*.toml"))
 
 
-# --- building a run ------------------------------------------------------------------
-
-
-def render_prompt(name: str, variables: dict[str, str]) -> str:
-    """prompts/NAME.txt with $variables filled in; a variable nobody supplied is an error."""
-    path = data_dir("prompts") / f"{name}.txt"
-    try:
-        template = string.Template(path.read_text(encoding="utf-8"))
-    except OSError:
-        raise TemplateError(f"prompt {name!r}", f"no template {path}") from None
-    try:
-        return template.substitute(variables)
-    except KeyError as e:
-        supplied = ", ".join(f"${v}" for v in variables)
-        raise TemplateError(str(path), f"uses ${e.args[0]}, which is not supplied (supplied: {supplied})") from None
-    except ValueError as e:
-        raise TemplateError(str(path), f"bad placeholder ({e}); write $$ for a dollar sign") from None
-
-
-class Built(NamedTuple):
-    agent: Agent
-    model: ScriptedModel
-    workspace: Workspace | None  # the files the tools change, when the scenario has any
-
-
-def build(scenario: Scenario) -> Built:
-    """The developer's prompt as the start of the buffer, the tools, and the scripted model."""
-    dialect = get_dialect(scenario.dialect, f"{scenario.source}: dialect")
-    workspace = None if scenario.workspace is None else Workspace(scenario.workspace)
-    tools = Registry(spec.build(workspace) for spec in scenario.tools)
-    buffer = Transcript()
-    prompt = render_prompt(scenario.prompt, {"question": scenario.question, "tools": tools.render(dialect.signature)})
-    buffer.append(Author.DEVELOPER, prompt)
-    model = ScriptedModel(scenario.completions, scenario.chunk_size, scenario.interrupt, scenario.model_error)
-    return Built(Agent(buffer, dialect, tools, scenario.limits, scenario.use_stop), model, workspace)
-
-
 # --- validation: one clear message naming the file and the field ---------------------
 
-_FIELDS = {f for f in Scenario.__dataclass_fields__ if f != "source"}
-_TOOL_FIELDS = {"description", "params", "results", "default", "trait"}
+_FIELDS = {f for f in Scenario.__dataclass_fields__ if f not in ("source", "base")}
+_TOOL_FIELDS = {"description", "params", "results", "default", "trait", "python"}
 
 
-def _parse(data: dict[str, Any], where: str) -> Scenario:
+def _parse(data: dict[str, Any], where: str, base: Path | None) -> Scenario:
     def fail(key: str, message: str) -> ScenarioError:
         return ScenarioError(f"{where}: {key}", message)
 
@@ -205,8 +185,9 @@ def _parse(data: dict[str, Any], where: str) -> Scenario:
     if dialect not in DIALECTS:
         raise fail("dialect", f"unknown dialect {dialect!r} (known: {', '.join(DIALECTS)})")
     prompt = text("prompt", "default")
-    if not (data_dir("prompts") / f"{prompt}.txt").is_file():
-        raise fail("prompt", f"no template named {prompt!r} in {data_dir('prompts')}")
+    prompt_file = data.get("prompt_file")
+    if prompt_file is not None and not isinstance(prompt_file, str):
+        raise fail("prompt_file", "must be a string")
     tools = data.get("tools", {})
     if not isinstance(tools, dict):
         raise fail("tools", "must be a table of [tools.NAME] tables")
@@ -221,23 +202,30 @@ def _parse(data: dict[str, Any], where: str) -> Scenario:
     chunk_size = count("chunk_size", 8)
     if chunk_size < 1:
         raise fail("chunk_size", "must be 1 or more")
-    return Scenario(
+    scenario = Scenario(
         question=text("question"),
         completions=tuple(completions),
         title=text("title", ""),
         prompt=prompt,
+        prompt_file=prompt_file,
         dialect=dialect,
         tools=tuple(_tool(name, spec, f"{where}: tools.{name}") for name, spec in tools.items()),
-        max_steps=count("max_steps", 15),
-        unknown_tool_limit=count("unknown_tool_limit", 2),
-        format_error_limit=count("format_error_limit", 3),
+        max_steps=count("max_steps", _LIMITS.max_steps),
+        unknown_tool_limit=count("unknown_tool_limit", _LIMITS.unknown_tool_limit),
+        format_error_limit=count("format_error_limit", _LIMITS.format_error_limit),
         chunk_size=chunk_size,
         interrupt=_pair(data, "interrupt", ("step", "at"), int, where),
         model_error=_pair(data, "model_error", ("step", "message"), str, where),
         use_stop=_flag(data, "use_stop", where),
         workspace=workspace,
         source=where,
+        base=base,
     )
+    try:
+        scenario.template()  # the template must exist, and be where a template may be
+    except HarnessError as e:
+        raise ScenarioError(e.where, e.message) from None
+    return scenario
 
 
 def _flag(data: dict[str, Any], key: str, where: str) -> bool:
@@ -274,6 +262,11 @@ def _tool(name: str, spec: Any, where: str) -> ToolSpec:
     trait = spec.get("trait")
     if trait is not None and trait not in TRAITS:
         raise ScenarioError(f"{where}.trait", f"must be one of {', '.join(TRAITS)}")
+    python = spec.get("python")
+    if python is not None:
+        if not isinstance(python, str) or not regex.fullmatch(r"[A-Za-z_][\w.]{0,99}:[A-Za-z_]\w{0,63}", python):
+            raise ScenarioError(f"{where}.python", "must read 'module:function' (a module beside the scenario)")
+        return ToolSpec(name, trait=trait, python=python)
     results = spec.get("results")
     if results is None:
         if name not in BUILTINS and name not in TOOL_NAMES:

@@ -28,7 +28,12 @@ class StopScanner:
         self._firsts = frozenset(s[0] for s in self.stops)  # a stop string can only start here
         self._held = ""
         self.matched: str | None = None  # the stop string that cut, once stopped
-        self.cut = ""  # the stop string and whatever came after it in the same read
+        self._cut: list[str] = []  # the stop string and whatever was read after it
+        self.cut_chars = 0
+
+    @property
+    def cut(self) -> str:
+        return "".join(self._cut)
 
     @property
     def stopped(self) -> bool:
@@ -37,7 +42,8 @@ class StopScanner:
     def feed(self, chunk: str) -> str:
         """Take a chunk; return the text that is now safe to show."""
         if self.stopped:
-            self.cut += chunk
+            self._cut.append(chunk)
+            self.cut_chars += len(chunk)
             return ""
         if not self._held and not any(c in chunk for c in self._firsts):
             return chunk  # the common case: nothing here can start a stop string
@@ -47,7 +53,7 @@ class StopScanner:
         hits = [(at + len(s), -len(s), at, s) for s in self.stops if (at := text.find(s)) >= 0]
         if hits:
             _, _, at, stop = min(hits)
-            self.matched, self.cut, self._held = stop, text[at:], ""
+            self.matched, self._cut, self.cut_chars, self._held = stop, [text[at:]], len(text) - at, ""
             return text[:at]
         keep = self._held_suffix(text)
         self._held = text[len(text) - keep :]

@@ -5,6 +5,11 @@ model is told about exactly the tools that can run. A tool is a plain function r
 text. When it raises ToolError (or is called with arguments that do not fit), the error
 becomes the observation, so the model can read it and try again.
 
+A tool of the user's own is a plain Python function: `from_function` makes it a Tool, its
+docstring's first line the description and its parameters the call's; a scenario names
+one as `python = "module:function"` (imported from the scenario's folder, the way
+pytest imports a conftest.py).
+
 Built-ins: `calculator` (arithmetic by walking the syntax tree; nothing is evaluated as
 code) and canned tools, whose results a scenario supplies per argument, for demos of
 external tools such as a search engine or a quota API.
@@ -13,13 +18,19 @@ external tools such as a search engine or a quota API.
 from __future__ import annotations
 
 import ast
+import importlib.util
 import inspect
 import json
 import math
 import operator
+import sys
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
+from functools import cached_property
+from pathlib import Path
 from typing import Any
+
+from harness.errors import HarnessError
 
 TRAITS = ("exploration", "exploitation", "neutral", "unknown")
 
@@ -41,10 +52,14 @@ class Tool:
     def signature(self) -> str:
         return f"{self.name}({', '.join(self.params)})"
 
+    @cached_property
+    def _params(self) -> inspect.Signature:
+        return inspect.signature(self.fn)  # looked up once, not on every call
+
     def call(self, args: tuple[Any, ...], kwargs: Mapping[str, Any]) -> str:
         """Run the tool; any problem comes back as ToolError with a readable message."""
         try:
-            inspect.signature(self.fn).bind(*args, **kwargs)
+            self._params.bind(*args, **kwargs)
         except TypeError as e:
             raise ToolError(f"{self.signature} was called with bad arguments ({e})") from None
         return str(self.fn(*args, **kwargs))
@@ -78,6 +93,41 @@ class Registry:
             return self._tools[name].call(args, kwargs), True
         except ToolError as e:
             return f"Error: {e}", False
+        except Exception as e:  # a tool of the user's own may raise anything: the model reads it
+            return f"Error: {type(e).__name__}: {e}", False
+
+
+# --- tools written as Python functions ---------------------------------------------------
+
+
+def from_function(fn: Callable[..., Any], name: str | None = None, trait: str = "unknown") -> Tool:
+    """A plain function as a tool: `def search(query): "Search the web."` -> search(query)."""
+    doc = (inspect.getdoc(fn) or "").strip()
+    description = doc.splitlines()[0] if doc else f"the Python function {fn.__name__}"
+    params = tuple(p for p in inspect.signature(fn).parameters if p not in ("self", "cls"))
+    return Tool(name or fn.__name__, description, params, fn, trait)
+
+
+def import_function(spec: str, folder: Path, field: str) -> Callable[..., Any]:
+    """'module:function' from `folder`. A module that fails to import is one HarnessError."""
+    module_name, _, function = spec.partition(":")
+    path = folder / (module_name.replace(".", "/") + ".py")
+    if not path.is_file():
+        raise HarnessError(field, f"no module {module_name!r} in {folder} (looked for {path.name})")
+    unique = f"harness_tools_{abs(hash(str(path.resolve())))}_{module_name.replace('.', '_')}"
+    module = sys.modules.get(unique)
+    if module is None:
+        loader = importlib.util.spec_from_file_location(unique, path)
+        module = importlib.util.module_from_spec(loader)
+        try:
+            loader.loader.exec_module(module)
+        except Exception as e:
+            raise HarnessError(field, f"the module {module_name!r} failed to import ({type(e).__name__}: {e})") from None
+        sys.modules[unique] = module
+    fn = getattr(module, function, None)
+    if not callable(fn):
+        raise HarnessError(field, f"{module_name!r} has no function {function!r}")
+    return fn
 
 
 # --- calculator ----------------------------------------------------------------------

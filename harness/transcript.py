@@ -27,7 +27,8 @@ What this module leaves out: rendering (see harness.render) and running anything
 from __future__ import annotations
 
 import json
-from dataclasses import dataclass, field
+from collections.abc import Iterable
+from dataclasses import dataclass
 from enum import StrEnum
 from typing import Any
 
@@ -50,31 +51,66 @@ class Span:
     text: str
 
 
-@dataclass
 class Transcript:
-    """Append-only spans; `text` is their plain concatenation (the buffer)."""
+    """Append-only spans; `text` is their plain concatenation (the buffer).
 
-    spans: list[Span] = field(default_factory=list)
-    _text: str = field(default="", init=False, repr=False, compare=False)  # the buffer, kept up to date
+    The buffer is kept as one string that grows in place, and the spans as the offsets
+    where each author's run begins, so appending costs what the new text costs, however
+    long the buffer already is (no copy of the buffer, no copy of the last span).
+    """
 
-    def __post_init__(self) -> None:
-        self._text = "".join(span.text for span in self.spans)
+    def __init__(self, spans: Iterable[Span] = ()) -> None:
+        self._text = ""
+        self._authors: list[Author] = []  # one per span
+        self._starts: list[int] = []  # where each span begins in the buffer
+        for span in spans:
+            self._new_span(Author(span.author))  # an empty span is kept as given
+            self._grow(span.text)
 
     @property
     def text(self) -> str:
         return self._text
 
+    def __len__(self) -> int:
+        return len(self._text)
+
     def append(self, author: Author, text: str) -> None:
         author = Author(author)
-        if self.spans and self.spans[-1].author == author:
-            self.spans[-1] = Span(author, self.spans[-1].text + text)
-        else:
-            self.spans.append(Span(author, text))
-        self._text += text
+        if not self._authors or self._authors[-1] is not author:
+            self._new_span(author)
+        self._grow(text)
+
+    def _new_span(self, author: Author) -> None:
+        self._authors.append(author)
+        self._starts.append(len(self._text))
+
+    def _grow(self, text: str) -> None:
+        # CPython extends a string in place when nothing else refers to it; taking it out
+        # of the attribute first makes that so (a plain `self._text += text` copies it).
+        buffer, self._text = self._text, ""
+        buffer += text
+        self._text = buffer
+
+    @property
+    def last_author(self) -> Author | None:
+        return self._authors[-1] if self._authors else None
+
+    @property
+    def spans(self) -> list[Span]:
+        ends = [*self._starts[1:], len(self._text)]
+        return [Span(a, self._text[s:e]) for a, s, e in zip(self._authors, self._starts, ends)]
 
     def texts_by(self, author: Author) -> list[str]:
         """The text of each span by one author, in order (for replay: the model's turns)."""
         return [span.text for span in self.spans if span.author == author]
+
+    def __eq__(self, other: object) -> bool:
+        if not isinstance(other, Transcript):
+            return NotImplemented
+        return (self._authors, self._starts, self._text) == (other._authors, other._starts, other._text)
+
+    def __repr__(self) -> str:
+        return f"Transcript(spans={self.spans!r})"
 
 
 # --- save format v1 ----------------------------------------------------------------

@@ -5,19 +5,20 @@ from __future__ import annotations
 import pytest
 
 from harness.dialects import DefaultDialect, ReactPaperDialect, parse_args
+from harness.governor import read
 
 default = DefaultDialect()
 paper = ReactPaperDialect()
 
 
 def first_action(completion: str, dialect=default):
-    decided = dialect.parse(completion)
+    decided = read(dialect, completion)
     assert decided.actions, decided.rejections
     return decided.actions[0][1]
 
 
 def codes(completion: str, dialect=default) -> list[str]:
-    return [r.code for r in dialect.parse(completion).rejections]
+    return [r.code for r in read(dialect, completion).rejections]
 
 
 @pytest.mark.parametrize(
@@ -39,13 +40,13 @@ def test_action_lines_parse_to_tool_and_arguments(completion, tool, args, kwargs
 
 
 def test_only_the_first_of_two_action_lines_runs_and_the_model_is_told():
-    decided = default.parse("Action: a(1)\nAction: b(2)\n")
+    decided = read(default, "Action: a(1)\nAction: b(2)\n")
     assert [(n, a.tool) for n, a in decided.actions] == [(1, "a")]
     assert [(r.code, r.index, r.tool) for r in decided.rejections] == [("protocol_violation.too_many_actions", 2, "b")]
 
 
 def test_a_final_answer_ends_the_run_even_after_an_action_line_as_in_the_seed():
-    decided = default.parse("Action: check_quota(nimbus)\nFinal Answer: it is full\n")
+    decided = read(default, "Action: check_quota(nimbus)\nFinal Answer: it is full\n")
     assert decided.answer == "it is full"
 
 
@@ -57,7 +58,7 @@ def test_a_hallucinated_observation_after_the_action_is_never_part_of_the_argume
 
 def test_final_answer_must_start_a_line():
     assert codes("Thought: I will give the Final Answer: later\n") == ["protocol_violation.no_action"]
-    assert default.parse("  Final Answer:  42  \n").answer == "42"
+    assert read(default, "  Final Answer:  42  \n").answer == "42"
 
 
 def test_a_malformed_action_line_gets_its_own_rule_in_the_notice():
@@ -80,7 +81,7 @@ def test_a_malformed_action_line_gets_its_own_rule_in_the_notice():
 def test_hostile_completions_are_refused(hostile):
     # The patterns are anchored and bounded, and run with a timeout: whatever the text,
     # a match attempt ends, and an over-long or unclosed Action line is no action.
-    decided = default.parse(hostile)
+    decided = read(default, hostile)
     assert not decided.actions and decided.answer is None
     assert [r.code for r in decided.rejections] in (["protocol_violation.tool_call_invalid"], ["protocol_violation.no_action"])
 
@@ -92,7 +93,7 @@ def test_deeply_nested_json_arguments_fall_back_to_text():
 def test_react_paper_numbered_actions_and_finish():
     action = first_action(" I should look.\nAction 1: Search[Eiffel Tower]", paper)
     assert (action.tool, action.args) == ("Search", ("Eiffel Tower",))
-    assert paper.parse(" Done.\nAction 3: Finish[the Seine]").answer == "the Seine"
+    assert read(paper, " Done.\nAction 3: Finish[the Seine]").answer == "the Seine"
     assert paper.stops(2) == ("\nObservation 2:",)
     assert paper.cue(2) == "Thought 2:"
     assert codes("Action 1: Search(Paris)", paper) == ["protocol_violation.tool_call_invalid"]

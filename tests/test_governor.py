@@ -11,8 +11,10 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from harness.dialects import DefaultDialect, GovernedDialect, ReactPaperDialect
-from harness.governor import Governor
-from harness.loop import complete
+from harness.events import TextDelta
+from harness.governor import Governor, read
+from harness.loop import Setup, complete
+from harness.transcript import Transcript
 from harness.stop import cut_at_stop
 from harness.tools import Registry, calculator, canned
 from harness.traits import answer_may_open, compatible
@@ -38,14 +40,12 @@ def streamed(dialect, text: str, sizes: list[int]):
         i += size
 
     class Chunked:
-        last_cut = ""
-
         def stream(self, prompt, stop):
             return iter(chunks)
 
     deltas = []
-    ended = complete(Chunked(), 1, "", dialect.stops(1), Governor(dialect, TOOLS), deltas.append)
-    return ended, "".join(d.text for d in deltas)
+    ended = complete(Chunked(), 1, Setup(Transcript(), dialect, TOOLS), deltas.append).ended
+    return ended, "".join(d.text for d in deltas if isinstance(d, TextDelta))
 
 
 line = st.sampled_from(
@@ -112,7 +112,7 @@ def test_action_line_spellings_get_the_same_answer_live_and_whole(line, accepted
     for wrap in (f"Thought: go\n{line}\n", f"Thought: go\n```\n{line}\n```\n"):  # also inside a code fence
         for sizes in ([1] * 200, [3, 1, 4, 1, 5, 9, 2, 6] * 20, [10_000]):
             ended, _ = streamed(DefaultDialect(), wrap, sizes)
-            whole_round = DefaultDialect().parse(wrap, TOOLS)
+            whole_round = read(DefaultDialect(), wrap, TOOLS)
             assert ended.round == whole_round
             assert bool(whole_round.actions) == accepted, (line, whole_round.rejections)
 
@@ -134,30 +134,30 @@ def test_a_denied_lane_shows_nothing_and_counts_zero():
 
 
 def test_governed_second_action_that_could_read_the_first_is_denied():
-    decided = GovernedDialect().parse("Thought: both\nAction: search(x)\nAction: render(chart)\n", TOOLS)
+    decided = read(GovernedDialect(), "Thought: both\nAction: search(x)\nAction: render(chart)\n", TOOLS)
     assert [a.tool for _, a in decided.actions] == ["search"]
     (rejection,) = decided.rejections
     assert (rejection.code, rejection.index, rejection.tool) == ("gate.incompatible_action", 2, "render")
 
 
 def test_governed_two_independent_actions_share_a_round():
-    decided = GovernedDialect().parse("Thought: both\nAction: render(a)\nAction: calculator(2)\n", TOOLS)
+    decided = read(GovernedDialect(), "Thought: both\nAction: render(a)\nAction: calculator(2)\n", TOOLS)
     assert [(n, a.tool) for n, a in decided.actions] == [(1, "render"), (2, "calculator")]
 
 
 def test_governed_answer_after_exploration_is_withheld():
-    decided = GovernedDialect().parse("Thought: x\nAction: search(x)\nFinal Answer: 7\n", TOOLS)
+    decided = read(GovernedDialect(), "Thought: x\nAction: search(x)\nFinal Answer: 7\n", TOOLS)
     assert decided.answer is None and not decided.answer_streamed
     assert "Final Answer" not in decided.shown
     assert [r.code for r in decided.rejections] == ["gate.answer_withheld"]
 
 
 def test_governed_answer_after_neutral_action_opens():
-    assert GovernedDialect().parse("Thought: x\nAction: calculator(1)\nFinal Answer: 7\n", TOOLS).answer == "7"
+    assert read(GovernedDialect(), "Thought: x\nAction: calculator(1)\nFinal Answer: 7\n", TOOLS).answer == "7"
 
 
 def test_an_action_after_a_streamed_answer_is_rejected_and_the_answer_kept():
-    decided = GovernedDialect().parse("Thought: done\nFinal Answer: 7\nAction: calculator(1)\n", TOOLS)
+    decided = read(GovernedDialect(), "Thought: done\nFinal Answer: 7\nAction: calculator(1)\n", TOOLS)
     assert decided.answer == "7" and decided.answer_streamed
     assert [r.code for r in decided.rejections] == ["protocol_violation.action_after_answer"]
     assert "Action" not in decided.shown
@@ -175,7 +175,7 @@ def test_the_prefix_rule_stops_the_read_at_the_first_chunk_that_rules_it_out():
 
 
 def test_the_prefix_preview_is_bounded():
-    decided = GovernedDialect().parse("Sure! " + "x" * 5000, TOOLS)
+    decided = read(GovernedDialect(), "Sure! " + "x" * 5000, TOOLS)
     assert decided.prefix_rejected
     assert len(decided.rejections[0].message) < 400
 

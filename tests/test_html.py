@@ -17,7 +17,9 @@ import regex
 from typer.testing import CliRunner
 
 from harness.cli import app
+from harness.events import StopReason
 from harness.record import open_run
+from harness.run_record import CallRecord, RunRecord
 from harness.render.html import page
 from harness.transcript import Transcript
 
@@ -31,14 +33,14 @@ FLAGS = [
 
 
 def test_the_page_is_self_contained_and_never_parses_model_text_as_html():
-    transcript, info = open_run("nimbus")
-    text = page(transcript, info, "t")
+    record = open_run("nimbus")
+    text = page(record, "t")
     assert not re.search(r"""(src|href)\s*=\s*["']?(https?:)?//""", text)  # nothing fetched from anywhere
     assert "@import" not in text and "<link" not in text
     assert "innerHTML" not in text
-    hostile = transcript.__class__()
+    hostile = Transcript()
     hostile.append("model", "</script><script>alert(1)</script><!--")
-    assert "</script><script>alert(1)" not in page(hostile, {}, "t")
+    assert "</script><script>alert(1)" not in page(RunRecord(hostile, StopReason.MAX_STEPS), "t")
 
 
 def test_export_writes_a_file_and_refuses_to_overwrite_one_it_did_not_write(tmp_path):
@@ -139,9 +141,9 @@ def test_hostile_text_stays_text_in_a_real_browser(browser, tmp_path):
     transcript.append("developer", f"Question: {hostile}\n")
     transcript.append("model", f"Thought: {hostile}\nFinal Answer: {hostile}\n")
     transcript.append("code", f"Observation: {hostile}\n")
-    info = {"stop_reason": "final_answer", "final_answer": hostile, "cuts": {"1": f"Observation: {hostile}"}}
+    record = RunRecord(transcript, StopReason.FINAL_ANSWER, hostile, 1, calls=(CallRecord(f"Observation: {hostile}", "stop"),))
     out = tmp_path / "hostile.html"
-    out.write_text(page(transcript, info, title), encoding="utf-8")
+    out.write_text(page(record, title), encoding="utf-8")
 
     page_ = browser.new_page()
     dialogs, requests, errors = [], [], []
@@ -165,7 +167,7 @@ def test_hostile_text_stays_text_in_a_real_browser(browser, tmp_path):
 
 
 def test_placeholders_are_filled_once_and_the_policy_admits_only_the_page_s_own_script():
-    text = page(Transcript(), {}, "__DATA__ __CSP__")
+    text = page(RunRecord(Transcript(), StopReason.MAX_STEPS), "__DATA__ __CSP__")
     assert "<title>__DATA__ __CSP__</title>" in text and "<h1>__DATA__ __CSP__</h1>" in text
     policy = regex.search(r'http-equiv="Content-Security-Policy" content="([^"]*)"', text)[1]
     assert "default-src 'none'" in policy and "unsafe-inline" not in policy

@@ -4,24 +4,26 @@ from __future__ import annotations
 
 from harness.dialects import DefaultDialect
 from harness.events import StopReason
-from harness.loop import Agent, Limits, run
-from harness.model import ScriptedModel
+from harness.limits import Limits
+from harness.loop import UNLIMITED, Setup, run
+from harness.model import FailingModel, InterruptedModel, ScriptedModel
 from harness.tools import Registry, calculator
 from harness.transcript import Author, Transcript
 
 PROMPT = "Answer with the calculator.\nQuestion: 6 * 7?\n"
 
 
-def agent(**limits) -> Agent:
+def agent(**limits) -> Setup:
     buffer = Transcript()
     buffer.append(Author.DEVELOPER, PROMPT)
-    return Agent(buffer, DefaultDialect(), Registry([calculator()]), Limits(**limits))
+    return Setup(buffer, DefaultDialect(), Registry([calculator()]), Limits(**limits))
 
 
 def test_the_model_sees_the_whole_buffer_fresh_every_call_and_it_only_grows():
     model = ScriptedModel(["Action: calculator(6 * 7)\n", "Final Answer: 42\n"])
     result = run(agent(), model)
-    first, second = (call.prompt for call in model.calls)
+    # The model keeps only how much it was sent: every prompt is a prefix of the buffer.
+    first, second = (result.transcript.text[: call.prompt_chars] for call in model.calls)
     assert first == PROMPT
     assert second == PROMPT + "Action: calculator(6 * 7)\nObservation: 42\n"
     assert result.transcript.text.startswith(second)
@@ -32,7 +34,18 @@ def test_the_stop_sequence_keeps_a_made_up_observation_out_of_the_buffer():
     model = ScriptedModel(["Action: calculator(6 * 7)\nObservation: 41\nFinal Answer: 41\n", "Final Answer: 42\n"])
     result = run(agent(), model)
     assert "41" not in result.transcript.text
-    assert model.calls[0].cut == "Observation: 41\nFinal Answer: 41\n"
+    assert (result.calls[0].cut, result.calls[0].cut_by) == ("Observation:", "stop")  # read no further
+    assert result.final_answer == "42"
+
+
+def test_peek_reads_past_the_stop_only_to_record_what_it_prevented():
+    script = ["Action: calculator(6 * 7)\nObservation: 41\nFinal Answer: 41\n", "Final Answer: 42\n"]
+    for peek, cut in ((4, "Observation: 41\n"), (UNLIMITED, "Observation: 41\nFinal Answer: 41\n")):
+        setup = agent()
+        setup.peek = peek
+        result = run(setup, ScriptedModel(script))
+        assert result.calls[0].cut == cut
+        assert "41" not in result.transcript.text
     assert result.final_answer == "42"
 
 
@@ -62,9 +75,9 @@ def test_a_known_tool_resets_the_unknown_tool_count():
 
 
 def test_a_model_error_and_an_interrupt_end_the_run_without_a_crash():
-    failed = run(agent(), ScriptedModel(["Action: calculator(1)\n"], error=(2, "HTTP 503")))
+    failed = run(agent(), FailingModel(ScriptedModel(["Action: calculator(1)\n"]), 2, "HTTP 503"))
     assert (failed.stop_reason, failed.detail, failed.steps) == (StopReason.MODEL_ERROR, "HTTP 503", 1)
-    canceled = run(agent(), ScriptedModel(["Thought: six times seven\n"], chunk_size=3, interrupt=(1, 10)))
+    canceled = run(agent(), InterruptedModel(ScriptedModel(["Thought: six times seven\n"], chunk_size=3), 1, 10))
     assert canceled.stop_reason == StopReason.CANCELED
     assert canceled.transcript.spans[-1] == canceled.transcript.spans[-1].__class__(Author.MODEL, "Thought: s")
 

@@ -13,7 +13,7 @@ import pytest
 from typer.testing import CliRunner
 
 from harness.cli import app
-from harness.frames import costs, frames
+from harness.render.frames import costs, frames
 from harness.record import open_run
 
 runner = CliRunner()
@@ -59,14 +59,14 @@ def test_the_cost_table_matches_its_snapshot(text_snapshot):
 
 
 def test_characters_sent_grow_quadratically_while_new_text_grows_linearly():
-    rows = costs(open_run("step-limit")[0])
+    rows = costs(open_run("step-limit").transcript)
     assert [r.total_sent for r in rows] == [493, 493 + 598, 493 + 598 + 697]
     # What a prefix cache would process is only what code appended since the last call.
     assert [r.cached_new for r in rows[1:]] == [41, 41]
 
 
 def test_frames_begin_with_the_developer_and_end_with_the_stop_reason():
-    fs = frames(*open_run("nimbus"))
+    fs = frames(open_run("nimbus"))
     assert fs[0].author == "developer" and fs[-1].why.startswith("The loop stopped: final_answer.")
 
 

@@ -23,20 +23,21 @@ from typing import Any
 import regex
 
 from harness.escape import for_html, for_script_json
-from harness.frames import CHARS_PER_TOKEN, CallCost, costs, frames
-from harness.transcript import Transcript
+from harness.render.frames import CHARS_PER_TOKEN, CallCost, costs, frames
+from harness.run_record import RunRecord
 
-GENERATOR = '<meta name="generator" content="harness">'  # how a page of ours is recognised
+GENERATOR = '<meta name="generator" content="harness">'
+PAGE_HEADER = "<!doctype html>\n<!-- harness page v1 -->\n"  # how a page of ours is recognised: it begins so
 
 
-def page(transcript: Transcript, info: dict[str, Any], title: str) -> str:
+def page(record: RunRecord, title: str) -> str:
     data = {
         "frames": [
             {"author": f.author.value, "added": f.added, "cut": f.cut, "sent": f.sent, "why": f.why, "notice": f.is_notice}
-            for f in frames(transcript, info)
+            for f in frames(record)
         ]
     }
-    rows = costs(transcript)
+    rows = costs(record.transcript)
     template = files("harness.render").joinpath("page.html").read_text(encoding="utf-8")
     values = {
         "CSP": _policy(template),

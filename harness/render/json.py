@@ -3,20 +3,19 @@
 from __future__ import annotations
 
 import json
-from typing import Any
 
-from harness.transcript import Transcript
+from harness.run_record import RunRecord
 
 
-def to_json(transcript: Transcript, info: dict[str, Any]) -> str:
+def to_json(record: RunRecord) -> str:
     return json.dumps(
         {
-            "stop_reason": info.get("stop_reason"),
-            "final_answer": info.get("final_answer"),
-            "steps": info.get("steps"),
-            "cuts": info.get("cuts", {}),
-            "spans": [{"author": s.author.value, "text": s.text} for s in transcript.spans],
-            "buffer": transcript.text,
+            "stop_reason": record.stop_reason.value,
+            "final_answer": record.final_answer,
+            "steps": record.steps,
+            "cuts": {str(i): c.cut for i, c in enumerate(record.calls, 1) if c.cut},
+            "spans": [{"author": s.author.value, "text": s.text} for s in record.transcript.spans],
+            "buffer": record.transcript.text,
         },
         ensure_ascii=False,
         indent=2,

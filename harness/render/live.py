@@ -26,8 +26,9 @@ from rich.text import Text
 
 from harness.escape import for_terminal
 from harness.events import Appended, CompletionEnded, Event, RoundStarted, Stopped, StopReason, TextDelta
-from harness.governor import Round
-from harness.transcript import Author, Transcript, split_lines
+from harness.decisions import Round
+from harness.run_record import RunRecord
+from harness.transcript import Author, split_lines
 
 STYLES = {Author.DEVELOPER: "blue", Author.MODEL: "green", Author.CODE: "yellow"}
 _WIDTH = 9
@@ -130,19 +131,18 @@ def note(message: str) -> Text:
     return Text(f"{'':<{_WIDTH}}   {for_terminal(message)}", style="dim italic")
 
 
-def saved_events(transcript: Transcript, info: dict[str, Any]) -> Iterator[Event]:
-    """The events a view needs to draw a saved transcript (its model text as deltas)."""
-    cuts, calls = info.get("cuts") or {}, 0
-    for span in transcript.spans:
+def saved_events(record: RunRecord) -> Iterator[Event]:
+    """The events a view needs to draw a finished run (its model text as deltas)."""
+    calls = iter(record.calls)
+    for span in record.transcript.spans:
         if span.author is not Author.MODEL:
             yield Appended(span.author, span.text)
             continue
-        calls += 1
+        call = next(calls, None)
         yield TextDelta(span.text)
-        if cut := cuts.get(str(calls)):
-            yield CompletionEnded(calls, span.text, cut, "", Round())
-    if info.get("stop_reason") in StopReason._value2member_map_:
-        yield Stopped(StopReason(info["stop_reason"]), info.get("final_answer"), int(info.get("steps") or 0))
+        if call is not None and call.cut:
+            yield CompletionEnded(0, span.text, call.cut, call.cut_by, Round())
+    yield Stopped(record.stop_reason, record.final_answer, record.steps, record.detail)
 
 
 def preview(text: str, limit: int = 120) -> str:

@@ -3,15 +3,17 @@ save format (so every line names its author), and the lesson's three facts."""
 
 from __future__ import annotations
 
-from typing import Any
-
-from harness.frames import frames
+from harness.render.frames import frames
 from harness.render.live import preview
+from harness.run_record import RunRecord
 from harness.transcript import Transcript, records
 
 
-def notes(transcript: Transcript, info: dict[str, Any], title: str) -> str:
-    fs = frames(transcript, info)
+NOTES_HEADER = "# harness · "  # notes of ours begin so (the title line)
+
+
+def notes(record: RunRecord, title: str) -> str:
+    fs = frames(record)
     out = [f"# {title}", ""]
     for f in fs:
         part = Transcript()

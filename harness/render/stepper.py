@@ -14,8 +14,8 @@ The newest part is marked ▶ (and bold, underlined); parts that hold a notice a
 ⚠; neither needs colour. Keys: Enter, → or space next; ← or backspace back; Home, End;
 q quits and gives the terminal back as it was. Keys that arrive together all count.
 
-Each key redraws the whole screen: home, clear, then exactly one screen of lines, none
-wider than the terminal, so no row of the previous frame is left behind. Text from the
+Each move (or a resize of the window) redraws the whole screen: home, clear, then exactly
+one screen of lines, none wider than the terminal, so no row of an earlier frame is left. Text from the
 buffer is shown through harness.escape.for_terminal (rows, notes, facts): it cannot move
 the cursor or retitle the terminal. termios is imported only when stepping (POSIX).
 """
@@ -30,7 +30,7 @@ from rich.text import Text
 
 from harness.errors import HarnessError
 from harness.escape import for_terminal
-from harness.frames import Frame
+from harness.render.frames import Frame
 from harness.render.keys import KeyReader
 from harness.render.live import Rows, legend, note, preview
 
@@ -96,11 +96,16 @@ def step_through(console: Console, frames: list[Frame]) -> None:
     try:
         tty.setcbreak(fd)  # keys arrive at once and unechoed
         with console.screen(hide_cursor=True) as screen:
+            drawn = None
             while True:
-                console.control(Control.home(), Control.clear())
-                screen.update(Text("\n").join(screen_lines(console, frames, k)))
-                keys = reader.read()
-                for key in keys if keys is not None else KEYS["quit"][:1]:
+                if drawn != (k, console.size):  # a key moved, or the window was resized
+                    console.control(Control.home(), Control.clear())
+                    screen.update(Text("\n").join(screen_lines(console, frames, k)))
+                    drawn = (k, console.size)
+                keys = reader.read(timeout=0.2)
+                if keys is None:  # the terminal is gone
+                    return
+                for key in keys:
                     if key in KEYS["quit"]:
                         return
                     move = next((m for name, m in moves.items() if key in KEYS[name]), None)

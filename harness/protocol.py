@@ -27,11 +27,12 @@ from dataclasses import dataclass
 from typing import Any
 
 from harness.events import StopReason
-from harness.record import Recorded
+from harness.limits import Limits
+from harness.run_record import RunRecord
 from harness.scenario import Scenario, ToolSpec
 from harness.workspace import TOOL_NAMES
 
-DEFAULT_MAX_STEPS = 15
+DEFAULT_MAX_STEPS = Limits().max_steps
 
 STATUS = {
     StopReason.FINAL_ANSWER: ("completed", None),
@@ -67,6 +68,10 @@ def parse_request(raw: bytes) -> dict[str, Any]:
         raise BadRequest("invalid_json", f"the request is not JSON ({e})") from None
     if not isinstance(request, dict):
         raise BadRequest("not_an_object", "the request must be a JSON object")
+    try:  # JSON may spell a lone surrogate ("\ud800"), which is not text and cannot be written
+        json.dumps(request, ensure_ascii=False).encode("utf-8")
+    except UnicodeEncodeError as e:
+        raise BadRequest("invalid_json", f"the request holds a lone surrogate ({e.object[e.start]!r}), which is not text") from None
     if request.get("op") != "run_agent":
         raise BadRequest("unknown_op", f'op must be "run_agent", not {json.dumps(request.get("op"))}')
     steps = request.get("max_steps", DEFAULT_MAX_STEPS)
@@ -127,8 +132,7 @@ class Answer:
         return compact(self.__dict__)
 
 
-def answer(recorded: Recorded) -> Answer:
-    result = recorded.result
-    status, message = STATUS.get(result.stop_reason, (result.stop_reason.value, result.detail))
-    final = result.final_answer if message is None else message
-    return Answer(final or "", status, result.steps, recorded.workspace or {})
+def answer(record: RunRecord) -> Answer:
+    status, message = STATUS.get(record.stop_reason, (record.stop_reason.value, record.detail))
+    final = record.final_answer if message is None else message
+    return Answer(final or "", status, record.steps, record.workspace or {})

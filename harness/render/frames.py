@@ -3,8 +3,9 @@
 Frame 0 is the developer's prompt; each later frame adds one span of the buffer (the
 model's completion, or what code spliced in). Each frame carries the three facts of the
 lesson: what was sent to the model, what was appended and by whom, and why the loop went
-on or stopped. Frames are built from a saved transcript and its metadata, so a fresh run
-and a saved file step through alike.
+on or stopped. Frames are built from a RunRecord, which a fresh run and a saved file
+give alike, so both step through alike; why the loop went on is what the loop recorded
+(the tools that ran, the notices it wrote), not guessed from the text.
 
 The cost of resubmission is here too: the model is sent the whole buffer on every call,
 so the characters sent grow with the square of the steps while the new text grows
@@ -14,8 +15,7 @@ linearly. A prefix cache would only have to process what is new since the last c
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any
-
+from harness.run_record import CallRecord, RunRecord
 from harness.transcript import Author, Transcript
 
 CHARS_PER_TOKEN = 4  # a rough rule for English text; token figures are estimates
@@ -30,35 +30,31 @@ class Frame:
     cut: str  # a model frame: what was read but kept out of the buffer
     sent: str  # what was sent to the model for this part
     why: str  # why the loop went on, or stopped, after it
-
-    @property
-    def is_notice(self) -> bool:
-        return self.author is Author.CODE and _has_line(self.added, "Notice")
+    is_notice: bool = False  # code's answer to a reply that broke a rule
 
 
-def frames(transcript: Transcript, info: dict[str, Any]) -> list[Frame]:
-    spans, cuts = transcript.spans, info.get("cuts") or {}
-    out, before, calls = [], 0, 0
+def frames(record: RunRecord) -> list[Frame]:
+    spans, calls = record.transcript.spans, iter(record.calls)
+    out, before, call = [], 0, CallRecord()
     for i, span in enumerate(spans):
-        last = i == len(spans) - 1
-        cut = ""
         if span.author is Author.MODEL:
-            calls += 1
-            cut = cuts.get(str(calls), "")
+            call = next(calls, CallRecord())
             sent = f"completion = model(buffer): the whole buffer, {before:,} characters, sent fresh"
         elif span.author is Author.CODE:
             sent = "nothing: code writes this part, the model does not"
         else:
             sent = "nothing yet: the developer's prompt and the question start the buffer"
-        why = _stopped(info) if last else _why(span.author, spans[i + 1].text)
-        out.append(Frame(i, span.author, span.text, before, cut, sent, why))
+        why = _stopped(record) if i == len(spans) - 1 else _why(span.author, call)
+        model = span.author is Author.MODEL
+        notice = span.author is Author.CODE and bool(call.notices)
+        out.append(Frame(i, span.author, span.text, before, call.cut if model else "", sent, why, notice))
         before += len(span.text)
     return out
 
 
-def _why(author: Author, following: str) -> str:
+def _why(author: Author, call: CallRecord) -> str:
     if author is Author.MODEL:
-        ran, told = _has_line(following, "Observation"), _has_line(following, "Notice")
+        ran, told = bool(call.ran), bool(call.notices)
         if ran and told:
             return "Code runs the accepted action and answers the rest with a notice; the loop goes on."
         if told:
@@ -69,16 +65,10 @@ def _why(author: Author, following: str) -> str:
     return "The loop begins: the whole buffer goes to the model."
 
 
-def _has_line(text: str, word: str) -> bool:
-    """Does a line of code's text begin with `word` (Notice, Observation)?"""
-    return any(line.startswith(word) for line in text.split("\n"))
-
-
-def _stopped(info: dict[str, Any]) -> str:
-    reason = info.get("stop_reason", "unknown")
-    text = f"The loop stopped: {reason}."
-    if info.get("final_answer") is not None:
-        text += f" Final answer: {info['final_answer']}"
+def _stopped(record: RunRecord) -> str:
+    text = f"The loop stopped: {record.stop_reason.value}."
+    if record.final_answer is not None:
+        text += f" Final answer: {record.final_answer}"
     return text
 
 

@@ -1,0 +1,52 @@
+"""What one completion decided: the values the reader produces and everyone else reads.
+
+    Action      a tool call the model asked for
+    Rejection   a candidate that did not pass; it becomes one self-sufficient notice
+    Lane        one lane of the completion and what the user saw of it
+    Round       all of it, equal for any chunking of the same completion
+
+These are plain frozen values with no behaviour, so the loop, the run record and every
+view can import them without pulling in the reader (harness.governor) itself.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+
+@dataclass(frozen=True)
+class Action:
+    tool: str
+    args: tuple[Any, ...] = ()
+    kwargs: dict[str, Any] = field(default_factory=dict)
+    raw: str = ""  # the arguments as the model wrote them
+
+
+@dataclass(frozen=True)
+class Rejection:
+    code: str  # stable: protocol_violation.no_action, gate.incompatible_action, ...
+    message: str
+    index: int | None = None  # the Action line's number in the completion, from 1
+    tool: str | None = None
+    violations: tuple[str, ...] = ()
+
+
+@dataclass(frozen=True)
+class Lane:
+    index: int  # order of appearance in the completion, from 0
+    kind: str  # thinking | action | answer
+    status: str  # allowed | denied
+    emitted_chars: int  # what the user saw of it (a denied lane: 0)
+    text: str  # all the model wrote in it, shown or not
+
+
+@dataclass(frozen=True)
+class Round:
+    lanes: tuple[Lane, ...] = ()
+    actions: tuple[tuple[int, Action], ...] = ()  # (Action line number, action), accepted, in order
+    answer: str | None = None  # the final answer, if its lane opened
+    answer_streamed: bool = False  # whether any of it reached the user
+    rejections: tuple[Rejection, ...] = ()
+    shown: str = ""  # all that reached the user, in order
+    prefix_rejected: bool = False

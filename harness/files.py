@@ -1,0 +1,64 @@
+"""Writing a file the user asked for, without ever losing one they had. The rule, once:
+
+    harness replaces a file only if it is a regular file that begins with harness's own
+    header for that kind of output (a transcript, an HTML page, Markdown notes)
+
+checked before a run starts (so a long run is not wasted) and again right before the
+rename that puts the new file in place (a file that appeared meanwhile is kept). The
+text goes to a temporary file beside the target first, so the target is written whole
+or not at all, and the temporary file never outlives a failure.
+"""
+
+from __future__ import annotations
+
+import os
+import stat
+import tempfile
+from pathlib import Path
+
+from harness.errors import HarnessError
+
+_PEEK = 4096  # bytes read to recognise a header
+
+
+def check_target(path: Path, header: str, option: str) -> None:
+    """Refuse, naming the option: a missing folder, or something that is not ours to replace."""
+    where = f"{option} {path}"
+    if not path.parent.is_dir():
+        raise HarnessError(where, "its folder does not exist; give a file path in an existing folder")
+    try:
+        info = os.lstat(path)
+    except FileNotFoundError:
+        return
+    except OSError as e:
+        raise HarnessError(where, f"cannot look at the file ({e.strerror})") from None
+    if stat.S_ISDIR(info.st_mode):
+        raise HarnessError(where, "is a folder; give a file path")
+    if not stat.S_ISREG(info.st_mode):  # a link, a FIFO, a device: never opened, never replaced
+        raise HarnessError(where, "is not a regular file; not overwriting it")
+    try:
+        with open(path, "rb") as f:
+            start = f.read(_PEEK)
+    except OSError as e:
+        raise HarnessError(where, f"cannot read the file ({e.strerror})") from None
+    if not start.startswith(header.encode("utf-8")):
+        raise HarnessError(where, "the file exists and harness did not write it; not overwriting it")
+
+
+def write_file(path: Path, text: str, header: str, option: str) -> None:
+    """Write all or nothing; re-check the target right before the rename."""
+    if not text.startswith(header):
+        raise ValueError(f"refusing to write {option} output that does not begin with its header")
+    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
+    try:
+        umask = os.umask(0)
+        os.umask(umask)
+        os.fchmod(fd, 0o666 & ~umask)  # as an ordinary new file would be, not mkstemp's 0600
+        with os.fdopen(fd, "w", encoding="utf-8", newline="") as f:
+            f.write(text)
+        check_target(path, header, option)
+        os.replace(tmp, path)
+    except OSError as e:
+        raise HarnessError(f"{option} {path}", f"cannot write ({e.strerror})") from None
+    finally:
+        Path(tmp).unlink(missing_ok=True)

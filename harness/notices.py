@@ -1,0 +1,95 @@
+"""The wording of every rejection: what rule was broken, and the exact format to use.
+
+A notice is self-sufficient (seed 000): the model may never see its rejected text again,
+so the notice itself names the tool, the rule and what to write instead. Each function
+returns one Rejection; harness.governor decides when, this module only says what.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+
+from harness.decisions import Action, Rejection
+
+PREVIEW = 80  # characters of a rejected generation quoted back in its notice
+
+
+def no_action(expected: str) -> Rejection:
+    return Rejection(
+        "protocol_violation.no_action",
+        f"The reply has no Action line and no final answer. Write {expected}.",
+        violations=("no Action line", "no final answer"),
+    )
+
+
+def action_after_answer(number: int, action: Action | None) -> Rejection:
+    return Rejection(
+        "protocol_violation.action_after_answer",
+        "An Action line came after the final answer; it did not run. The final answer ends the run.",
+        number,
+        action.tool if action else None,
+        ("Action line after the final answer",),
+    )
+
+
+def tool_call_invalid(number: int, line: str, expected_action: str, expected: str) -> Rejection:
+    return Rejection(
+        "protocol_violation.tool_call_invalid",
+        f"Action line {number} does not read {expected_action}; it did not run. Write {expected}.",
+        number,
+        None,
+        (f"not of the form {expected_action}: {line.strip()[:PREVIEW]!r}",),
+    )
+
+
+def unknown_tool(number: int, tool: str, valid: Iterable[str]) -> Rejection:
+    return Rejection(
+        "protocol_violation.unknown_tool",
+        f"There is no tool named {tool!r}; it did not run. Valid tools: {', '.join(valid)}.",
+        number,
+        tool,
+        (f"unknown tool {tool!r}",),
+    )
+
+
+def too_many_actions(number: int, tool: str, max_actions: int) -> Rejection:
+    count = "one Action line" if max_actions == 1 else f"{max_actions} Action lines"
+    return Rejection(
+        "protocol_violation.too_many_actions",
+        f"Only {count} per reply can run; action {number} did not run. "
+        "Ask for it again after you have read the observations.",
+        number,
+        tool,
+        (f"more than {count} in one reply",),
+    )
+
+
+def incompatible_action(number: int, tool: str, trait: str, first: int, first_tool: str, first_trait: str) -> Rejection:
+    return Rejection(
+        "gate.incompatible_action",
+        f"Action {number} ({tool}, {trait}) could depend on the result of action {first} "
+        f"({first_tool}, {first_trait}), which you have not seen yet; it did not run. "
+        "Ask for it again after you have read the observation.",
+        number,
+        tool,
+        (f"{trait} action after {first_trait} action {first}",),
+    )
+
+
+def answer_withheld(accepted: Iterable[tuple[int, Action, str]]) -> Rejection:
+    return Rejection(
+        "gate.answer_withheld",
+        "Your final answer was not shown and the run goes on: it came after an action whose result "
+        "you have not seen yet. Read the observations, then write the final answer in a reply of its own.",
+        violations=tuple(f"action {n} ({a.tool}) is {trait}, not neutral" for n, a, trait in accepted),
+    )
+
+
+def prefix_rejected(prefix: str, head: str, expected: str) -> Rejection:
+    preview = head[:PREVIEW] + ("…" if len(head) > PREVIEW else "")
+    return Rejection(
+        "prefix.rejected",
+        f"A reply must begin with {prefix!r}; this one began {preview!r} and was stopped there. "
+        f"Nothing of it was shown or run. Begin with {prefix!r}, then write {expected}.",
+        violations=(f"does not begin with {prefix!r}",),
+    )

@@ -1,0 +1,143 @@
+"""The run record: one typed value from the loop to every view, and to and from a file.
+
+    RunRecord
+        transcript     the buffer, every span with its author
+        stop_reason    why the loop stopped; final_answer, steps, detail (an error's message)
+        calls          per model call: what was cut and by what, the tools that ran, the
+                       notices code wrote, the model's own token counts when it gave them
+        scenario       what the run was made from, so that it can be replayed
+
+The loop produces it, `saved` writes it in save format v1 (harness.transcript), and
+`load_record` reads a saved file back into the same type, checking every metadata field:
+a saved transcript is untrusted input (people mail them; CI replays them on pull
+requests), so anything of the wrong shape is a TranscriptFormatError naming the line
+and the field, never a crash later in a view.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field, replace
+from pathlib import Path
+from typing import Any
+
+from harness.errors import HarnessError, TranscriptFormatError
+from harness.events import StopReason
+from harness.scenario import Scenario
+from harness.transcript import Author, Transcript, dumps, loads
+
+
+@dataclass(frozen=True)
+class CallRecord:
+    cut: str = ""  # read from the model but kept out of the buffer
+    cut_by: str = ""  # "stop" (a stop sequence), "prefix" (the prefix rule), or ""
+    ran: tuple[str, ...] = ()  # the tools that ran, in order
+    notices: tuple[str, ...] = ()  # the codes of the notices code wrote
+    tokens: dict[str, int | None] | None = None  # prompt_tokens, evaluated_tokens, completion_tokens
+
+    def to_meta(self) -> dict[str, Any]:
+        out: dict[str, Any] = {"ran": list(self.ran), "notices": list(self.notices)}
+        if self.cut_by:
+            out["cut_by"] = self.cut_by
+        if self.tokens is not None:
+            out["tokens"] = self.tokens
+        return out
+
+
+@dataclass(frozen=True)
+class RunRecord:
+    transcript: Transcript
+    stop_reason: StopReason
+    final_answer: str | None = None
+    steps: int = 0
+    detail: str = ""
+    calls: tuple[CallRecord, ...] = ()
+    scenario: Scenario | None = None
+    workspace: dict[str, str] | None = field(default=None, compare=False)  # files as the run left them
+
+    @property
+    def saved(self) -> str:
+        """The run in save format v1: the file `--save` writes and a snapshot holds."""
+        meta: dict[str, Any] = {"stop_reason": self.stop_reason.value, "final_answer": self.final_answer, "steps": self.steps}
+        if self.detail:
+            meta["detail"] = self.detail
+        meta["cuts"] = {str(i): c.cut for i, c in enumerate(self.calls, 1) if c.cut}
+        meta["calls"] = [c.to_meta() for c in self.calls]
+        if self.scenario is not None:
+            meta["scenario"] = self.scenario.to_meta()
+        return dumps(self.transcript, meta)
+
+    def but(self, **changes: Any) -> RunRecord:
+        return replace(self, **changes)
+
+
+# --- reading a saved file back: every field checked -------------------------------------
+
+
+def load_record(text: str, source: str = "<transcript>", base: Path | None = None) -> RunRecord:
+    """A saved file as a RunRecord; `base` is the folder a template or tool of its own is in."""
+    transcript, meta = loads(text, source)
+
+    def fail(key: str, message: str) -> TranscriptFormatError:
+        return TranscriptFormatError(f"{source}: metadata {key}", message)
+
+    reason = meta.get("stop_reason", StopReason.MAX_STEPS.value)  # a file without one has not finished
+    if reason not in StopReason._value2member_map_:
+        raise fail("stop_reason", f"must be one of {', '.join(StopReason)}")
+    answer = meta.get("final_answer")
+    if answer is not None and not isinstance(answer, str):
+        raise fail("final_answer", "must be a string or null")
+    steps = meta.get("steps", 0)
+    if type(steps) is not int or steps < 0:
+        raise fail("steps", "must be a whole number, 0 or more")
+    detail = meta.get("detail", "")
+    if not isinstance(detail, str):
+        raise fail("detail", "must be a string")
+    model_calls = len(transcript.texts_by(Author.MODEL))
+    cuts = _cuts(meta.get("cuts", {}), model_calls, fail)
+    calls = _calls(meta.get("calls"), model_calls, cuts, fail)
+    scenario = None
+    if "scenario" in meta:
+        if not isinstance(meta["scenario"], dict):
+            raise fail("scenario", "must be a table of the scenario's fields")
+        try:
+            scenario = Scenario.from_dict(meta["scenario"], f"{source}: metadata scenario", base)
+        except HarnessError as e:
+            raise TranscriptFormatError(e.where, e.message) from None
+    return RunRecord(transcript, StopReason(reason), answer, steps, detail, calls, scenario)
+
+
+def _cuts(value: Any, model_calls: int, fail) -> dict[int, str]:
+    if not isinstance(value, dict):
+        raise fail("cuts", "must map step numbers to text")
+    out = {}
+    for key, cut in value.items():
+        if not (key.isdigit() and 1 <= int(key) <= model_calls) or not isinstance(cut, str):
+            raise fail("cuts", f"must map step numbers (1 to {model_calls}) to text; {key!r} does not")
+        out[int(key)] = cut
+    return out
+
+
+def _calls(value: Any, model_calls: int, cuts: dict[int, str], fail) -> tuple[CallRecord, ...]:
+    """Files written before `calls` existed still load: their calls carry only the cuts."""
+    if value is None:
+        return tuple(CallRecord(cuts.get(i, ""), "stop" if cuts.get(i) else "") for i in range(1, model_calls + 1))
+    if not isinstance(value, list) or len(value) != model_calls:
+        raise fail("calls", f"must be a list with one entry per model call ({model_calls})")
+    out = []
+    for i, entry in enumerate(value, 1):
+        if not isinstance(entry, dict):
+            raise fail("calls", f"entry {i} must be a table")
+        ran, told, cut_by, tokens = entry.get("ran", []), entry.get("notices", []), entry.get("cut_by", ""), entry.get("tokens")
+        if not _strings(ran) or not _strings(told) or cut_by not in ("", "stop", "prefix"):
+            raise fail("calls", f"entry {i}: ran and notices must be lists of strings, cut_by stop or prefix")
+        if tokens is not None and not (
+            isinstance(tokens, dict) and all(v is None or type(v) is int for v in tokens.values())
+        ):
+            raise fail("calls", f"entry {i}: tokens must map names to whole numbers")
+        out.append(CallRecord(cuts.get(i, ""), cut_by, tuple(ran), tuple(told), tokens))
+    return tuple(out)
+
+
+def _strings(value: Any) -> bool:
+    return isinstance(value, list) and all(isinstance(v, str) for v in value)
+
