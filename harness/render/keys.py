@@ -35,7 +35,10 @@ class KeyReader:
         self.fd = fd
         self.decode = codecs.getincrementaldecoder("utf-8")(errors="replace").decode  # a character may span reads
 
-    def read(self) -> list[str] | None:
+    def read(self, timeout: float | None = None) -> list[str] | None:
+        """The keys that have arrived ([] if none within `timeout` seconds)."""
+        if not select.select([self.fd], [], [], timeout)[0]:
+            return []
         data = os.read(self.fd, 1024)
         if not data:
             return None

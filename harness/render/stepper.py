@@ -22,6 +22,7 @@ the cursor or retitle the terminal. termios is imported only when stepping (POSI
 
 from __future__ import annotations
 
+import os
 import sys
 
 from rich.console import Console
@@ -98,10 +99,12 @@ def step_through(console: Console, frames: list[Frame]) -> None:
         with console.screen(hide_cursor=True) as screen:
             drawn = None
             while True:
-                if drawn != (k, console.size):  # a key moved, or the window was resized
+                size = os.get_terminal_size(sys.stdout.fileno())  # the terminal's own, not COLUMNS/LINES
+                if drawn != (k, size):  # a key moved, or the window was resized
+                    console.size = size
                     console.control(Control.home(), Control.clear())
                     screen.update(Text("\n").join(screen_lines(console, frames, k)))
-                    drawn = (k, console.size)
+                    drawn = (k, size)
                 keys = reader.read(timeout=0.2)
                 if keys is None:  # the terminal is gone
                     return
