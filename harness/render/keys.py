@@ -7,7 +7,7 @@ in one read, so a read is split into keys rather than compared to one:
     split_keys("\\x1b[C\\x1b[C q") -> ["\\x1b[C", "\\x1b[C", " ", "q"]
 
 A read that ends inside a sequence waits briefly for the rest, so a lone ESC is still a
-key of its own. POSIX only (select on a terminal); the stepper imports it when it runs.
+key of its own. Reading needs a POSIX terminal (select on it); importing works anywhere.
 """
 
 from __future__ import annotations

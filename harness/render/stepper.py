@@ -14,10 +14,11 @@ The newest part is marked ▶ (and bold, underlined); parts that hold a notice a
 ⚠; neither needs colour. Keys: Enter, → or space next; ← or backspace back; Home, End;
 q quits and gives the terminal back as it was. Keys that arrive together all count.
 
-Each move (or a resize of the window) redraws the whole screen: home, clear, then exactly
-one screen of lines, none wider than the terminal, so no row of an earlier frame is left. Text from the
-buffer is shown through harness.escape.for_terminal (rows, notes, facts): it cannot move
-the cursor or retitle the terminal. termios is imported only when stepping (POSIX).
+Each move, or a resize of the window, redraws the whole screen: home, clear, then exactly
+one screen of lines (the terminal's own size, whatever COLUMNS and LINES say), none wider
+than the terminal, so no row of an earlier frame is left. Text from the buffer is shown
+through harness.escape.for_terminal (rows, notes, facts): it cannot move the cursor or
+retitle the terminal. termios is imported only when stepping (POSIX).
 """
 
 from __future__ import annotations
@@ -92,8 +93,7 @@ def step_through(console: Console, frames: list[Frame]) -> None:
         raise HarnessError("harness step", "reads keys only on a POSIX terminal; use --frame K to print one frame") from None
     fd = sys.stdin.fileno()
     saved = termios.tcgetattr(fd)
-    moves = {"next": lambda k: k + 1, "back": lambda k: k - 1, "first": lambda k: 0, "last": lambda k: len(frames) - 1}
-    k, reader = 0, KeyReader(fd)
+    k, last, reader = 0, len(frames) - 1, KeyReader(fd)
     try:
         tty.setcbreak(fd)  # keys arrive at once and unechoed
         with console.screen(hide_cursor=True) as screen:
@@ -108,15 +108,26 @@ def step_through(console: Console, frames: list[Frame]) -> None:
                 keys = reader.read(timeout=0.2)
                 if keys is None:  # the terminal is gone
                     return
-                for key in keys:
+                for key in keys:  # every key of a burst counts
                     if key in KEYS["quit"]:
                         return
-                    move = next((m for name, m in moves.items() if key in KEYS[name]), None)
-                    k = max(0, min(len(frames) - 1, move(k))) if move else k
+                    k = _moved(key, k, last)
     except KeyboardInterrupt:
         return
     finally:
         termios.tcsetattr(fd, termios.TCSADRAIN, saved)
+
+
+def _moved(key: str, k: int, last: int) -> int:
+    if key in KEYS["next"]:
+        return min(k + 1, last)
+    if key in KEYS["back"]:
+        return max(k - 1, 0)
+    if key in KEYS["first"]:
+        return 0
+    if key in KEYS["last"]:
+        return last
+    return k
 
 
 def screen_lines(console: Console, frames: list[Frame], k: int) -> list[Text]:
