@@ -1,9 +1,93 @@
 """harness: a ReAct loop you can see through.
 
-The agent is one growing text buffer (harness.transcript). The loop (harness.loop) sends
-the whole buffer to the model (harness.model), appends the completion verbatim, parses an
-Action with the dialect's regexes (harness.dialects), runs the tool (harness.tools) and
-splices in the observation. Every byte is tagged developer, model or code.
+The agent is one growing text buffer (Transcript). The loop sends the whole buffer to the
+model, appends the completion verbatim, parses an Action with the dialect's regexes, runs
+the tool and splices in the observation. Every byte is tagged developer, model or code,
+and the run ends as one RunRecord that saves, loads, replays and shows.
+
+The public API is what this module exports; the README shows it at work.
 """
 
+from __future__ import annotations
+
+import importlib
+from typing import TYPE_CHECKING
+
+# Each name is imported on first use, so that `harness --help` (which imports this
+# package) does not pay for the loop, the dialects and the tools it never runs.
+_WHERE = {
+    "Agent": "harness.agent",
+    "Author": "harness.transcript",
+    "CallRecord": "harness.run_record",
+    "HarnessError": "harness.errors",
+    "Limits": "harness.limits",
+    "Model": "harness.model",
+    "ModelError": "harness.model",
+    "RunRecord": "harness.run_record",
+    "Scenario": "harness.scenario",
+    "ScriptedModel": "harness.model",
+    "Span": "harness.transcript",
+    "StopReason": "harness.events",
+    "TokenUsage": "harness.model",
+    "Tool": "harness.tools",
+    "ToolError": "harness.tools",
+    "Transcript": "harness.transcript",
+    "find_scenario": "harness.scenario",
+    "from_function": "harness.tools",
+    "load_record": "harness.run_record",
+    "load_scenario": "harness.scenario",
+    "replay": "harness.record",
+    "run_scenario": "harness.record",
+}
+
+if TYPE_CHECKING:
+    from harness.agent import Agent
+    from harness.errors import HarnessError
+    from harness.events import StopReason
+    from harness.limits import Limits
+    from harness.model import Model, ModelError, ScriptedModel, TokenUsage
+    from harness.record import replay, run_scenario
+    from harness.run_record import CallRecord, RunRecord, load_record
+    from harness.scenario import Scenario, find_scenario, load_scenario
+    from harness.tools import Tool, ToolError, from_function
+    from harness.transcript import Author, Span, Transcript
+
+
+def __getattr__(name: str):
+    if name not in _WHERE:
+        raise AttributeError(f"module 'harness' has no attribute {name!r}")
+    value = getattr(importlib.import_module(_WHERE[name]), name)
+    globals()[name] = value
+    return value
+
+
+def __dir__() -> list[str]:
+    return sorted(__all__)
+
+
 __version__ = "0.1.0"
+
+__all__ = [  # noqa: F822 (each is imported on first use)
+    "Agent",
+    "Author",
+    "CallRecord",
+    "HarnessError",
+    "Limits",
+    "Model",
+    "ModelError",
+    "RunRecord",
+    "Scenario",
+    "ScriptedModel",
+    "Span",
+    "StopReason",
+    "TokenUsage",
+    "Tool",
+    "ToolError",
+    "Transcript",
+    "find_scenario",
+    "from_function",
+    "load_record",
+    "load_scenario",
+    "replay",
+    "run_scenario",
+]

@@ -1,5 +1,21 @@
-"""`python -m harness` is the `harness` command."""
+"""`python -m harness` and the `harness` command start here.
 
-from harness.cli import main
+Nothing is imported before the guard, so a Ctrl-C at any moment of start-up, even while
+the CLI's own modules load, is one line and exit code 130, never a traceback.
+"""
 
-main()
+import sys
+
+
+def main() -> None:
+    try:
+        from harness.cli import main as cli
+
+        cli()
+    except KeyboardInterrupt:
+        print("interrupted", file=sys.stderr)
+        sys.exit(130)
+
+
+if __name__ == "__main__":
+    main()

@@ -10,7 +10,6 @@ Each command imports what it uses when it runs, so `harness --help` stays fast.
 from __future__ import annotations
 
 import os
-import signal
 import sys
 from enum import StrEnum
 from pathlib import Path
@@ -32,6 +31,13 @@ MODEL_FAILED = 3  # the run ended in model_error: a live model or server failed
 class OneLineErrors(TyperGroup):
     """Every user error, click's or ours, becomes one line on stderr and exit code 2."""
 
+    def invoke(self, ctx: Any) -> Any:
+        try:
+            return super().invoke(ctx)
+        except BrokenPipeError:  # `harness show x | head`: the reader has all it wanted
+            os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())  # nothing left to flush
+            return 0
+
     def main(self, *args: Any, standalone_mode: bool = True, **kwargs: Any) -> Any:
         try:
             code = super().main(*args, standalone_mode=False, **kwargs)
@@ -44,9 +50,6 @@ class OneLineErrors(TyperGroup):
         except (typer.Abort, KeyboardInterrupt):
             typer.echo("interrupted", err=True)
             code = 130
-        except BrokenPipeError:  # `harness show x | head`: the reader has all it wanted
-            os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())  # nothing left to flush
-            code = 0
         code = code if isinstance(code, int) else 0
         if standalone_mode:
             sys.exit(code)
@@ -327,10 +330,4 @@ def list_scenarios() -> None:
 
 
 def main() -> None:
-    # A second Ctrl-C, or one during start-up, must not print a traceback either.
-    signal.signal(signal.SIGINT, signal.default_int_handler)
-    try:
-        app()
-    except KeyboardInterrupt:
-        typer.echo("interrupted", err=True)
-        sys.exit(130)
+    app()

@@ -15,6 +15,7 @@ from typing import TYPE_CHECKING
 
 from harness import notices
 from harness.decisions import Action, Rejection
+from harness.dialects import _ARGS_MAX as ARGS_MAX
 from harness.traits import answer_may_open, compatible
 
 if TYPE_CHECKING:
@@ -34,7 +35,7 @@ def judge_action(
     if answered:
         return notices.action_after_answer(number, action)
     if action is None:
-        return notices.tool_call_invalid(number, line, dialect.expected_action, dialect.expected)
+        return notices.tool_call_invalid(number, line, dialect.expected_action, dialect.expected, ARGS_MAX)
     if tools is not None and action.tool not in tools:
         return notices.unknown_tool(number, action.tool, tools.names)
     if len(accepted) >= dialect.max_actions:

@@ -32,7 +32,16 @@ def action_after_answer(number: int, action: Action | None) -> Rejection:
     )
 
 
-def tool_call_invalid(number: int, line: str, expected_action: str, expected: str) -> Rejection:
+def tool_call_invalid(number: int, line: str, expected_action: str, expected: str, args_max: int) -> Rejection:
+    if len(line) > args_max:  # the real cause, not a puzzling "does not read"
+        return Rejection(
+            "protocol_violation.tool_call_invalid",
+            f"Action line {number} is longer than {args_max:,} characters, the limit for one Action line; "
+            "it did not run. Split the work into smaller calls.",
+            number,
+            None,
+            (f"Action line of {len(line):,} characters, over the limit of {args_max:,}",),
+        )
     return Rejection(
         "protocol_violation.tool_call_invalid",
         f"Action line {number} does not read {expected_action}; it did not run. Write {expected}.",

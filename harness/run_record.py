@@ -81,7 +81,7 @@ def load_record(text: str, source: str = "<transcript>", base: Path | None = Non
         return TranscriptFormatError(f"{source}: metadata {key}", message)
 
     reason = meta.get("stop_reason", StopReason.MAX_STEPS.value)  # a file without one has not finished
-    if reason not in StopReason._value2member_map_:
+    if not isinstance(reason, str) or reason not in StopReason._value2member_map_:
         raise fail("stop_reason", f"must be one of {', '.join(StopReason)}")
     answer = meta.get("final_answer")
     if answer is not None and not isinstance(answer, str):

@@ -128,6 +128,8 @@ def find_scenario(name: str) -> Path:
     path = Path(name)
     if path.is_file():
         return path
+    if path.is_dir():
+        raise ScenarioError(name, "is a folder; give a scenario .toml file")
     shipped = data_dir("transcripts") / f"{name}.toml"
     if path.suffix == "" and shipped.is_file():
         return shipped
@@ -136,7 +138,10 @@ def find_scenario(name: str) -> Path:
 
 def load_scenario(path: Path) -> Scenario:
     try:
-        data = tomllib.loads(path.read_text(encoding="utf-8"))
+        text = path.read_text(encoding="utf-8")
+        if text.startswith("\ufeff"):
+            raise ScenarioError(str(path), "the file begins with a byte-order mark; save it as UTF-8 without one")
+        data = tomllib.loads(text)
     except OSError as e:
         raise ScenarioError(str(path), f"cannot read the file ({e.strerror})") from None
     except UnicodeDecodeError:

@@ -116,8 +116,8 @@ class Transcript:
 # --- save format v1 ----------------------------------------------------------------
 
 _WIDTH = 9  # len("developer")
-_RECORD = regex.compile(r"(?P<author>developer|model|code) {0,9} (?P<sep>[|\\])(?: (?P<text>.*))?", regex.DOTALL)
-_META = regex.compile(r"# (?P<key>[a-z_][a-z0-9_]{0,63}): (?P<value>.*)", regex.DOTALL)
+_AUTHORS = {f"{a.value:<{_WIDTH}}": a for a in Author}  # "model    " -> Author.MODEL
+_KEY = regex.compile(r"[a-z_][a-z0-9_]{0,63}")
 
 
 def split_lines(text: str) -> list[str]:
@@ -146,29 +146,46 @@ def dumps(transcript: Transcript, meta: dict[str, Any] | None = None) -> str:
 
 
 def loads(text: str, source: str = "<transcript>") -> tuple[Transcript, dict[str, Any]]:
-    """Parse the save format back into the exact same spans and metadata."""
+    """Parse the save format back into the exact same spans and metadata.
+
+    The text is untrusted: every line is checked by position and length, not by a
+    pattern over its whole length, so a 10 MB line costs what reading it costs."""
+    if text.startswith("\ufeff"):
+        raise TranscriptFormatError(f"{source}:1", "the file begins with a byte-order mark; save it as UTF-8 without one")
     lines = text.split("\n")
-    if lines and lines[-1] == "":
-        lines.pop()
-    if not lines or lines[0] != HEADER:
+    if lines[0] != HEADER:
         raise TranscriptFormatError(f"{source}:1", f"expected the header line {HEADER!r}")
+    if lines[-1] != "":  # harness ends every file with a newline: without one, it was cut off
+        where = f"{source}:{len(lines)}"
+        raise TranscriptFormatError(where, "the file ends in the middle of a line: it was cut off (no newline at the end)")
+    lines.pop()
     transcript, meta = Transcript(), {}
     for number, line in enumerate(lines[1:], start=2):
         where = f"{source}:{number}"
         if line.startswith("#"):
-            m = _META.fullmatch(line, timeout=1)
-            if not m:
+            key, colon, value = line[2:].partition(": ")
+            if not (line.startswith("# ") and colon and _KEY.fullmatch(key)):
                 raise TranscriptFormatError(where, "a metadata line must read '# key: <json>'")
-            try:
-                meta[m["key"]] = json.loads(m["value"])
-            except ValueError:
-                raise TranscriptFormatError(where, f"metadata {m['key']!r} is not valid JSON") from None
+            meta[key] = _json(value, where, key)
             continue
-        m = _RECORD.fullmatch(line, timeout=1)
-        if not m or len(line) - len(m["text"] or "") not in (_WIDTH + 2, _WIDTH + 3):
+        author, sep = _AUTHORS.get(line[:_WIDTH]), line[_WIDTH : _WIDTH + 2]
+        if author is None or sep not in (" |", " \\") or (len(line) > _WIDTH + 2 and line[_WIDTH + 2] != " "):
             raise TranscriptFormatError(
                 where, "a record must read 'AUTHOR | text' (author developer, model or code, padded to 9)"
             )
-        newline = "\n" if m["sep"] == "|" else ""
-        transcript.append(Author(m["author"]), (m["text"] or "") + newline)
+        newline = "\n" if sep == " |" else ""
+        transcript.append(author, line[_WIDTH + 3 :] + newline)
     return transcript, meta
+
+
+def _json(value: str, where: str, key: str) -> Any:
+    try:
+        parsed = json.loads(value)
+        json.dumps(parsed, ensure_ascii=False).encode("utf-8")  # a lone surrogate ("\ud800") is not text
+    except RecursionError:
+        raise TranscriptFormatError(where, f"metadata {key!r} is nested too deeply") from None
+    except UnicodeEncodeError:
+        raise TranscriptFormatError(where, f"metadata {key!r} holds a lone surrogate, which is not text") from None
+    except ValueError:
+        raise TranscriptFormatError(where, f"metadata {key!r} is not valid JSON") from None
+    return parsed

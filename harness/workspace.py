@@ -10,7 +10,8 @@ Each tool updates the same dict, so changes carry over from step to step.
 
 patch_file changes nothing unless old_str occurs exactly once: with no match, or with
 several, the observation says how many times it occurs and asks for a unique old_str.
-Paths are relative: an absolute path or a `..` segment is refused with an observation.
+Paths are relative file names: an absolute path, a `..` segment, an empty or `.` part (a
+trailing `/`), or a control character (NUL, newline) is refused with an observation.
 """
 
 from __future__ import annotations
@@ -20,6 +21,7 @@ import regex
 from harness.tools import Tool, ToolError
 
 _DRIVE = regex.compile(r"[A-Za-z]:")
+_CONTROL = regex.compile(r"[\x00-\x1f\x7f]")
 
 
 def _check(path: object) -> str:
@@ -27,8 +29,13 @@ def _check(path: object) -> str:
         raise ToolError("path must be a non-empty string")
     if path.startswith(("/", "\\")) or _DRIVE.match(path):
         raise ToolError(f"{path!r} is absolute; use a path relative to the workspace")
-    if ".." in regex.split(r"[/\\]", path):
+    parts = regex.split(r"[/\\]", path)
+    if ".." in parts:
         raise ToolError(f"{path!r} has a '..' segment; paths must stay inside the workspace")
+    if any(part in ("", ".") for part in parts):
+        raise ToolError(f"{path!r} is not a file name: every part between slashes must be a name (no '.', no trailing '/')")
+    if _CONTROL.search(path):
+        raise ToolError(f"{path!r} holds a control character (NUL, newline, ...); file names cannot")
     return path
 
 

@@ -1,0 +1,313 @@
+"""Untrusted input, class by class (issue: hardening). Saved transcripts are mailed around
+and replayed in CI; model text and tool results are written by whoever controls the
+model or the tool. Every bad input is one line naming the file or field, exit code 2, no
+traceback, no temporary file left behind, and nothing the user had is overwritten.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+from typer.testing import CliRunner
+
+from harness.cli import app
+from harness.errors import TranscriptFormatError
+from harness.record import run_scenario
+from harness.run_record import load_record
+from harness.scenario import find_scenario, load_scenario
+from harness.transcript import HEADER
+
+runner = CliRunner()
+ROOT = Path(__file__).parent.parent
+NIMBUS = run_scenario(load_scenario(find_scenario("nimbus"))).saved
+SAVED_FILE_COMMANDS = [["show"], ["show", "-f", "events"], ["show", "-f", "json"], ["step", "--frame", "0"], ["replay"]]
+
+
+def invoke(*args: str, input: str | bytes | None = None):
+    return runner.invoke(app, list(args), input=input, env={"COLUMNS": "200", "NO_COLOR": "1"})
+
+
+def one_line_error(result, *words: str) -> None:
+    assert result.exit_code == 2, result.output
+    assert result.exception is None or isinstance(result.exception, SystemExit), result.exception
+    lines = result.stderr.strip().splitlines()
+    assert len(lines) == 1 and lines[0].startswith("error: "), result.stderr
+    for word in words:
+        assert word in lines[0]
+
+
+def with_meta(key: str, value: str) -> str:
+    """The Nimbus transcript with one metadata line replaced (or added)."""
+    lines = NIMBUS.split("\n")
+    for i, line in enumerate(lines):
+        if line.startswith(f"# {key}: "):
+            lines[i] = f"# {key}: {value}"
+            return "\n".join(lines)
+    return "\n".join([lines[0], f"# {key}: {value}", *lines[1:]])
+
+
+# --- item 3: templates are looked up by name in the prompts folders only ------------------
+
+
+@pytest.mark.parametrize("prompt", ["/etc/hostname", "../../README", "..", "sub/default", "C:evil"])
+def test_a_prompt_name_with_a_path_is_refused_naming_the_field(tmp_path, prompt):
+    scenario = tmp_path / "s.toml"
+    scenario.write_text(f'question = "q"\nprompt = {json.dumps(prompt)}\n', encoding="utf-8")
+    one_line_error(invoke("run", str(scenario)), "prompt", "not a template name")
+
+
+def test_a_saved_file_cannot_point_replay_at_a_file_outside_the_prompts_folder(tmp_path):
+    saved = tmp_path / "t.txt"
+    saved.write_text(NIMBUS.replace('"prompt": "default"', '"prompt": "../README"'), encoding="utf-8")
+    for command in (["replay"], ["show"]):
+        one_line_error(invoke(*command, str(saved)), "metadata scenario: prompt")
+
+
+@pytest.mark.parametrize("relative", ["/etc/hostname", "../outside.txt", "prompts/../../outside.txt"])
+def test_a_prompt_file_must_stay_inside_the_scenario_folder(tmp_path, relative):
+    (tmp_path / "outside.txt").write_text("Question: $question\n", encoding="utf-8")
+    folder = tmp_path / "agent"
+    folder.mkdir()
+    scenario = folder / "s.toml"
+    scenario.write_text(f'question = "q"\nprompt_file = {json.dumps(relative)}\n', encoding="utf-8")
+    one_line_error(invoke("run", str(scenario)), "prompt_file")
+
+
+# --- item 4: nothing the user has is overwritten --------------------------------------------
+
+
+@pytest.mark.parametrize("option", [["run", "nimbus", "--save"], ["export", "nimbus", "--html"], ["export", "nimbus", "--markdown"]])
+def test_no_output_option_replaces_a_file_that_merely_mentions_harness(tmp_path, option):
+    source = tmp_path / "transcript.py"
+    text = f'HEADER = "{HEADER}"\n<meta name="generator" content="harness">\n# harness · \n'
+    source.write_text(text, encoding="utf-8")
+    one_line_error(invoke(*option, str(source)), "not overwriting")
+    assert source.read_text(encoding="utf-8") == text
+    assert os.listdir(tmp_path) == ["transcript.py"]  # no temporary file left
+
+
+def test_the_real_source_file_is_refused():
+    before = (ROOT / "harness" / "transcript.py").read_bytes()
+    one_line_error(invoke("run", "nimbus", "--save", str(ROOT / "harness" / "transcript.py")), "not overwriting")
+    assert (ROOT / "harness" / "transcript.py").read_bytes() == before
+
+
+def test_a_fifo_is_refused_without_being_opened(tmp_path):
+    fifo = tmp_path / "pipe"
+    os.mkfifo(fifo)
+    one_line_error(invoke("run", "nimbus", "--save", str(fifo)), "not a regular file")  # would hang if opened
+
+
+def test_a_file_that_appears_during_the_run_is_kept(tmp_path, monkeypatch):
+    target = tmp_path / "t.txt"
+    import harness.record
+
+    real = harness.record.run_scenario
+
+    def run_then_user_writes(*args, **kwargs):
+        record = real(*args, **kwargs)
+        target.write_text("my notes\n", encoding="utf-8")  # created while the run went on
+        return record
+
+    monkeypatch.setattr(harness.record, "run_scenario", run_then_user_writes)
+    one_line_error(invoke("run", "nimbus", "--save", str(target)), "not overwriting")
+    assert target.read_text(encoding="utf-8") == "my notes\n"
+    assert sorted(os.listdir(tmp_path)) == ["t.txt"]
+
+
+def test_save_says_where_it_wrote_and_replaces_its_own_file(tmp_path):
+    target = tmp_path / "t.txt"
+    for _ in range(2):
+        result = invoke("run", "nimbus", "--save", str(target))
+        assert result.exit_code == 0 and f"wrote {target}" in result.stderr
+    assert target.read_text(encoding="utf-8") == NIMBUS
+
+
+# --- items 5, 8, 9: saved files of the wrong shape --------------------------------------------
+
+BAD_META = [
+    ("steps", '"abc"', "steps"),
+    ("steps", "NaN", "steps"),
+    ("steps", "-1", "steps"),
+    ("cuts", "[1]", "cuts"),
+    ("cuts", '{"x": "y"}', "cuts"),
+    ("cuts", '{"99": "y"}', "cuts"),
+    ("final_answer", "42", "final_answer"),
+    ("stop_reason", '"exploded"', "stop_reason"),
+    ("scenario", "[1]", "scenario"),
+    ("scenario", '{"question": 1}', "question"),
+    ("scenario", '{"question": "q", "title": 7}', "title"),
+    ("calls", '[{"ran": [1]}]', "calls"),
+    ("calls", "7", "calls"),
+    ("final_answer", '"\\ud800"', "surrogate"),
+    ("steps", "[" * 100_000 + "]" * 100_000, "nested too deeply"),
+]
+
+
+@pytest.mark.parametrize(("key", "value", "named"), BAD_META)
+@pytest.mark.parametrize("command", SAVED_FILE_COMMANDS, ids=" ".join)
+def test_metadata_of_the_wrong_shape_is_one_line_naming_it(tmp_path, key, value, named, command):
+    saved = tmp_path / "t.txt"
+    saved.write_text(with_meta(key, value), encoding="utf-8")
+    one_line_error(invoke(*command, str(saved)), str(saved), named)
+
+
+def test_export_of_a_bad_file_writes_nothing(tmp_path):
+    saved = tmp_path / "t.txt"
+    saved.write_text(with_meta("steps", '"abc"'), encoding="utf-8")
+    one_line_error(invoke("export", str(saved), "--html", str(tmp_path / "p.html")), "steps")
+    assert sorted(os.listdir(tmp_path)) == ["t.txt"]
+
+
+@pytest.mark.parametrize("command", SAVED_FILE_COMMANDS, ids=" ".join)
+def test_a_file_cut_off_mid_record_is_refused_not_shown_as_whole(tmp_path, command):
+    saved = tmp_path / "t.txt"
+    saved.write_text(NIMBUS[:-20], encoding="utf-8")  # no newline at the end: truncated
+    one_line_error(invoke(*command, str(saved)), "cut off")
+
+
+@pytest.mark.parametrize("command", [["show"], ["step", "--frame", "0"], ["export", "--markdown", "out.md"], ["replay"]], ids=" ".join)
+def test_invalid_utf8_a_bom_and_a_folder_are_named_for_what_they_are(tmp_path, command):
+    bad = tmp_path / "bad.txt"
+    bad.write_bytes(NIMBUS.encode("utf-8").replace(b"Nimbus", b"Nim\xffbus", 1))
+    bom = tmp_path / "bom.txt"
+    bom.write_bytes(b"\xef\xbb\xbf" + NIMBUS.encode("utf-8"))
+
+    def run(target: Path):
+        args = [command[0], str(target), *command[1:]]
+        if command[0] == "export":
+            args[-1] = str(tmp_path / "out.md")
+        return invoke(*args)
+
+    one_line_error(run(bad), "not UTF-8")
+    one_line_error(run(bom), "byte-order mark")
+    one_line_error(run(tmp_path), "folder")
+
+
+def test_a_bom_or_a_folder_as_a_scenario_is_named(tmp_path):
+    scenario = tmp_path / "s.toml"
+    scenario.write_bytes(b"\xef\xbb\xbf" + b'question = "q"\n')
+    one_line_error(invoke("run", str(scenario)), "byte-order mark")
+    one_line_error(invoke("run", str(tmp_path)), "folder")
+
+
+@settings(max_examples=500, suppress_health_check=[HealthCheck.too_slow], deadline=None)
+@given(
+    body=st.text(),
+    meta=st.dictionaries(
+        st.sampled_from(["stop_reason", "final_answer", "steps", "cuts", "calls", "scenario", "detail", "other"]),
+        st.recursive(
+            st.none() | st.booleans() | st.integers() | st.floats() | st.text(max_size=20),
+            lambda inner: st.lists(inner, max_size=3) | st.dictionaries(st.text(max_size=10), inner, max_size=3),
+            max_leaves=10,
+        ),
+    ),
+)
+def test_any_text_with_any_metadata_loads_or_raises_the_format_error(body, meta):
+    text = HEADER + "\n" + "".join(f"# {k}: {json.dumps(v)}\n" for k, v in meta.items()) + body
+    try:
+        load_record(text, "fuzz.txt")
+    except TranscriptFormatError:
+        pass
+
+
+# --- item 6: the coding agent on a pipe always answers with one JSON line ---------------------
+
+json_value = st.recursive(
+    st.none() | st.booleans() | st.integers() | st.text(),
+    lambda inner: st.lists(inner, max_size=4) | st.dictionaries(st.text(max_size=12), inner, max_size=4),
+    max_leaves=12,
+)
+turn = st.fixed_dictionaries(
+    {"thought": st.text(max_size=30)},
+    optional={"action": st.fixed_dictionaries({"tool": st.sampled_from(["read_file", "write_file", "patch_file", "finish", "nope"]), "args": json_value})},
+)
+
+
+@settings(max_examples=500, suppress_health_check=[HealthCheck.too_slow], deadline=None)
+@given(
+    request=st.one_of(
+        json_value,
+        st.fixed_dictionaries(
+            {"op": st.just("run_agent")},
+            optional={
+                "task": json_value,
+                "max_steps": st.integers(-2, 4) | json_value,
+                "workspace": st.dictionaries(st.text(max_size=8), st.text(max_size=20), max_size=3) | json_value,
+                "model_turns": st.lists(turn | json_value, max_size=4),
+            },
+        ),
+    )
+)
+def test_any_request_gets_one_json_line_and_exit_0_or_2(request):
+    result = invoke("agent", input=json.dumps(request).encode("utf-8"))  # json.dumps spells surrogates as \ud800
+    assert result.exit_code in (0, 2), result.output
+    lines = result.stdout.splitlines()
+    assert len(lines) == 1
+    answer = json.loads(lines[0])
+    assert ("error" in answer) == (result.exit_code == 2)
+
+
+def test_a_lone_surrogate_with_transcript_is_a_json_error_and_leaves_no_file(tmp_path):
+    request = '{"op": "run_agent", "task": "\\ud800", "model_turns": []}'
+    result = invoke("agent", "--transcript", str(tmp_path / "t.txt"), input=request.encode())
+    assert result.exit_code == 2
+    assert json.loads(result.stdout)["error"]["code"] == "invalid_json"
+    assert os.listdir(tmp_path) == []
+
+
+# --- item 7: exits that mean what they say ---------------------------------------------------
+
+
+def test_an_infinite_delay_is_a_bad_argument():
+    result = invoke("run", "nimbus", "--delay", "inf")
+    assert result.exit_code == 2 and "--delay" in result.stderr
+
+
+def test_piping_into_head_exits_0_without_a_traceback():
+    proc = subprocess.run(
+        f"{sys.executable} -m harness run step-limit -f events | head -c 10 >/dev/null; echo ${{PIPESTATUS[0]}}",
+        shell=True, executable="/bin/bash", capture_output=True, text=True, cwd=ROOT,
+    )  # fmt: skip
+    assert proc.stdout.strip() == "0", proc.stderr
+    assert "Traceback" not in proc.stderr and "Exception" not in proc.stderr
+
+
+@pytest.mark.parametrize("after", [0.15, 0.25, 0.35, 0.6])
+def test_ctrl_c_while_harness_starts_or_runs_is_130_without_a_traceback(after):
+    # From harness's first line on (before it, the interpreter itself is starting).
+    code = "import harness.__main__ as m; m.main()"
+    proc = subprocess.Popen([sys.executable, "-c", code, "run", "nimbus", "--delay", "0.5"], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, cwd=ROOT)
+    time.sleep(after)
+    proc.send_signal(signal.SIGINT)
+    _, err = proc.communicate(timeout=30)
+    assert proc.returncode == 130, err
+    assert "Traceback" not in err and "Error" not in err, err
+
+
+# --- item 11: the coding agent's file names and the argument limit --------------------------
+
+
+@pytest.mark.parametrize("path", [".", "dir/", "a//b", "./x", "a\x00b", "a\nb", "a\rb"])
+def test_a_file_name_that_is_not_a_name_is_refused_with_an_observation(path):
+    request = {"op": "run_agent", "model_turns": [{"thought": "w", "action": {"tool": "write_file", "args": {"path": path, "content": "x"}}}]}
+    answer = json.loads(invoke("agent", input=json.dumps(request)).stdout)
+    assert answer["workspace"] == {}
+
+
+def test_an_action_line_over_the_limit_says_so_in_its_notice(tmp_path):
+    saved = tmp_path / "t.txt"
+    big = {"op": "run_agent", "max_steps": 1, "model_turns": [{"thought": "w", "action": {"tool": "write_file", "args": {"path": "a", "content": "x" * 200_000}}}]}
+    invoke("agent", "--transcript", str(saved), input=json.dumps(big))
+    text = saved.read_text(encoding="utf-8")
+    assert "is longer than 100,000 characters, the limit for one Action line" in text
+    assert "does not read" not in text
