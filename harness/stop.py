@@ -18,15 +18,46 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
+_MEMO_MAX = 4096  # short texts remembered per set of stop strings (see _Stops.memo)
+
+
+class _Stops:
+    """What a set of stop strings implies, worked out once and shared by every scanner
+    that uses the same strings (the loop makes a new scanner for every model call)."""
+
+    def __init__(self, stops: tuple[str, ...]) -> None:
+        self.stops = stops
+        # Every proper prefix of every stop string: what a held-back tail may be.
+        self.prefixes = frozenset(s[:i] for s in stops for i in range(1, len(s)))
+        self.longest = max((len(s) for s in stops), default=0)
+        self.firsts = frozenset(s[0] for s in stops)  # a stop string can only start here
+        self.first = next(iter(self.firsts)) if len(self.firsts) == 1 else None  # the usual case: one
+        # text -> (safe to show, held back), for short texts that complete no stop string:
+        # in 1-character chunks the same few texts ("O", "Ob", "Obs" + " ") come up again
+        # and again, and the answer depends on the text alone, not on how it was chunked.
+        self.memo: dict[str, tuple[str, str]] = {}
+        self.memo_len = 2 * self.longest
+
+
+_TABLES: dict[tuple[str, ...], _Stops] = {}  # a few sets of stop strings in use at a time
+
+
+def _stops(stops: Sequence[str]) -> _Stops:
+    key = tuple(s for s in stops if s)
+    table = _TABLES.get(key)
+    if table is None:
+        if len(_TABLES) >= 64:  # react-paper's stops change every step: keep the cache small
+            _TABLES.clear()
+        table = _TABLES[key] = _Stops(key)
+    return table
+
 
 class StopScanner:
     def __init__(self, stops: Sequence[str]) -> None:
-        self.stops = [s for s in stops if s]
-        # Every proper prefix of every stop string: what a held-back tail may be.
-        self._prefixes = {s[:i] for s in self.stops for i in range(1, len(s))}
-        self._longest = max((len(s) for s in self.stops), default=0)
-        self._firsts = frozenset(s[0] for s in self.stops)  # a stop string can only start here
-        self._held = ""
+        self._t = table = _stops(stops)
+        self.stops = list(table.stops)
+        self._first, self._firsts, self._memo, self._memo_len = table.first, table.firsts, table.memo, table.memo_len
+        self._held = ""  # never held once stopped
         self.matched: str | None = None  # the stop string that cut, once stopped
         self._cut: list[str] = []  # the stop string and whatever was read after it
         self.cut_chars = 0
@@ -41,35 +72,66 @@ class StopScanner:
 
     def feed(self, chunk: str) -> str:
         """Take a chunk; return the text that is now safe to show."""
-        if self.stopped:
+        if self._held:
+            text = self._held + chunk
+        elif self.matched is not None:
             self._cut.append(chunk)
             self.cut_chars += len(chunk)
             return ""
-        if not self._held and not any(c in chunk for c in self._firsts):
-            return chunk  # the common case: nothing here can start a stop string
-        text = self._held + chunk
+        elif self._first is not None:
+            if self._first not in chunk:
+                return chunk  # the common case: nothing here can start a stop string
+            text = chunk
+        elif chunk not in self._firsts if len(chunk) == 1 else not any(c in chunk for c in self._firsts):
+            return chunk
+        else:
+            text = chunk
+        short = len(text) <= self._memo_len
+        if short and (known := self._memo.get(text)) is not None:
+            out, self._held = known
+            return out
+        return self._scan(text, short)
+
+    def _scan(self, text: str, short: bool) -> str:
+        """Search `text` (what was held, then the chunk) for a stop string."""
+        table = self._t
         # The stop string that is complete first wins (a server checks after each token);
         # of two that end at the same place, the longer one.
-        hits = [(at + len(s), -len(s), at, s) for s in self.stops if (at := text.find(s)) >= 0]
-        if hits:
-            _, _, at, stop = min(hits)
+        if len(table.stops) == 1:
+            stop = table.stops[0]
+            at = text.find(stop)
+        else:
+            hits = [(at + len(s), -len(s), at, s) for s in table.stops if (at := text.find(s)) >= 0]
+            _, _, at, stop = min(hits) if hits else (0, 0, -1, "")
+        if at >= 0:
             self.matched, self._cut, self.cut_chars, self._held = stop, [text[at:]], len(text) - at, ""
             return text[:at]
-        keep = self._held_suffix(text)
-        self._held = text[len(text) - keep :]
-        return text[: len(text) - keep]
+        start = self._held_from(text)
+        out, self._held = text[:start], text[start:]
+        if short and len(self._memo) < _MEMO_MAX:
+            self._memo[text] = (out, self._held)
+        return out
 
     def finish(self) -> str:
         """The stream ended without a stop string: release what was held back."""
         held, self._held = self._held, ""
         return held
 
-    def _held_suffix(self, text: str) -> int:
-        """The length of the longest suffix of `text` that a stop string begins with."""
-        for start in range(max(0, len(text) - self._longest + 1), len(text)):
-            if text[start] in self._firsts and text[start:] in self._prefixes:
-                return len(text) - start
-        return 0
+    def _held_from(self, text: str) -> int:
+        """Where the longest suffix of `text` that a stop string begins with starts
+        (len(text): no such suffix)."""
+        table, end = self._t, len(text)
+        start = max(0, end - table.longest + 1)
+        if table.first is not None:  # jump from one possible start to the next
+            while (start := text.find(table.first, start)) >= 0:
+                if text[start:] in table.prefixes:
+                    return start
+                start += 1
+            return end
+        for start in range(start, end):
+            if text[start] in table.firsts and text[start:] in table.prefixes:
+                return start
+        return end
 
 
 def cut_at_stop(text: str, stops: Sequence[str]) -> tuple[str, str]:

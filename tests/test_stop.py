@@ -68,3 +68,24 @@ def test_any_chunking_shows_and_cuts_exactly_what_the_whole_text_would(text, sto
     assert kept + cut == text if cut else kept == text
     # The streamed cut starts where the whole-text cut starts (it may have read less).
     assert cut.startswith(streamed_cut) and (streamed_cut != "") == (cut != "")
+
+
+def test_scanners_of_different_stop_strings_never_share_an_answer():
+    # Short texts are remembered per set of stop strings; "Obs" is held for one, shown for another.
+    assert stream("Obs", [1, 1, 1], ["Observation:"])[0] == "Obs"  # released by finish()
+    assert StopScanner(["Observation:"]).feed("Obs") == ""
+    assert StopScanner(["Obsolete"]).feed("Obs") == ""
+    assert StopScanner(["\nObservation 1:"]).feed("Obs") == "Obs"
+    assert StopScanner(["Obs", "b"]).feed("Obs") == "O"
+
+
+@given(
+    text=st.text(alphabet=stop_alphabet, max_size=60),
+    stops=st.lists(st.text(alphabet=stop_alphabet, min_size=1, max_size=5), min_size=1, max_size=3),
+)
+def test_one_character_chunks_agree_with_the_whole_text(text, stops):
+    # The case the scanner is tuned for (a server that streams a character at a time).
+    kept, cut = cut_at_stop(text, stops)
+    shown, streamed_cut, _ = stream(text, [1] * len(text), stops)
+    assert shown == kept
+    assert cut.startswith(streamed_cut) and (streamed_cut != "") == (cut != "")
