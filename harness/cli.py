@@ -44,8 +44,10 @@ class OneLineErrors(TyperGroup):
         except typer.TyperException as e:  # click's usage errors: a bad option or argument
             typer.echo(f"error: {e.format_message()}", err=True)
             code = 2
-        except HarnessError as e:
-            typer.echo(f"error: {e}", err=True)
+        except HarnessError as e:  # it may quote a saved file's text: shown, never obeyed
+            from harness.escape import for_terminal
+
+            typer.echo(f"error: {for_terminal(str(e))}", err=True)
             code = 2
         except (typer.Abort, KeyboardInterrupt):
             typer.echo("interrupted", err=True)
@@ -93,7 +95,10 @@ def _console() -> Console:
 def _show(fmt: Format, record: RunRecord) -> None:
     """Print a finished run in the chosen format."""
     if fmt is Format.tagged:
-        sys.stdout.write(record.saved)
+        from harness.escape import for_terminal
+
+        # The bytes as saved for a pipe or a file; a terminal is shown them, never obeys them.
+        sys.stdout.write(for_terminal(record.saved) if sys.stdout.isatty() else record.saved)
     elif fmt is Format.json:
         from harness.render.json import to_json
 
@@ -326,7 +331,7 @@ def list_scenarios() -> None:
 
     for path in shipped_scenarios():
         spec = load_scenario(path)
-        typer.echo(f"{path.stem:<22} {spec.dialect:<12} {spec.title or spec.question}")
+        typer.echo(f"{path.stem:<22} {spec.dialect:<12} {spec.title or spec.question}")  # shipped: ours
 
 
 def main() -> None:

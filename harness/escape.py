@@ -49,3 +49,14 @@ def for_html(text: str) -> str:
 def for_script_json(value: Any) -> str:
     """JSON to put inside a <script type="application/json"> element."""
     return json.dumps(value, ensure_ascii=False).translate(_SCRIPT_JSON)
+
+
+# Markdown: a viewer renders inline HTML, links, images and code spans, so in text that is
+# not ours those characters are escaped and "<" "&" ">" become entities, after the
+# terminal pass (notes are read with `cat` too). Emphasis is left alone: it cannot act.
+_MARKDOWN = {ord(c): "\\" + c for c in "\\`[]!"} | {ord("<"): "&lt;", ord("&"): "&amp;", ord(">"): "&gt;"}
+
+
+def for_markdown(text: str) -> str:
+    """Untrusted text inside a Markdown line: shown as it is, never rendered as markup."""
+    return for_terminal(text).translate(_MARKDOWN)

@@ -311,3 +311,20 @@ def test_an_action_line_over_the_limit_says_so_in_its_notice(tmp_path):
     text = saved.read_text(encoding="utf-8")
     assert "is longer than 100,000 characters, the limit for one Action line" in text
     assert "does not read" not in text
+
+
+# --- items 1 and 2, the remaining media: the stop line and Markdown notes -------------------
+
+HOSTILE_ANSWER = "\x1b]0;PWNED\x07<img src=x onerror=alert(1)> [link](javascript:alert(1))"
+
+
+def test_a_hostile_final_answer_is_shown_escaped_on_the_stop_line_and_in_notes(tmp_path):
+    saved = tmp_path / "t.txt"
+    saved.write_text(with_meta("final_answer", json.dumps(HOSTILE_ANSWER)), encoding="utf-8")
+    shown = invoke("show", str(saved))
+    assert shown.exit_code == 0 and "\x1b" not in shown.stdout and "final answer: ␛]0;PWNED␇" in shown.stdout
+    notes = tmp_path / "n.md"
+    assert invoke("export", str(saved), "--markdown", str(notes)).exit_code == 0
+    text = notes.read_text(encoding="utf-8")
+    assert "<img" not in text and "](javascript" not in text and "\x1b" not in text
+    assert "&lt;img src=x onerror=alert(1)&gt;" in text

@@ -101,10 +101,10 @@ class LiveView:
                 self._break()
                 line = Text(f"stopped: {reason.value} after {steps} step{'s' if steps != 1 else ''}", style="bold")
                 if detail:
-                    line.append(f" ({detail})")
+                    line.append(f" ({for_terminal(detail)})")
                 if answer is not None:
                     line.append("\nfinal answer: ", style="bold")
-                    line.append(answer)
+                    line.append(for_terminal(answer))
                 self.console.print(line)
 
     def _completion_ended(self, cut: str, cut_by: str, decided: Round) -> None:

@@ -3,6 +3,7 @@ save format (so every line names its author), and the lesson's three facts."""
 
 from __future__ import annotations
 
+from harness.escape import for_markdown
 from harness.render.frames import frames
 from harness.render.live import preview
 from harness.run_record import RunRecord
@@ -14,7 +15,7 @@ NOTES_HEADER = "# harness · "  # notes of ours begin so (the title line)
 
 def notes(record: RunRecord, title: str) -> str:
     fs = frames(record)
-    out = [f"# {title}", ""]
+    out = [f"# {for_markdown(title)}", ""]
     for f in fs:
         part = Transcript()
         part.append(f.author, f.added)
@@ -22,5 +23,5 @@ def notes(record: RunRecord, title: str) -> str:
         out += [f"## Step {f.index} of {len(fs) - 1}", "", "```text", *records(part), "```", ""]
         if f.cut:
             out += [f"> ✂ cut by the stop sequence, never in the buffer: {preview(f.cut)}", ""]
-        out += [f"- **sent:** {f.sent}", f"- **appended:** by {f.author.value}, {len(f.added):,} characters", f"- **why:** {f.why}", ""]
+        out += [f"- **sent:** {f.sent}", f"- **appended:** by {f.author.value}, {len(f.added):,} characters", f"- **why:** {for_markdown(f.why)}", ""]
     return "\n".join(out)
