@@ -326,5 +326,6 @@ def test_a_hostile_final_answer_is_shown_escaped_on_the_stop_line_and_in_notes(t
     notes = tmp_path / "n.md"
     assert invoke("export", str(saved), "--markdown", str(notes)).exit_code == 0
     text = notes.read_text(encoding="utf-8")
-    assert "<img" not in text and "](javascript" not in text and "\x1b" not in text
+    assert "<img" not in text and "[link](javascript" not in text and "\x1b" not in text
+    assert "\\[link\\](javascript" in text  # shown as text, not a link
     assert "&lt;img src=x onerror=alert(1)&gt;" in text
