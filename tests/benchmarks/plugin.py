@@ -1,0 +1,76 @@
+"""What replaying a folder of saved transcripts through the pytest plugin costs.
+
+Writes N saved transcripts (default 1,000) into a temporary folder with a pytest.ini
+naming it, made from the shipped scenarios in turn, each with its own question (so no two
+files are alike), then runs pytest on that folder plainly and with pytest-xdist:
+
+    python tests/benchmarks/plugin.py                 # 1,000 transcripts; plain, -n 1, -n 2, -n 4
+    python tests/benchmarks/plugin.py --count 200     # a quick look
+
+Each run is `python -m pytest -q -p no:cacheprovider [-n W]` in that folder, timed from
+outside (wall time, start-up and collection included); a collect-only run shows what
+start-up and collection alone cost. Not a test: it prints figures; nothing asserts on time.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+from harness.record import run_scenario
+from harness.scenario import load_scenario, shipped_scenarios
+
+RUNS = [("collect only", ["--collect-only"]), ("plain", []), ("-n 1", ["-n", "1"]), ("-n 2", ["-n", "2"]), ("-n 4", ["-n", "4"])]
+
+
+def write_transcripts(folder: Path, count: int) -> int:
+    """`count` saved transcripts, the shipped scenarios in turn, each asked its own question; total bytes."""
+    scenarios = [(path.stem, load_scenario(path)) for path in shipped_scenarios()]
+    folder.mkdir()
+    total = 0
+    for i in range(count):
+        name, scenario = scenarios[i % len(scenarios)]
+        saved = run_scenario(scenario.but(question=f"{scenario.question} (run {i})")).saved
+        with open(folder / f"{i:04d}-{name}.txt", "w", encoding="utf-8", newline="") as f:
+            f.write(saved)
+        total += len(saved.encode())
+    return total
+
+
+def pytest_run(folder: Path, args: list[str]) -> tuple[float, str]:
+    started = time.perf_counter()
+    done = subprocess.run(
+        [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", *args],
+        cwd=folder, capture_output=True, text=True,
+    )  # fmt: skip
+    elapsed = time.perf_counter() - started
+    last = done.stdout.strip().splitlines()[-1] if done.stdout.strip() else done.stderr.strip()[-200:]
+    if done.returncode != 0:
+        sys.exit(f"pytest {' '.join(args)} failed (exit {done.returncode}): {last}")
+    return elapsed, last
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("--count", type=int, default=1000, help="how many saved transcripts (default 1000)")
+    count = parser.parse_args().count
+    with tempfile.TemporaryDirectory() as tmp:
+        root = Path(tmp)
+        (root / "pytest.ini").write_text("[pytest]\nharness_transcripts = transcripts\n")
+        started = time.perf_counter()
+        size = write_transcripts(root / "transcripts", count)
+        print(f"{count} saved transcripts, {size / 1e6:.1f} MB, written in {time.perf_counter() - started:.1f} s")
+        print(f"Python {sys.version.split()[0]}, {os.cpu_count()} CPUs")
+        print(f"{'run':<13} {'wall':>8} {'per transcript':>15}   pytest says")
+        for label, args in RUNS:
+            elapsed, last = pytest_run(root, args)
+            print(f"{label:<13} {elapsed:>7.2f}s {elapsed / count * 1000:>12.2f} ms   {last}")
+
+
+if __name__ == "__main__":
+    main()
