@@ -20,6 +20,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import asdict, dataclass
 
+from harness.backends.control import neutralise
 from harness.decisions import Action, Rejection
 from harness.dialects import Dialect
 from harness.events import (
@@ -117,10 +118,11 @@ class Writer:
         self.emit(Appended(author, text))
 
     def code(self, text: str) -> None:
-        """Code's lines always start on a line of their own."""
+        """Code's lines always start on a line of their own, and never hold a control token:
+        a tool result with `<|im_end|>` in it must not end the model's turn."""
         if text:
             fresh = not self.buffer.text or self.buffer.text.endswith("\n")
-            self.write(Author.CODE, ("" if fresh else "\n") + text)
+            self.write(Author.CODE, ("" if fresh else "\n") + neutralise(text))
 
     def answered(self, call: Call) -> None:
         """The model's completion goes into the buffer as it is; its facts into the record."""
