@@ -16,8 +16,9 @@ before step 1. Metadata lines (`# key: <json>`) are named by key.
 Bounded for huge files: equal lines at both ends are set aside before difflib sees the
 rest, lines are compared whole (never character by character), a displayed line is cut
 to a window around its first differing character, and only the first MAX_LINES lines
-of the diff are shown. Control characters are shown escaped (`\\r`, `\\x1b`), never
-raw and never as a bytes repr. What this module leaves out: running or loading anything.
+of the diff are shown. Control characters are drawn as visible stand-ins (harness.escape:
+`\\r` as ␍, ESC as ␛), never raw and never as a bytes repr. What this module leaves
+out: running or loading anything.
 """
 
 from __future__ import annotations
@@ -25,7 +26,8 @@ from __future__ import annotations
 import difflib
 import itertools
 import json
-import unicodedata
+
+from harness.escape import for_terminal
 
 MAX_LINES = 60  # diff lines shown; the rest are counted
 WIDTH = 200  # characters of one line shown
@@ -207,19 +209,7 @@ def _first_difference(x: str, y: str) -> int:
 
 
 def _show(line: str, focus: int = 0, width: int = WIDTH) -> str:
-    """One line, at most `width` characters around `focus`, control characters escaped."""
+    """One line, at most `width` characters around `focus`, shown but never obeyed by a terminal."""
     start = max(0, focus - width // 4) if focus > width * 3 // 4 else 0
-    piece = line[start : start + width]
-    text = "".join(_escape(c) for c in piece)
+    text = for_terminal(line[start : start + width])
     return ("…" if start else "") + text + ("…" if start + width < len(line) else "")
-
-
-def _escape(c: str) -> str:
-    if unicodedata.category(c) not in ("Cc", "Zl", "Zp"):
-        return c
-    if c in _NAMED:
-        return _NAMED[c]
-    return f"\\x{ord(c):02x}" if ord(c) < 256 else f"\\u{ord(c):04x}"
-
-
-_NAMED = {"\r": "\\r", "\t": "\\t"}

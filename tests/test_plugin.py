@@ -194,3 +194,37 @@ def test_loading_the_plugin_imports_neither_the_loop_nor_syrupy():
     code = "import sys, harness.pytest_plugin; print(sorted(m for m in sys.modules if m.startswith(('harness', 'syrupy'))))"
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
     assert out.strip() == "['harness', 'harness.pytest_plugin']"
+
+
+# --- the diff itself ------------------------------------------------------------------
+
+
+def test_the_diff_of_a_huge_line_is_bounded_and_shows_where_it_differs():
+    from harness.diff import transcript_diff
+
+    line = "a" * 5_000_000
+    old = f"# harness transcript v1\nmodel     | {line}x{line}\n"
+    diff = transcript_diff(old, old.replace("x", "y"), "big.txt")
+    assert len(diff) < 2_000
+    assert "first difference in step 1 (model: …" in diff
+    assert "-…" + "a" * 50 + "x" in diff and "+…" + "a" * 50 + "y" in diff
+
+
+def test_the_diff_shows_its_first_lines_and_counts_the_rest():
+    from harness.diff import MAX_LINES, transcript_diff
+
+    old = "# harness transcript v1\n" + "".join(f"code      | line {i}\n" for i in range(1000))
+    diff = transcript_diff(old, old.replace("line", "row"), "long.txt").splitlines()
+    assert len(diff) == 1 + MAX_LINES + 1
+    assert diff[-1] == f"… {1 + 1 + 2000 - MAX_LINES} more diff lines not shown"  # @@, the header as context, 2,000 changed
+
+
+def test_the_diff_names_metadata_keys_and_draws_control_characters():
+    from harness.diff import transcript_diff
+
+    old = saved("nimbus")
+    new = old.replace('"prompt": "default"', '"prompt": "mine"').replace(QUOTA, QUOTA + "\x1b[2J\r")
+    diff = transcript_diff(old, new, "nimbus.txt")
+    assert "metadata that differs: scenario.prompt" in diff
+    assert "+" + QUOTA + "␛[2J␍" in diff
+    assert "\x1b" not in diff and "\r" not in diff
