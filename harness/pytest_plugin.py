@@ -60,6 +60,9 @@ def pytest_addoption(parser: pytest.Parser) -> None:
 
 
 def pytest_configure(config: pytest.Config) -> None:
+    for folder in config.getini("harness_transcripts"):
+        if not folder.is_dir():  # a typo would otherwise collect nothing, silently
+            raise pytest.UsageError(f"harness_transcripts: {folder} is not a folder")
     config.pluginmanager.register(_Rewrites(config), "harness-rewrites")
 
 

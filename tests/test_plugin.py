@@ -136,6 +136,26 @@ def test_harness_update_rewrites_only_what_changed_and_says_which(pytester, fold
     again.stdout.fnmatch_lines(["harness: no saved transcript changed"])
 
 
+def test_a_folder_that_does_not_exist_is_a_usage_error(pytester):
+    pytester.makeini("[pytest]\nharness_transcripts = transcript\n")
+    result = pytester.runpytest()
+    assert result.ret == pytest.ExitCode.USAGE_ERROR
+    result.stderr.fnmatch_lines(["ERROR: harness_transcripts: */transcript is not a folder"])
+
+
+def test_a_file_that_stopped_being_a_transcript_is_never_written(tmp_path):
+    # --harness-update checks the header again right before it writes.
+    from harness.errors import HarnessError
+    from harness.pytest_plugin import _rewrite
+
+    path = tmp_path / "notes.txt"
+    write(path, "My notes: keep these.\n")
+    with pytest.raises(HarnessError, match="no longer a saved harness transcript"):
+        _rewrite(path, saved("nimbus"), "notes.txt")
+    assert read(path) == "My notes: keep these.\n"
+    assert [p.name for p in tmp_path.iterdir()] == ["notes.txt"]
+
+
 SNAPSHOT_TESTS = """
 from harness.record import run_scenario
 from harness.scenario import find_scenario, load_scenario
