@@ -206,7 +206,7 @@ def run(
     if cost:
         from harness.render.frames import cost_table, costs
 
-        typer.echo("\nThe model is sent the whole buffer on every call:\n" + cost_table(costs(record.transcript)))
+        typer.echo("\nThe model is sent the whole buffer on every call:\n" + cost_table(costs(record.transcript), [c.tokens for c in record.calls]))
     if record.stop_reason == "canceled" and spec.interrupt is None:
         raise typer.Exit(130)  # a real Ctrl-C; a scenario's scripted interrupt is a demo, not a failure
     if record.stop_reason == "model_error" and live_model is not None:

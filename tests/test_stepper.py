@@ -16,7 +16,7 @@ from typer.testing import CliRunner
 
 from harness.cli import app
 from harness.errors import HarnessError
-from harness.render.frames import costs, frames
+from harness.render.frames import cost_table, costs, frames
 from harness.record import open_run
 from harness.render.keys import KeyReader, split_keys
 from harness.render.stepper import HELP, screen_lines, step_through
@@ -185,3 +185,12 @@ def test_markdown_notes_match_their_snapshot(tmp_path, text_snapshot):
 def test_export_needs_a_destination():
     result = invoke("export", "nimbus")
     assert result.exit_code == 2 and "--html FILE and/or --markdown FILE" in result.stderr
+
+
+def test_the_cost_table_adds_the_models_own_token_counts_when_it_gave_them():
+    rows = costs(open_run("step-limit").transcript)
+    plain = cost_table(rows, [None, None, None])
+    assert "tokens evaluated" not in plain  # a script counts nothing: no made-up figures
+    counted = cost_table(rows, [{"prompt_tokens": 120, "evaluated_tokens": 30}, None, None]).splitlines()
+    assert counted[0].endswith("tokens sent  tokens evaluated")
+    assert counted[1].split()[-2:] == ["120", "30"] and counted[2].split()[-2:] == ["?", "?"]

@@ -94,12 +94,29 @@ def costs(transcript: Transcript) -> list[CallCost]:
     return out
 
 
-def cost_table(rows: list[CallCost]) -> str:
-    """A plain-text table, the same on every terminal."""
+def cost_table(rows: list[CallCost], tokens: list[dict | None] | None = None) -> str:
+    """A plain-text table, the same on every terminal. With `tokens` (per call, from a model
+    that counts: prompt_tokens, evaluated_tokens), two columns of real figures are added."""
+    counted = tokens is not None and any(t is not None for t in tokens)
     head = ("call", "prompt sent", "completion", "total sent", "with prefix cache", "cache total", "≈ tokens sent*")
-    lines = ["  ".join(f"{h:>{len(h) if i == 0 else max(len(h), 10)}}" for i, h in enumerate(head))]
-    for r in rows:
-        cells = (r.call, r.prompt_chars, r.completion_chars, r.total_sent, r.cached_new, r.total_new, r.total_sent // CHARS_PER_TOKEN)
-        lines.append("  ".join(f"{c:>{len(h) if i == 0 else max(len(h), 10)},}" for i, (h, c) in enumerate(zip(head, cells))))
+    if counted:
+        head += ("tokens sent", "tokens evaluated")
+
+    def row(cells) -> str:
+        return "  ".join(f"{c:>{len(h) if i == 0 else max(len(h), 10)}}" for i, (h, c) in enumerate(zip(head, cells)))
+
+    lines = [row(head)]
+    for i, r in enumerate(rows):
+        cells = [f"{c:,}" for c in (r.call, r.prompt_chars, r.completion_chars, r.total_sent, r.cached_new, r.total_new, r.total_sent // CHARS_PER_TOKEN)]
+        if counted:
+            t = tokens[i] if i < len(tokens) and tokens[i] else {}
+            cells += [_number(t.get("prompt_tokens")), _number(t.get("evaluated_tokens"))]
+        lines.append(row(cells))
     lines.append(f"figures in characters; * an estimate: characters ÷ {CHARS_PER_TOKEN}, no tokenizer was used")
+    if counted:
+        lines.append("tokens sent and evaluated: the model's own counts (evaluated: not taken from its prefix cache)")
     return "\n".join(lines)
+
+
+def _number(value: int | None) -> str:
+    return "?" if value is None else f"{value:,}"
