@@ -10,11 +10,12 @@ Saved transcripts as tests. Name folders in the ini file:
     [pytest]
     harness_transcripts = transcripts
 
-Every file under those folders (as pytest walks them) that begins with the line
-`# harness transcript v1` is one test, named after the file. It replays the file (the
-same as `harness replay FILE --check`) and fails if a byte differs, with a readable diff
-(harness.diff): the records with their author column and the first differing step.
-Other files are neither collected nor ever written.
+Every file under those folders that begins with the line `# harness transcript v1` is
+one test, named after the file (the folders must lie where pytest looks: under the
+rootdir, within `testpaths` if you set it, or named on the command line). It replays
+the file (as `harness replay FILE --check` does) and fails if a byte differs, with a
+readable diff (harness.diff): the records with their author column and the first
+differing step. Other files are neither collected nor ever written.
 
     pytest                      replay them all (with pytest-xdist: pytest -n auto)
     pytest --harness-update     rewrite the saved files whose replay changed, and list them
@@ -26,7 +27,8 @@ A snapshot fixture for Python code, built on syrupy (imported when the fixture i
 
 The snapshot is one `.txt` file in the save format under `__snapshots__/`, written
 byte for byte; `pytest --snapshot-update` writes it. Pass the saved text, or any object
-with a `.saved` attribute holding it (a run record). A mismatch shows the same diff.
+with a `.saved` attribute holding it (a run record). A mismatch shows the same diff
+(pytest cuts long assertion messages: -vv shows all of it).
 
 What this module leaves out: making transcripts (harness.record) and comparing them
 (harness.diff).
@@ -136,9 +138,10 @@ class TranscriptItem(pytest.Item):
 def _rewrite(path: Path, text: str, source: str) -> None:
     """Replace a saved transcript whole, or not at all; never a file that is not one."""
     from harness.errors import HarnessError
+    from harness.transcript import HEADER
 
     path = path.resolve()  # a symlink stays a link; its target is rewritten
-    if not _is_transcript(path) or not text.startswith("# harness transcript v1\n"):
+    if not _is_transcript(path) or not text.startswith(HEADER + "\n"):
         raise HarnessError(source, "not rewritten: it is no longer a saved harness transcript")
     fd, temp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
     try:
