@@ -3,7 +3,8 @@
 A dialect owns its regexes and its stop sequences; nothing else in the harness parses
 model text. Model output is untrusted input, so every pattern is anchored to a line,
 bounded in length, kept to one line (a hallucinated `Observation:` on the next line can
-never be swallowed into the arguments), and run with a timeout.
+never be swallowed into the arguments), and run with a timeout (on lines too long to
+match in well under a millisecond; on a short line the timer costs more than the match).
 
     default       seed 002:      Action: tool(args)       stop "Observation:"       Final Answer: ...
     react-paper   the paper's:   Action 1: Search[args]   stop "\\nObservation 1:"   Finish[answer]
@@ -30,7 +31,9 @@ from harness.decisions import Action
 from harness.errors import HarnessError
 
 _TIMEOUT = 0.25  # seconds; a match that takes longer is treated as no match
+_UNTIMED = 1_000  # characters: a line this short matches in under a millisecond, whatever it holds
 _ARGS_MAX = 100_000  # characters of arguments on one Action line (a file written whole fits)
+_JSON_STARTS = frozenset('{["-0123456789tfnNI')  # a JSON value begins with one of these (NaN, Infinity too)
 
 
 def parse_args(raw: str) -> tuple[tuple[Any, ...], dict[str, Any]]:
@@ -38,6 +41,10 @@ def parse_args(raw: str) -> tuple[tuple[Any, ...], dict[str, Any]]:
     text = raw.strip()
     if not text:
         return (), {}
+    if text[0] not in _JSON_STARTS:  # neither `text` nor `[text]` can be JSON: skip both tries
+        return (text,), {}
+    if len(text) < 16 and text.isascii() and text.isdigit() and (text[0] != "0" or len(text) == 1):
+        return (int(text),), {}  # what json.loads makes of it, without the decoder
     for candidate, several in ((text, False), (f"[{text}]", True)):
         try:
             value = json.loads(candidate)
@@ -50,6 +57,8 @@ def parse_args(raw: str) -> tuple[tuple[Any, ...], dict[str, Any]]:
 
 
 def _search(pattern: regex.Pattern[str], text: str) -> regex.Match[str] | None:
+    if len(text) <= _UNTIMED:  # the timer costs more than the match itself; nothing to guard here
+        return pattern.search(text)
     try:
         return pattern.search(text, timeout=_TIMEOUT)
     except TimeoutError:
@@ -76,9 +85,14 @@ class Dialect:
     expected_action: str
     _action: regex.Pattern[str]
     _markers: tuple[tuple[str, str, bool], ...] = (("answer", "Final Answer:", False), ("action", "Action", True))
+    _marker_firsts = frozenset(word[0] for _, word, _ in _markers)  # (and again for each subclass's own)
     max_actions = 1  # Action lines that may run from one completion
     answer_needs_neutral = False  # the answer opens only after neutral actions
     required_prefix: str | None = None  # a completion must begin with this
+
+    def __init_subclass__(cls, **kwargs: Any) -> None:
+        super().__init_subclass__(**kwargs)
+        cls._marker_firsts = frozenset(word[0] for _, word, _ in cls._markers)
 
     def stops(self, step: int) -> tuple[str, ...]:
         raise NotImplementedError
@@ -102,6 +116,9 @@ class Dialect:
 
     def line_kind(self, line: str, complete: bool) -> str | None:
         """'action', 'answer' or 'thinking' for a line; None while it cannot be told yet."""
+        s = line.lstrip(" \t")
+        if s and s[0] not in self._marker_firsts:
+            return "thinking"  # no marker begins so (most lines: "Thought: ...")
         for kind, word, boundary in self._markers:
             verdict = _starts_with(line, word, boundary, complete)
             if verdict is None:

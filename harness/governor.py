@@ -25,7 +25,6 @@ from typing import TYPE_CHECKING
 from harness import notices
 from harness.decisions import Action, Lane, Rejection, Round
 from harness.judge import judge_action, judge_answer, trait_of
-from harness.transcript import split_lines
 
 if TYPE_CHECKING:
     from harness.dialects import Dialect
@@ -33,6 +32,8 @@ if TYPE_CHECKING:
 
 
 class _Gate:
+    __slots__ = ("kind", "status", "pending", "emitted", "parts")
+
     def __init__(self, kind: str) -> None:
         self.kind = kind
         self.status = "pending"
@@ -98,11 +99,19 @@ class Governor:
                 self._reject_prefix(self._head)
                 return ""
             chunk, self._head = self._head, None
-        if not chunk:
-            return ""
         if "\n" not in chunk:  # the common case: part of one line
-            return self._show(self._take(chunk))
-        return self._show("".join(self._take(piece) for piece in split_lines(chunk)))
+            out = self._take(chunk, False) if chunk else ""
+        else:  # line by line, each piece ending with its newline (the last one may not)
+            outs, start, end = [], 0, len(chunk)
+            while start < end:
+                stop = chunk.find("\n", start) + 1 or end
+                if piece := self._take(chunk[start:stop], stop != end or chunk[-1] == "\n"):
+                    outs.append(piece)
+                start = stop
+            out = "".join(outs)
+        if out:
+            self.shown.append(out)
+        return out
 
     def finish(self) -> str:
         """The stream has ended: judge the last line and anything still pending."""
@@ -147,22 +156,21 @@ class Governor:
             self.shown.append(text)
         return text
 
-    def _take(self, piece: str) -> str:
-        """Add a piece that ends at most with one newline."""
+    def _take(self, piece: str, ended: bool) -> str:
+        """Add a piece that ends at most with one newline (`ended`: it does)."""
         self.read_chars += len(piece)
-        out = ""
-        ended = piece.endswith("\n")
-        if self.lane is None:
+        lane = self.lane
+        if lane is None:
             self.line += piece
             kind = self.dialect.line_kind(self.line, complete=ended)
             if kind is None:
                 return ""
-            out += self._open(kind, self.line)
+            out = self._open(kind, self.line)
             self.line = ""
-        else:
-            out += self._seen(self.lane.push(piece))
+        elif out := lane.push(piece):
+            self.shown_end = self.read_chars
         if ended:
-            out += self._end_line()
+            return out + self._end_line() if out else self._end_line()
         return out
 
     def _seen(self, out: str) -> str:
