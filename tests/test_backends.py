@@ -9,7 +9,10 @@ a real socket. No model weights: these run in the README's test command.
 from __future__ import annotations
 
 import json
+import os
 import socket
+import subprocess
+import sys
 import threading
 import time
 from collections.abc import Iterator
@@ -242,17 +245,25 @@ def test_a_bad_spec_is_one_clear_error(spec, base_url, says):
     assert str(caught.value).startswith(says)
 
 
+def test_without_the_local_extra_one_line_says_how_to_install_it(monkeypatch):
+    monkeypatch.setitem(sys.modules, "llama_cpp", None)  # as if it were not installed: import fails
+    with pytest.raises(HarnessError) as caught:
+        model_from_spec("local")
+    assert str(caught.value) == "--model: a local model needs llama-cpp-python, which is not installed: pip install 'harness[local]'"
+
+
 def test_a_missing_gguf_file_is_named(tmp_path):
-    pytest.importorskip("llama_cpp", reason="needs the local extra: pip install -e '.[local]' (bash .ci/run does)")
+    try:
+        import llama_cpp  # noqa: F401
+    except ImportError:
+        reason = "needs the local extra: pip install -e '.[local]' (bash .ci/run runs it)"
+        pytest.fail(f"this test must run in CI: {reason}") if os.environ.get("CI") else pytest.skip(reason)
     with pytest.raises(HarnessError) as caught:
         model_from_spec(f"local:{tmp_path / 'none.gguf'}")
     assert "none.gguf" in str(caught.value) and "no such file" in str(caught.value)
 
 
 def test_importing_the_backends_does_not_import_httpx_or_llama_cpp():
-    import subprocess
-    import sys
-
     code = "import sys, harness.backends; print('httpx' in sys.modules, 'llama_cpp' in sys.modules)"
     assert subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout == "False False\n"
 
