@@ -8,8 +8,9 @@ files are alike), then runs pytest on that folder plainly and with pytest-xdist:
     python tests/benchmarks/plugin.py --count 200     # a quick look
 
 Each run is `python -m pytest -q -p no:cacheprovider [-n W]` in that folder, timed from
-outside (wall time, start-up and collection included); a collect-only run shows what
-start-up and collection alone cost. Not a test: it prints figures; nothing asserts on time.
+outside (wall time, start-up and collection included). Two more lines for scale: the
+replays alone in this process (no pytest), and a collect-only run (start-up and
+collection). Not a test: it prints figures; nothing asserts on time.
 """
 
 from __future__ import annotations
@@ -22,7 +23,7 @@ import tempfile
 import time
 from pathlib import Path
 
-from harness.record import run_scenario
+from harness.record import replay, run_scenario
 from harness.scenario import load_scenario, shipped_scenarios
 
 RUNS = [("collect only", ["--collect-only"]), ("plain", []), ("-n 1", ["-n", "1"]), ("-n 2", ["-n", "2"]), ("-n 4", ["-n", "4"])]
@@ -40,6 +41,15 @@ def write_transcripts(folder: Path, count: int) -> int:
             f.write(saved)
         total += len(saved.encode())
     return total
+
+
+def replay_all(folder: Path) -> float:
+    """The replays by themselves, in this process: what the plugin cannot make cheaper."""
+    started = time.perf_counter()
+    for path in sorted(folder.iterdir()):
+        with open(path, encoding="utf-8", newline="") as f:
+            assert replay(f.read(), path.name).matches, path.name
+    return time.perf_counter() - started
 
 
 def pytest_run(folder: Path, args: list[str]) -> tuple[float, str]:
@@ -67,6 +77,8 @@ def main() -> None:
         print(f"{count} saved transcripts, {size / 1e6:.1f} MB, written in {time.perf_counter() - started:.1f} s")
         print(f"Python {sys.version.split()[0]}, {os.cpu_count()} CPUs")
         print(f"{'run':<13} {'wall':>8} {'per transcript':>15}   pytest says")
+        elapsed = replay_all(root / "transcripts")
+        print(f"{'replay alone':<13} {elapsed:>7.2f}s {elapsed / count * 1000:>12.2f} ms   in this process, no pytest")
         for label, args in RUNS:
             elapsed, last = pytest_run(root, args)
             print(f"{label:<13} {elapsed:>7.2f}s {elapsed / count * 1000:>12.2f} ms   {last}")
