@@ -171,6 +171,14 @@ def test_nothing_listening():
     assert message.startswith(f"cannot connect to http://127.0.0.1:{port}/v1") and "HARNESS_BASE_URL" in message
 
 
+def test_a_password_in_the_base_url_is_in_no_message():
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    model = ServerModel("m", f"http://user:hunter2@127.0.0.1:{port}/v1")
+    assert "hunter2" not in failure(model) and "hunter2" not in repr(model)
+
+
 def test_a_server_that_stops_sending_times_out(model, server):
     server.reply = Reply(chunks=sse(text("Thought:"), text("", "stop")), pause=3)
     assert "sent nothing for 1 s" in failure(model)

@@ -123,7 +123,7 @@ def own_server(gguf) -> Iterator[tuple[subprocess.Popen, str]]:
     """A second server, started here, for the test to kill."""
     port = free_port()
     process = subprocess.Popen(
-        [sys.executable, "-m", "llama_cpp.server", "--model", gguf, "--host", "127.0.0.1", "--port", str(port), "--n_ctx", "2048"],
+        [sys.executable, "-m", "llama_cpp.server", "--model", gguf, "--host", "127.0.0.1", "--port", str(port), "--n_ctx", "2048", "--n_threads", "1", "--logits_all", "false"],
         stdout=subprocess.DEVNULL,
         stderr=subprocess.DEVNULL,
     )

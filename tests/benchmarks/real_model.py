@@ -4,7 +4,8 @@ Plays a ReAct-shaped run of N calls against one backend: the ChatML prompt
 (prompts/chatml.txt) with the live-distance question, then per call the completion
 (stopped at "Observation:") and a code-written observation appended, as the loop does.
 It prints, per call, the seconds to the first chunk and in all, the characters and the
-prompt tokens sent and evaluated (where the backend reports them), and the totals:
+prompt tokens sent and evaluated (where the backend reports them), the chunks streamed
+(llama.cpp sends one per generated token) and chunks per second after the first, and the totals:
 
     python tests/benchmarks/real_model.py --local                         # SmolLM2 in process
     python tests/benchmarks/real_model.py --local --threads 1             # one thread
@@ -32,10 +33,10 @@ TOOLS = "calculator(expression): arithmetic on numbers"
 def play(model: Model, calls: int) -> None:
     template = string.Template((ROOT / "prompts" / "chatml.txt").read_text(encoding="utf-8"))
     buffer = template.substitute(question=QUESTION, tools=TOOLS)
-    sent = evaluated = chars = 0
-    generated_chars = 0.0
+    sent = evaluated = chars = generated_chars = streamed = 0
+    decoding = 0.0
     start_all = time.perf_counter()
-    print(f"{'call':>4} {'first s':>8} {'total s':>8} {'prompt chars':>12} {'tokens':>7} {'evaluated':>9} {'out chars':>9}")
+    print(f"{'call':>4} {'first s':>8} {'total s':>8} {'prompt chars':>12} {'tokens':>7} {'evaluated':>9} {'out chars':>9} {'chunks':>6} {'chunks/s':>8}")
     for call in range(1, calls + 1):
         start, first, text, counts = time.perf_counter(), None, [], None
         for chunk in model.stream(buffer, ("Observation:",)):
@@ -48,7 +49,14 @@ def play(model: Model, calls: int) -> None:
         completion = "".join(text)
         tokens = counts.prompt_tokens if counts else None
         done = counts.evaluated_tokens if counts else None
-        print(f"{call:>4} {first or 0:>8.2f} {took:>8.2f} {len(buffer):>12} {tokens or '-':>7} {done if done is not None else '-':>9} {len(completion):>9}")
+        after_first = took - (first or took)
+        rate = f"{(len(text) - 1) / after_first:.1f}" if len(text) > 1 and after_first > 0 else "-"
+        print(
+            f"{call:>4} {first or 0:>8.2f} {took:>8.2f} {len(buffer):>12} {tokens or '-':>7} "
+            f"{done if done is not None else '-':>9} {len(completion):>9} {len(text):>6} {rate:>8}"
+        )
+        streamed += max(len(text) - 1, 0)
+        decoding += after_first
         chars += len(buffer)
         sent += tokens or 0
         evaluated += done or 0
@@ -56,8 +64,11 @@ def play(model: Model, calls: int) -> None:
         buffer += completion + ("" if completion.endswith("\n") else "\n") + f"Observation: {call * 101}\n"
     total = time.perf_counter() - start_all
     print(f"\n{calls} calls in {total:.1f} s ({total / calls:.2f} s per call); prompt characters sent: {chars}")
-    print(f"prompt tokens sent: {sent}, evaluated: {evaluated} (the rest came from the cache)")
-    print(f"completion characters: {generated_chars:.0f} ({generated_chars / total:.0f} per second, all calls included)")
+    if sent:
+        print(f"prompt tokens sent: {sent}, evaluated: {evaluated} (the rest came from the cache)")
+    else:
+        print("prompt tokens: not reported by this backend")
+    print(f"completion characters: {generated_chars}; chunks after the first of each call: {streamed} in {decoding:.1f} s ({streamed / max(decoding, 1e-9):.1f} per second)")
 
 
 def main() -> None:
