@@ -177,6 +177,12 @@ def test_a_password_in_the_base_url_is_in_no_message():
         port = s.getsockname()[1]
     model = ServerModel("m", f"http://user:hunter2@127.0.0.1:{port}/v1")
     assert "hunter2" not in failure(model) and "hunter2" not in repr(model)
+    assert model.where == f"http://127.0.0.1:{port}/v1"
+
+
+def test_an_answer_that_is_not_a_stream(model, server):
+    server.reply = Reply(chunks=[json.dumps(text("Hi", "stop")).encode()], content_type="application/json")
+    assert failure(model).endswith("answered with application/json, not a stream of events: does it serve /completions with stream: true?")
 
 
 def test_a_server_that_stops_sending_times_out(model, server):

@@ -42,6 +42,8 @@ DEFAULT_BASE_URL = "http://127.0.0.1:8080/v1"
 # (OpenAI's own) wants `extra={}`.
 LLAMA_CPP_PARAMS: Mapping[str, Any] = {"repeat_penalty": 1.0, "top_k": 0, "min_p": 0.0}
 
+TOO_LONG = "longer than the model's context; give the server a larger one (llama.cpp: --n_ctx) or lower max_steps"
+
 
 class ServerModel:
     def __init__(
@@ -68,7 +70,7 @@ class ServerModel:
             **({"seed": seed} if seed is not None else {}),
             **extra,
         }
-        self.timeout = timeout
+        self.timeout, self.connect_timeout = timeout, connect_timeout
         self._key = os.environ.get("HARNESS_API_KEY") or os.environ.get("OPENAI_API_KEY") or ""
         headers = {"Authorization": f"Bearer {self._key}"} if self._key else {}
         self._client = httpx.Client(headers=headers, timeout=httpx.Timeout(timeout, connect=connect_timeout))
@@ -80,7 +82,7 @@ class ServerModel:
     def where(self) -> str:
         """The base URL as messages show it: without a user:password part."""
         parts = urlsplit(self.base_url)
-        return urlunsplit(parts._replace(netloc=parts.hostname or "")) if "@" in parts.netloc else self.base_url
+        return urlunsplit(parts._replace(netloc=parts.netloc.rpartition("@")[2]))
 
     def request(self, prompt: str, stop: Sequence[str]) -> dict[str, Any]:
         """The JSON body of one call: everything the server is told, nothing hidden."""
@@ -100,12 +102,16 @@ class ServerModel:
         url = f"{self.base_url}/completions"
         text_chars, finished, usage = 0, False, None
         try:
+            # `with` is the try/finally: closing this generator early (the loop does, once the
+            # client-side stop scanner cuts) closes the response and with it the connection,
+            # so the server stops generating.
             with self._client.stream("POST", url, json=body) as response:
                 if response.status_code != 200:
                     raise self._status_error(response)
-                # try/finally by way of `with`: closing this generator early (the loop does,
-                # once the client-side stop scanner cuts) closes the response, and with it the
-                # connection, so the server stops generating.
+                kind = _short(response.headers.get("content-type", ""), 60) or "no content type"
+                if not kind.startswith("text/event-stream"):
+                    what = "does it serve /completions with stream: true?"
+                    raise ModelError(f"{self.where} answered with {kind}, not a stream of events: {what}")
                 for data in _events(response.iter_lines()):
                     if data == "[DONE]":
                         break
@@ -119,18 +125,21 @@ class ServerModel:
                             text_chars += len(text)
                             yield text
                         finished = finished or choice.get("finish_reason") is not None
-        except httpx.ConnectError:
-            raise ModelError(f"cannot connect to {self.where}: is the server running? (set --base-url or HARNESS_BASE_URL)") from None
+        except (httpx.ConnectError, httpx.ConnectTimeout):
+            where = "set --base-url or HARNESS_BASE_URL"
+            raise ModelError(f"cannot connect to {self.where}: is the server running? ({where})") from None
         except httpx.TimeoutException:
-            raise ModelError(f"{self.where} sent nothing for {self.timeout:g} s: the server is stuck or too slow for this prompt") from None
+            what = "the server is stuck or too slow for this prompt"
+            raise ModelError(f"{self.where} sent nothing for {self.timeout:g} s: {what}") from None
         except httpx.TransportError as e:
-            raise ModelError(f"the connection to {self.where} broke mid-stream ({type(e).__name__}): did the server stop?") from None
+            what = f"({type(e).__name__}): did the server stop?"
+            raise ModelError(f"the connection to {self.where} broke mid-stream {what}") from None
+        if not finished and text_chars == 0:  # llama.cpp's answer to a prompt longer than its context
+            raise ModelError(
+                f"the server closed the stream without text or a finish reason: the prompt ({prompt_chars} characters) "
+                f"is probably {TOO_LONG}"
+            )
         if not finished:
-            if text_chars == 0:
-                raise ModelError(
-                    f"the server closed the stream without text or a finish reason: the prompt ({prompt_chars} characters) "
-                    "is probably longer than the model's context; give the server a larger context (llama.cpp: --n_ctx) or lower max_steps"
-                )
             raise ModelError(f"the stream ended after {text_chars} characters without a finish reason: did the server stop?")
         if usage is not None:
             yield usage
@@ -144,7 +153,7 @@ class ServerModel:
             404: "check the base URL (it ends in /v1) and the model name",
         }.get(status, "the server refused the request" if status < 500 else "the server failed")
         if "context" in detail.lower():
-            hint = "the prompt is probably longer than the model's context; give the server a larger context or lower max_steps"
+            hint = f"the prompt is probably {TOO_LONG}"
         return ModelError(self._scrub(f"{self.where} answered HTTP {status}: {detail or '(no message)'}; {hint}"))
 
     def _scrub(self, message: str) -> str:
@@ -163,7 +172,8 @@ def _parse(data: str) -> dict[str, Any]:
     try:
         event = json.loads(data)
     except json.JSONDecodeError:
-        raise ModelError(f"the server sent an event that is not JSON: {_short(data)!r}; is the base URL an OpenAI-compatible server?") from None
+        what = "is the base URL an OpenAI-compatible server?"
+        raise ModelError(f"the server sent an event that is not JSON: {_short(data)!r}; {what}") from None
     if not isinstance(event, dict):
         raise ModelError(f"the server sent an event that is not a JSON object: {_short(data)!r}")
     return event
