@@ -73,7 +73,19 @@ class LocalModel:
         self.path = Path(path) if path is not None else smollm2_path()
         if not self.path.is_file():
             raise HarnessError("--model", f"{self.path}: no such file (local:PATH takes a GGUF model file)")
-        self.max_tokens, self.seed = max_tokens, seed
+        # Greedy, with every sampler that could change a token turned off.
+        self.sampling = {
+            "max_tokens": max_tokens,
+            "temperature": 0.0,
+            "top_p": 1.0,
+            "top_k": 0,
+            "min_p": 0.0,
+            "typical_p": 1.0,
+            "repeat_penalty": 1.0,
+            "presence_penalty": 0.0,
+            "frequency_penalty": 0.0,
+            "seed": seed,
+        }
         threads = n_threads or default_threads()
         try:
             self._llm = llama_cpp.Llama(
@@ -104,10 +116,9 @@ class LocalModel:
         if self._last_prompt is None or len(prompt) <= len(self._last_prompt) or not prompt.startswith(self._last_prompt):
             self.reset()  # a new run: nothing from an earlier one may shape this one
         self._last_prompt = prompt
-        tokens = self.tokenize(prompt)
-        return self._stream(prompt, tokens, stop)
+        return self._stream(self.tokenize(prompt), stop)
 
-    def _stream(self, prompt: str, tokens: list[int], stop: Sequence[str]) -> Iterator[str | TokenUsage]:
+    def _stream(self, tokens: list[int], stop: Sequence[str]) -> Iterator[str | TokenUsage]:
         if len(tokens) >= self._llm.n_ctx():
             raise ModelError(
                 f"the prompt is {len(tokens)} tokens, longer than the model's context of {self._llm.n_ctx()}: "
@@ -117,22 +128,13 @@ class LocalModel:
         # that was not in its cache; every later one is a token it generated.
         evals: list[int] = []
         plain_eval = self._llm.eval
-        self._llm.eval = lambda batch: (evals.append(len(batch)), plain_eval(batch))[1]
-        chunks = self._llm.create_completion(
-            tokens,
-            max_tokens=self.max_tokens,
-            temperature=0.0,
-            top_p=1.0,
-            top_k=0,
-            min_p=0.0,
-            typical_p=1.0,
-            repeat_penalty=1.0,
-            presence_penalty=0.0,
-            frequency_penalty=0.0,
-            seed=self.seed,
-            stop=list(stop) or None,
-            stream=True,
-        )
+
+        def counted_eval(batch: Sequence[int]) -> None:
+            evals.append(len(batch))
+            plain_eval(batch)
+
+        self._llm.eval = counted_eval
+        chunks = self._llm.create_completion(tokens, **self.sampling, stop=list(stop) or None, stream=True)
         try:
             for chunk in chunks:
                 if text := chunk["choices"][0]["text"]:
@@ -140,6 +142,6 @@ class LocalModel:
         except (ValueError, RuntimeError) as e:
             raise ModelError(f"llama.cpp failed while generating: {e}") from None
         finally:
-            chunks.close()  # the caller closed us early: llama.cpp stops generating
+            chunks.close()  # closed early by the caller: llama.cpp stops generating
             del self._llm.eval
         yield TokenUsage(prompt_tokens=len(tokens), evaluated_tokens=evals[0] if evals else 0)
