@@ -93,6 +93,9 @@ class Dialect:
     def __init_subclass__(cls, **kwargs: Any) -> None:
         super().__init_subclass__(**kwargs)
         cls._marker_firsts = frozenset(word[0] for _, word, _ in cls._markers)
+        action = cls.__dict__.get("_action")
+        if action is not None and (action.groups, dict(action.groupindex)) != (2, {"tool": 1, "args": 2}):
+            raise TypeError(f"{cls.__name__}._action must have exactly the groups (tool, args), in that order")
 
     def stops(self, step: int) -> tuple[str, ...]:
         raise NotImplementedError
@@ -129,8 +132,9 @@ class Dialect:
 
     def read_action(self, line: str) -> Action | None:
         if m := _search(self._action, line):
-            args, kwargs = parse_args(m["args"])
-            return Action(m["tool"], args, kwargs, m["args"])
+            tool, raw = m.groups()  # (tool, args): the only groups of every _action pattern
+            args, kwargs = parse_args(raw)
+            return Action(tool, args, kwargs, raw)
         return None
 
     def is_finish(self, action: Action) -> bool:

@@ -79,16 +79,20 @@ class Governor:
         self._prefix = dialect.required_prefix or ""
         self._head: str | None = "" if self._prefix else None  # held until the prefix is confirmed
         self.prefix_rejected = False
-
-    @property
-    def stopped(self) -> bool:
-        """True once the read must end (the prefix was ruled out)."""
-        return self.prefix_rejected
+        self.stopped = False  # the read must end (the prefix was ruled out); read after every chunk
 
     # --- streaming ----------------------------------------------------------------
 
     def feed(self, chunk: str) -> str:
         """Take a chunk of the completion; return the text that now reaches the user."""
+        lane = self.lane  # (a lane is open only once the prefix, if any, is confirmed)
+        if lane is not None and chunk and "\n" not in chunk:
+            # The common case: more of a line whose lane is known. Its gate decides.
+            self.read_chars += len(chunk)
+            if out := lane.push(chunk):
+                self.shown_end = self.read_chars
+                self.shown.append(out)
+            return out
         if self.prefix_rejected:
             return ""
         if self._head is not None:
@@ -129,22 +133,22 @@ class Governor:
         return self.result()
 
     def result(self) -> Round:
-        lanes = tuple(
-            Lane(i, g.kind, "allowed" if g.status == "allowed" else "denied", g.emitted, g.text)
+        lanes = tuple([
+            Lane(i, g.kind, "allowed" if g.status == "allowed" else "denied", g.emitted, "".join(g.parts))
             for i, g in enumerate(self.lanes)
-        )
-        rejections = list(self.rejections)
+        ])  # fmt: skip
+        rejections = tuple(self.rejections)
         answer = None
         if self.answer is not None and self.answer.status == "allowed":
             answer = self.dialect.answer_text(self.answer.text)
         if not self.actions and self.answer is None and not rejections:
-            rejections.append(notices.no_action(self.dialect.expected))
+            rejections = (notices.no_action(self.dialect.expected),)
         return Round(
             lanes=lanes,
-            actions=tuple((n, a) for n, a, _ in self.actions),
+            actions=tuple([(n, a) for n, a, _ in self.actions]),
             answer=answer,
             answer_streamed=self.answer is not None and self.answer.emitted > 0,
-            rejections=tuple(rejections),
+            rejections=rejections,
             shown="".join(self.shown),
             prefix_rejected=self.prefix_rejected,
         )
@@ -234,7 +238,7 @@ class Governor:
         return self._seen(gate.allow())
 
     def _reject_prefix(self, head: str) -> None:
-        self.prefix_rejected = True
+        self.prefix_rejected = self.stopped = True
         self.rejections.append(notices.prefix_rejected(self._prefix, head, self.dialect.expected))
 
 

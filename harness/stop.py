@@ -43,12 +43,12 @@ _TABLES: dict[tuple[str, ...], _Stops] = {}  # a few sets of stop strings in use
 
 
 def _stops(stops: Sequence[str]) -> _Stops:
-    key = tuple(s for s in stops if s)
+    key = stops if type(stops) is tuple else tuple(stops)  # (a dialect's stops are a tuple already)
     table = _TABLES.get(key)
     if table is None:
         if len(_TABLES) >= 64:  # react-paper's stops change every step: keep the cache small
             _TABLES.clear()
-        table = _TABLES[key] = _Stops(key)
+        table = _TABLES[key] = _Stops(tuple(s for s in key if s))
     return table
 
 
@@ -59,16 +59,13 @@ class StopScanner:
         self._first, self._firsts, self._memo, self._memo_len = table.first, table.firsts, table.memo, table.memo_len
         self._held = ""  # never held once stopped
         self.matched: str | None = None  # the stop string that cut, once stopped
+        self.stopped = False  # a stop string was found (a plain attribute: read after every chunk)
         self._cut: list[str] = []  # the stop string and whatever was read after it
         self.cut_chars = 0
 
     @property
     def cut(self) -> str:
         return "".join(self._cut)
-
-    @property
-    def stopped(self) -> bool:
-        return self.matched is not None
 
     def feed(self, chunk: str) -> str:
         """Take a chunk; return the text that is now safe to show."""
@@ -105,6 +102,7 @@ class StopScanner:
             _, _, at, stop = min(hits) if hits else (0, 0, -1, "")
         if at >= 0:
             self.matched, self._cut, self.cut_chars, self._held = stop, [text[at:]], len(text) - at, ""
+            self.stopped = True
             return text[:at]
         start = self._held_from(text)
         out, self._held = text[:start], text[start:]
