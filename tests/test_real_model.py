@@ -165,6 +165,16 @@ def local(llama_cpp):
     return model
 
 
+def test_a_file_that_is_not_a_model_is_one_clear_error(llama_cpp, tmp_path):
+    from harness.backends import model_from_spec
+    from harness.errors import HarnessError
+
+    junk = tmp_path / "notes.gguf"
+    junk.write_text("not a model")
+    with pytest.raises(HarnessError, match=r"notes.gguf: llama.cpp cannot load it .*; is it a GGUF model file\?"):
+        model_from_spec(f"local:{junk}")
+
+
 def test_the_local_model_streams_text_and_counts_the_prompt_with_its_tokenizer(local):
     local.reset()
     chunks = list(local.stream(CHATML, ()))
