@@ -176,9 +176,9 @@ def test_calculator(transcript_snapshot):
 
 
 def test_the_snapshot_fixture_stores_the_saved_text_and_fails_with_the_readable_diff(pytester, workers):
-    pytester.makepyfile(test_agent=SNAPSHOT_TESTS)
+    pytester.makepyfile(test_my_agent=SNAPSHOT_TESTS)  # a name no module of this suite has
     pytester.runpytest("--snapshot-update", *workers).assert_outcomes(passed=2)
-    stored = pytester.path / "__snapshots__" / "test_agent"
+    stored = pytester.path / "__snapshots__" / "test_my_agent"
     assert read(stored / "test_nimbus.txt") == saved("nimbus")  # the save format, byte for byte
     assert read(stored / "test_calculator.txt") == saved("calculator")
     pytester.runpytest(*workers).assert_outcomes(passed=2)
