@@ -120,7 +120,7 @@ def _live(delay: float):
 def _print_event(event: Any) -> None:
     from harness.render.events import event_line
 
-    typer.echo(event_line(event))
+    sys.stdout.write(event_line(event) + "\n")  # buffered: a flush per line costs more than the event
 
 
 def _saved(path: Path) -> RunRecord:

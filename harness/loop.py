@@ -18,7 +18,7 @@ step is an event, and the run ends as one RunRecord that every view reads.
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, replace
 
 from harness.backends.control import neutralise
 from harness.decisions import Action, Rejection
@@ -156,7 +156,7 @@ class Writer:
 
     def _note(self, **changes) -> None:
         last = self.calls[-1]
-        self.calls[-1] = CallRecord(**{**asdict(last), **changes})
+        self.calls[-1] = replace(last, **changes)
 
     def stop(self, reason: StopReason, steps: int, answer: str | None = None, detail: str = "") -> RunRecord:
         self.emit(Stopped(reason, answer, steps, detail))

@@ -41,6 +41,8 @@ PATTERN = regex.compile(rf"{_BARRED}|<(?P<word>{_WORDS})>|\[(?P<inst>/?INST)\]")
 
 def neutralise(text: str) -> str:
     """`text` with every control-token string broken visibly (see the module docstring)."""
+    if "<" not in text and "[" not in text:  # every control token starts with one of them
+        return text
     return PATTERN.sub(_break, text)
 
 

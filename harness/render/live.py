@@ -80,7 +80,11 @@ class LiveView:
     def __init__(self, console: Console, delay: float = 0.0) -> None:
         self.console, self.delay = console, delay
         self.rows = Rows()
-        self.console.print(legend())
+        # A person watching sees every piece at once; a file or a pipe gets a step at a time
+        # (one print per step, not one per piece of text: printing is the costly part).
+        self.at_once = bool(delay) or console.is_terminal
+        self.pending = Text()
+        self._print(legend())
 
     def __call__(self, event: Event) -> None:
         match event:
@@ -92,7 +96,8 @@ class LiveView:
                     time.sleep(self.delay)
             case RoundStarted(step, prompt_chars):
                 self._break()
-                self.console.print(
+                self._flush()
+                self._print(
                     Text(f"── step {step} · the model is sent the whole buffer: {prompt_chars:,} characters", style="dim")
                 )
             case CompletionEnded(_, _, cut, cut_by, decided):
@@ -105,7 +110,8 @@ class LiveView:
                 if answer is not None:
                     line.append("\nfinal answer: ", style="bold")
                     line.append(for_terminal(answer))
-                self.console.print(line)
+                self._print(line)
+                self._flush()
 
     def _completion_ended(self, cut: str, cut_by: str, decided: Round) -> None:
         for lane in decided.lanes:
@@ -117,13 +123,24 @@ class LiveView:
 
     def _note(self, message: str) -> None:
         self._break()
-        self.console.print(note(message))
+        self._print(note(message))
 
     def _break(self) -> None:
-        self.console.print(self.rows.close(), end="")
+        self._print(self.rows.close(), end="")
 
     def _write(self, author: Author, text: str) -> None:
-        self.console.print(self.rows.write(author, text), end="")
+        self._print(self.rows.write(author, text), end="")
+
+    def _print(self, text: Text, end: str = "\n") -> None:
+        self.pending.append_text(text)
+        self.pending.append(end)
+        if self.at_once:
+            self._flush()
+
+    def _flush(self) -> None:
+        if self.pending:
+            self.console.print(self.pending, end="")
+            self.pending = Text()
 
 
 def note(message: str) -> Text:
