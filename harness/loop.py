@@ -18,7 +18,7 @@ step is an event, and the run ends as one RunRecord that every view reads.
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import asdict, dataclass, replace
+from dataclasses import asdict, dataclass
 
 from harness.backends.control import neutralise
 from harness.decisions import Action, Rejection
@@ -108,7 +108,10 @@ class Writer:
 
     def __init__(self, buffer: Transcript, dialect: Dialect, emit: Emit) -> None:
         self.buffer, self.dialect, self.emit = buffer, dialect, emit
-        self.calls: list[CallRecord] = []
+        self.calls: list[CallRecord] = []  # the model calls that are over
+        self._call: tuple[str, str, dict | None] | None = None  # the current one: cut, cut_by, tokens
+        self._ran: list[str] = []  # its tools that ran
+        self._told: list[str] = []  # its notices' codes
         self.sent = 0  # prompt characters sent so far
         for span in buffer.spans:  # what the developer wrote before the first call
             emit(Appended(span.author, span.text))
@@ -129,7 +132,7 @@ class Writer:
         ended, step = call.ended, call.ended.step
         self.write(Author.MODEL, ended.text)
         counted = None if call.tokens is None else asdict(call.tokens)
-        self.calls.append(CallRecord(ended.cut, ended.cut_by, tokens=counted))
+        self._next_call((ended.cut, ended.cut_by, counted))
         self.emit(ended)
         self.sent += call.prompt_chars
         self.emit(Usage(step, call.prompt_chars, len(ended.text), self.sent))
@@ -139,11 +142,11 @@ class Writer:
     def canceled(self, shown: str) -> None:
         """Ctrl-C mid-completion: what the user had seen of it stays in the buffer."""
         self.write(Author.MODEL, shown)
-        self.calls.append(CallRecord())
+        self._next_call(("", "", None))
 
     def notice(self, step: int, r: Rejection) -> None:
         self.emit(Notice(step, r.code, r.message, r.index, r.tool, r.violations))
-        self._note(notices=(*self.calls[-1].notices, r.code))
+        self._told.append(r.code)
         self.code(self.dialect.notice(step, asdict(r)))  # code, message, index, tool, violations
 
     def tool(self, tools: Registry, step: int, number: int, action: Action) -> tuple[str, bool]:
@@ -151,14 +154,18 @@ class Writer:
         self.emit(ToolStarted(step, number, action.tool))
         result, ok = tools.run(action.tool, action.args, action.kwargs)
         self.emit(ToolResult(step, number, action.tool, result, ok))
-        self._note(ran=(*self.calls[-1].ran, action.tool))
+        self._ran.append(action.tool)
         return result, ok
 
-    def _note(self, **changes) -> None:
-        last = self.calls[-1]
-        self.calls[-1] = replace(last, **changes)
+    def _next_call(self, call: tuple[str, str, dict | None] | None) -> None:
+        """Close the current call's record (what ran, what was told) and open the next."""
+        if self._call is not None:
+            cut, cut_by, tokens = self._call
+            self.calls.append(CallRecord(cut, cut_by, tuple(self._ran), tuple(self._told), tokens))
+        self._call, self._ran, self._told = call, [], []
 
     def stop(self, reason: StopReason, steps: int, answer: str | None = None, detail: str = "") -> RunRecord:
+        self._next_call(None)
         self.emit(Stopped(reason, answer, steps, detail))
         return RunRecord(self.buffer, reason, answer, steps, detail, tuple(self.calls))
 
