@@ -42,7 +42,7 @@ class Built(NamedTuple):
 def build(scenario: Scenario) -> Built:
     dialect = get_dialect(scenario.dialect, f"{scenario.source}: dialect")
     workspace = None if scenario.workspace is None else Workspace(scenario.workspace)
-    tools = Registry(spec.build(workspace, scenario.base) for spec in scenario.tools)
+    tools = Registry(spec.build(workspace, scenario.base, scenario.source) for spec in scenario.tools)
     buffer = Transcript()
     variables = {"question": scenario.question, "tools": tools.render(dialect.signature)}
     buffer.append(Author.DEVELOPER, prompts.render(scenario.template(), variables))

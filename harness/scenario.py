@@ -62,9 +62,10 @@ class ToolSpec:
             fields["default"] = self.default
         return {k: v for k, v in fields.items() if v is not None}
 
-    def build(self, workspace: Workspace | None, base: Path | None) -> Tool:
+    def build(self, workspace: Workspace | None, base: Path | None, source: str = "") -> Tool:
         if self.python is not None:
-            fn = import_function(self.python, base or Path.cwd(), f"tools.{self.name}.python")
+            where = f"{source}: tools.{self.name}.python" if source else f"tools.{self.name}.python"
+            fn = import_function(self.python, base or Path.cwd(), where)
             return from_function(fn, self.name, self.trait or "unknown")
         if self.results is not None:
             return canned(self.name, self.description, self.results, self.params, self.default, self.trait or "unknown")

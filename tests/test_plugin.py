@@ -200,8 +200,10 @@ def test_the_snapshot_keeps_a_carriage_return(pytester):
 
 
 def test_the_worked_example_runs_as_written_and_fails_on_an_edited_observation(pytester, workers):
-    shutil.copytree(EXAMPLE, pytester.path, dirs_exist_ok=True)
-    transcripts = sorted(p.name for p in (pytester.path / "transcripts").iterdir())
+    shutil.copytree(EXAMPLE, pytester.path, dirs_exist_ok=True, ignore=shutil.ignore_patterns("__pycache__"))
+    folder = pytester.path / "transcripts"
+    transcripts = [p for p in folder.iterdir() if p.suffix == ".txt"]  # the scenario, template and tools are not tests
+    assert sorted(p.name for p in transcripts) == ["calculator.txt", "nimbus.txt", "orders.txt"]
     pytester.runpytest(*workers).assert_outcomes(passed=len(transcripts))
     edit(pytester.path / "transcripts" / "nimbus.txt", QUOTA, EDITED)
     result = pytester.runpytest(*workers)
@@ -248,3 +250,19 @@ def test_the_diff_names_metadata_keys_and_draws_control_characters():
     assert "metadata that differs: scenario.prompt" in diff
     assert "+" + QUOTA + "␛[2J␍" in diff
     assert "\x1b" not in diff and "\r" not in diff
+
+
+def test_the_example_s_own_template_drifting_shows_as_developer_lines(pytester, workers):
+    shutil.copytree(EXAMPLE, pytester.path, dirs_exist_ok=True, ignore=shutil.ignore_patterns("__pycache__"))
+    edit(pytester.path / "transcripts" / "prompts" / "orders.txt", "small web shop", "large web shop")
+    result = pytester.runpytest(*workers)
+    result.assert_outcomes(passed=2, failed=1)
+    result.stdout.fnmatch_lines(["transcripts/orders.txt: first difference in the prompt*", "*-developer | You are the support desk of a small web shop*", "*+developer | You are the support desk of a large web shop*"])
+
+
+def test_the_example_s_python_tool_runs_again_on_replay(pytester):
+    shutil.copytree(EXAMPLE, pytester.path, dirs_exist_ok=True, ignore=shutil.ignore_patterns("__pycache__"))
+    edit(pytester.path / "transcripts" / "order_tools.py", '"shipped"', '"lost"')  # the tool now answers otherwise
+    result = pytester.runpytest()
+    result.assert_outcomes(passed=2, failed=1)
+    result.stdout.fnmatch_lines(["*-code      | Observation: order 42: shipped on 2026-11-28", "*+code      | Observation: order 42: lost on 2026-11-28"])

@@ -1,0 +1,65 @@
+"""A scenario with its own prompt template and Python tools: where they may be, and what a
+user sees when one is missing, outside the folder, or fails to import."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+from typer.testing import CliRunner
+
+from harness.cli import app
+
+runner = CliRunner()
+
+
+def invoke(*args: str):
+    return runner.invoke(app, list(args), env={"COLUMNS": "200", "NO_COLOR": "1"})
+
+
+def one_line(result, *words: str) -> str:
+    assert result.exit_code == 2, result.output
+    line = result.stderr.strip()
+    assert "\n" not in line and line.startswith("error: ") and "Traceback" not in result.output
+    for word in words:
+        assert word in line, line
+    return line
+
+
+def scenario(folder: Path, tool: str = "tools:lookup", **extra: str) -> Path:
+    (folder / "prompts").mkdir(parents=True, exist_ok=True)
+    (folder / "prompts" / "mine.txt").write_text("My own words.\n$tools\nAsk: $question\nAnswer below.\n", encoding="utf-8")
+    (folder / "tools.py").write_text('def lookup(key):\n    """Look a key up."""\n    return {"a": "1"}[key]\n', encoding="utf-8")
+    lines = ['question = "a?"', 'prompt_file = "prompts/mine.txt"', 'completions = ["Action: lookup(a)\\n", "Action: lookup(b)\\n", "Final Answer: 1\\n"]']
+    lines += [f"{k} = {v}" for k, v in extra.items()]
+    lines += ["[tools.lookup]", f'python = "{tool}"']
+    path = folder / "s.toml"
+    path.write_text("\n".join(lines) + "\n", encoding="utf-8")
+    return path
+
+
+def test_a_template_and_a_tool_beside_the_scenario_are_found_from_anywhere(tmp_path, monkeypatch):
+    path = scenario(tmp_path / "agent")
+    monkeypatch.chdir(tmp_path)  # relative to the scenario, not to where harness runs
+    result = invoke("run", str(path), "-f", "tagged", "--save", str(tmp_path / "agent" / "run.txt"))
+    assert result.exit_code == 0, result.output
+    assert "developer | My own words." in result.stdout and "developer | - lookup(key): Look a key up." in result.stdout
+    assert "code      | Observation: 1" in result.stdout
+    assert "code      | Observation: Error: KeyError: 'b'" in result.stdout  # a tool that raises is an observation
+    assert invoke("replay", str(tmp_path / "agent" / "run.txt"), "--check").exit_code == 0
+
+
+@pytest.mark.parametrize("tool", ["../tools:lookup", "/abs/tools:lookup", "tools", "tools:look up"])
+def test_a_tool_spec_that_is_not_module_colon_function_is_refused(tmp_path, tool):
+    one_line(invoke("run", str(scenario(tmp_path, tool))), "tools.lookup.python")
+
+
+def test_a_tool_module_that_fails_to_import_names_the_scenario_and_the_module(tmp_path):
+    path = scenario(tmp_path)
+    (tmp_path / "tools.py").write_text("import nowhere_to_be_found\n", encoding="utf-8")
+    one_line(invoke("run", str(path)), str(path), "tools.lookup.python", "'tools' failed to import", "ModuleNotFoundError")
+
+
+def test_a_missing_module_or_function_is_named(tmp_path):
+    one_line(invoke("run", str(scenario(tmp_path, "elsewhere:lookup"))), "no module 'elsewhere'")
+    one_line(invoke("run", str(scenario(tmp_path, "tools:missing"))), "has no function 'missing'")
