@@ -17,7 +17,7 @@ step is an event, and the run ends as one RunRecord that every view reads.
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import asdict, dataclass
 
 from harness.backends.control import neutralise
@@ -40,6 +40,7 @@ from harness.events import (
 )
 from harness.governor import Governor
 from harness.limits import Limits, Tally
+from harness.notices import more_rejections
 from harness.model import Model, ModelError, ModelExhausted, TokenUsage
 from harness.run_record import CallRecord, RunRecord
 from harness.stop import StopScanner
@@ -47,6 +48,7 @@ from harness.tools import Registry
 from harness.transcript import Author, Transcript
 
 Emit = Callable[[Event], None]
+NOTICES_PER_REPLY = 10  # notices written one by one for one reply; the rest are summed up in one
 UNLIMITED = -1  # peek: read the whole completion after a cut (a script costs nothing to read)
 
 
@@ -74,8 +76,7 @@ def run(setup: Setup, model: Model, emit: Emit = lambda event: None) -> RunRecor
             call = complete(model, step, setup, emit)
             out.answered(call)  # the completion, verbatim, even when empty
             decided = call.ended.round
-            for rejection in decided.rejections:
-                out.notice(step, rejection)
+            out.notices(step, decided.rejections)
             if decided.answer is not None:  # its lane opened: the user has it, the run is done
                 return out.stop(StopReason.FINAL_ANSWER, step, decided.answer)
             if reason := tally.after(decided):
@@ -143,6 +144,14 @@ class Writer:
         """Ctrl-C mid-completion: what the user had seen of it stays in the buffer."""
         self.write(Author.MODEL, shown)
         self._next_call(("", "", None))
+
+    def notices(self, step: int, rejections: Sequence[Rejection]) -> None:
+        """One notice per rejection, up to a bound: a reply of 100,000 bad lines gets a
+        summary after the first few, not 100,000 notices flooding the model's context."""
+        for r in rejections[:NOTICES_PER_REPLY]:
+            self.notice(step, r)
+        if rest := rejections[NOTICES_PER_REPLY:]:
+            self.notice(step, more_rejections(len(rest), (r.code for r in rest)))
 
     def notice(self, step: int, r: Rejection) -> None:
         self.emit(Notice(step, r.code, r.message, r.index, r.tool, r.violations))

@@ -102,3 +102,13 @@ def prefix_rejected(prefix: str, head: str, expected: str) -> Rejection:
         f"Nothing of it was shown or run. Begin with {prefix!r}, then write {expected}.",
         violations=(f"does not begin with {prefix!r}",),
     )
+
+
+def more_rejections(count: int, codes: Iterable[str]) -> Rejection:
+    kinds = sorted(set(codes))
+    return Rejection(
+        "protocol_violation.more_rejections",
+        f"{count:,} more candidates in this reply did not pass and are not listed one by one "
+        f"({', '.join(kinds)}). Write one reply at a time, in the format above.",
+        violations=tuple(kinds),
+    )

@@ -329,3 +329,16 @@ def test_a_hostile_final_answer_is_shown_escaped_on_the_stop_line_and_in_notes(t
     assert "<img" not in text and "[link](javascript" not in text and "\x1b" not in text
     assert "\\[link\\](javascript" in text  # shown as text, not a link
     assert "&lt;img src=x onerror=alert(1)&gt;" in text
+
+
+def test_a_reply_of_many_bad_lines_gets_a_bounded_number_of_notices():
+    from harness.loop import NOTICES_PER_REPLY
+    from harness.record import run_scenario as run_it
+    from harness.scenario import Scenario, ToolSpec
+
+    flood = "Thought: go\n" + "Action: calculator(1)\n" * 5_000
+    record = run_it(Scenario(question="q", completions=(flood,), tools=(ToolSpec("calculator"),), max_steps=1))
+    notices = [line for line in record.transcript.text.split("\n") if line.startswith("Notice: ")]
+    assert len(notices) == NOTICES_PER_REPLY + 1
+    assert '"code": "protocol_violation.more_rejections"' in notices[-1] and "4,989 more candidates" in notices[-1]
+    assert record.calls[0].ran == ("calculator",)  # the first action still ran
