@@ -1,0 +1,60 @@
+"""Big untrusted input through the command, as a user runs it: each case should finish in
+well under 5 seconds, and its cost grow with the input, never with its square.
+
+    python tests/benchmarks/big_input.py
+
+Cases (files made in a temporary folder): `show -f tagged` of a transcript of 80,000
+same-author lines; `run` of a scenario whose one completion is a 10 MB line; `run` of a
+completion with 100,000 Action lines; `replay --check` of a saved run with one 4 MB line.
+Wall time and peak memory of the whole process (start-up included) are printed.
+"""
+
+from __future__ import annotations
+
+import json
+import resource
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+HEADER = "# harness transcript v1"
+
+
+def scenario(path: Path, completion: str, extra: str = "") -> Path:
+    path.write_text(f"question = \"q\"\ncompletions = [{json.dumps(completion)}]\n{extra}", encoding="utf-8")
+    return path
+
+
+def timed(args: list[str], cwd: Path) -> tuple[float, float]:
+    before = resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss
+    start = time.perf_counter()
+    subprocess.run([sys.executable, "-m", "harness", *args], cwd=cwd, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, check=True)
+    peak = resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss
+    return time.perf_counter() - start, max(peak, before) / 1024
+
+
+def main() -> None:
+    with tempfile.TemporaryDirectory() as tmp:
+        d = Path(tmp)
+        lines = [HEADER, '# stop_reason: "max_steps"'] + [f"model     | line {i} of one author" for i in range(80_000)]
+        (d / "many.txt").write_text("\n".join(lines) + "\n", encoding="utf-8")
+        scenario(d / "big.toml", "Thought: " + "x" * 10_000_000 + "\nFinal Answer: done\n")
+        scenario(d / "acts.toml", "Thought: go\n" + "Action: calculator(1)\n" * 100_000, "max_steps = 1\n[tools.calculator]\n")
+        scenario(d / "line.toml", "Thought: " + "y" * 4_000_000 + "\nFinal Answer: ok\n")
+        subprocess.run([sys.executable, "-m", "harness", "run", "line.toml", "--save", "line.txt", "-f", "tagged"], cwd=d, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, check=True)
+        cases = [
+            ("show -f tagged, 80,000 same-author lines", ["show", "many.txt", "-f", "tagged"]),
+            ("run, one 10 MB completion", ["run", "big.toml", "-f", "tagged"]),
+            ("run, 100,000 Action lines in one completion", ["run", "acts.toml", "-f", "tagged"]),
+            ("replay --check, one 4 MB line", ["replay", "line.txt", "--check"]),
+        ]
+        print(f"{'case':<46} {'seconds':>8} {'peak MB (max so far)':>21}")
+        for name, args in cases:
+            seconds, peak = timed(args, d)
+            print(f"{name:<46} {seconds:>8.2f} {peak:>21.0f}")
+
+
+if __name__ == "__main__":
+    main()
