@@ -83,6 +83,9 @@ class LiveView:
         # A person watching sees every piece at once; a file or a pipe gets a step at a time
         # (one print per step, not one per piece of text: printing is the costly part).
         self.at_once = bool(delay) or console.is_terminal
+        # No colour system (not a terminal) and no wrapping: rich would write the plain text,
+        # so write it without rich's rendering, which costs more than the whole loop step.
+        self.plain = console.color_system is None and console.soft_wrap
         self.pending = Text()
         self._print(legend())
 
@@ -138,9 +141,14 @@ class LiveView:
             self._flush()
 
     def _flush(self) -> None:
-        if self.pending:
+        if not self.pending:
+            return
+        if self.plain:
+            self.pending.expand_tabs()  # as rich does when it renders text
+            self.console.file.write(self.pending.plain)
+        else:
             self.console.print(self.pending, end="")
-            self.pending = Text()
+        self.pending = Text()
 
 
 def note(message: str) -> Text:
