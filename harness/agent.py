@@ -19,7 +19,7 @@ from typing import Any
 from harness.dialects import get_dialect
 from harness.errors import TemplateError
 from harness.limits import Limits
-from harness.loop import Emit, Setup, run
+from harness.loop import Emit, Setup, nobody, run
 from harness.model import Model
 from harness.run_record import RunRecord
 from harness.tools import Registry, Tool, from_function
@@ -45,5 +45,5 @@ class Agent:
         buffer.append(Author.DEVELOPER, text)
         return Setup(buffer, dialect, tools, self.limits)
 
-    def run(self, question: str, model: Model, emit: Emit = lambda event: None) -> RunRecord:
+    def run(self, question: str, model: Model, emit: Emit = nobody) -> RunRecord:
         return run(self.setup(question), model, emit)

@@ -174,6 +174,7 @@ def run(
     peek: Annotated[int | None, typer.Option(min=1, help="With a live model: read N characters past the stop, only to show what it prevented.")] = None,
 ) -> None:
     """Run a scenario on its scripted model, or on a live one, and print the transcript."""
+    from harness.loop import nobody
     from harness.record import build, run_scenario
     from harness.scenario import find_scenario, load_scenario
     from harness.transcript import HEADER
@@ -198,7 +199,7 @@ def run(
     emit = _live(delay if delay is not None else 0.03 if live else 0.0) if format is Format.rich else None
     if format is Format.events:
         emit = _print_event
-    record = run_scenario(spec, emit or (lambda event: None), live_model, peek or 0)
+    record = run_scenario(spec, emit or nobody, live_model, peek or 0)
     if save is not None:
         _write(save, record.saved, HEADER, "--save")
     if format in (Format.tagged, Format.json):

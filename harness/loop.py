@@ -65,7 +65,11 @@ class Setup:
     send_stop: bool = True  # False: the server is not told the stops; only the scanner cuts
 
 
-def run(setup: Setup, model: Model, emit: Emit = lambda event: None) -> RunRecord:
+def nobody(event: Event) -> None:
+    """The listener when nobody listens: then the events that come by the chunk are not made."""
+
+
+def run(setup: Setup, model: Model, emit: Emit = nobody) -> RunRecord:
     dialect, tally = setup.dialect, Tally(setup.limits)
     out = Writer(setup.transcript, dialect, emit)
     step = 0
@@ -109,6 +113,7 @@ class Writer:
 
     def __init__(self, buffer: Transcript, dialect: Dialect, emit: Emit) -> None:
         self.buffer, self.dialect, self.emit = buffer, dialect, emit
+        self.listening = emit is not nobody
         self.calls: list[CallRecord] = []  # the model calls that are over
         self._call: tuple[str, str, dict | None] | None = None  # the current one: cut, cut_by, tokens
         self._ran: list[str] = []  # its tools that ran
@@ -119,7 +124,8 @@ class Writer:
 
     def write(self, author: Author, text: str) -> None:
         self.buffer.append(author, text)
-        self.emit(Appended(author, text))
+        if self.listening:
+            self.emit(Appended(author, text))
 
     def code(self, text: str) -> None:
         """Code's lines always start on a line of their own, and never hold a control token:
@@ -194,10 +200,11 @@ def complete(model: Model, step: int, setup: Setup, emit: Emit) -> Call:
     scanner, governor = StopScanner(stops), Governor(setup.dialect, setup.tools)
     kept: list[str] = []
     tokens: TokenUsage | None = None
+    listening = emit is not nobody
 
     def take(text: str) -> None:
         kept.append(text)
-        if shown := governor.feed(text):
+        if (shown := governor.feed(text)) and listening:
             emit(TextDelta(shown))
 
     chunks = model.stream(setup.transcript.text, stops if setup.send_stop else ())

@@ -24,7 +24,7 @@ from harness import prompts
 from harness.dialects import get_dialect
 from harness.errors import HarnessError, TranscriptFormatError
 from harness.events import StopReason
-from harness.loop import UNLIMITED, Emit, Setup, run
+from harness.loop import UNLIMITED, Emit, Setup, nobody, run
 from harness.model import FailingModel, InterruptedModel, Model, ScriptedModel
 from harness.run_record import RunRecord, load_record
 from harness.scenario import Scenario, find_scenario, load_scenario
@@ -56,7 +56,7 @@ def build(scenario: Scenario) -> Built:
     return Built(setup, model, workspace)
 
 
-def run_scenario(scenario: Scenario, emit: Emit = lambda event: None, model: Model | None = None, peek: int = 0) -> RunRecord:
+def run_scenario(scenario: Scenario, emit: Emit = nobody, model: Model | None = None, peek: int = 0) -> RunRecord:
     """Run a scenario on its scripted model, or on a live `model`; the record knows the scenario.
 
     With a live model and `peek`, the server is not told the stop strings: the scanner cuts
@@ -101,7 +101,7 @@ def scenario_of(record: RunRecord, source: str) -> Scenario:
     return record.scenario.but(completions=turns)
 
 
-def replay(text: str, source: str, emit: Emit = lambda event: None, model: Model | None = None) -> Replay:
+def replay(text: str, source: str, emit: Emit = nobody, model: Model | None = None) -> Replay:
     """Run a saved transcript again; with `model`, live instead of from its recorded turns."""
     saved = load_record(text, source, Path(source).parent)  # a template or tool of one's own lives beside it
     scenario = scenario_of(saved, source)

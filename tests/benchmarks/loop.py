@@ -2,7 +2,7 @@
 
 A run of N scripted steps through the public API, the way a user would drive it:
 
-    run(Setup(transcript, dialect, tools, limits), ScriptedModel(completions), emit=no-op)
+    run(Setup(transcript, dialect, tools, limits), ScriptedModel(completions))   # nobody listens
 
 with the stop sequence and the governor on. Every completion is one step,
 `Thought: step i\\nAction: echo(i)\\n` (react-paper: `Action i: echo[i]`, after the
@@ -50,7 +50,7 @@ def harness_run(dialect_name: str, n: int, view: str) -> tuple[float, int]:
     """(seconds, final buffer characters) of one run through harness.loop.run."""
     from harness.dialects import get_dialect
     from harness.limits import Limits
-    from harness.loop import Setup, run
+    from harness.loop import Setup, nobody, run
     from harness.model import ScriptedModel
     from harness.tools import Registry, from_function
     from harness.transcript import Author, Transcript
@@ -59,8 +59,10 @@ def harness_run(dialect_name: str, n: int, view: str) -> tuple[float, int]:
         """Say it back."""
         return str(text)
 
-    emit = lambda event: None  # noqa: E731
-    if view == "events":
+    emit = nobody  # the default: no listener, so the per-chunk events are not made
+    if view == "noop":
+        emit = lambda event: None  # noqa: E731  (a listener that does nothing: every event is made)
+    elif view == "events":
         from harness.render.events import event_line
 
         sink = open(os.devnull, "w")
@@ -73,7 +75,7 @@ def harness_run(dialect_name: str, n: int, view: str) -> tuple[float, int]:
 
         from harness.render.live import LiveView
 
-        emit = LiveView(Console(file=open(os.devnull, "w")))
+        emit = LiveView(Console(file=open(os.devnull, "w"), highlight=False, soft_wrap=True))  # as the CLI
     transcript = Transcript()
     transcript.append(Author.DEVELOPER, QUESTION)
     setup = Setup(transcript, get_dialect(dialect_name), Registry([from_function(echo)]), Limits(max_steps=n + 1))
@@ -154,8 +156,8 @@ def main() -> None:
             )
     print()
     base = measure("harness", "default", 1_000)["seconds"]
-    print(f"default, N = 1,000: events to a no-op     {base / 1_000 * 1e6:7.1f} µs/step")
-    for view, what in (("events", "JSON Lines to /dev/null"), ("rich", "rich view to /dev/null")):
+    print(f"default, N = 1,000: nobody listening        {base / 1_000 * 1e6:7.1f} µs/step")
+    for view, what in (("noop", "events to a no-op"), ("events", "JSON Lines to /dev/null"), ("rich", "rich view to /dev/null")):
         seconds = measure("harness", "default", 1_000, view)["seconds"]
         print(f"default, N = 1,000: {what:<22} {seconds / 1_000 * 1e6:7.1f} µs/step")
 
