@@ -19,6 +19,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Sequence
 from dataclasses import asdict, dataclass
+from typing import NamedTuple
 
 from harness.backends.control import neutralise
 from harness.decisions import Action, Rejection
@@ -185,8 +186,7 @@ class Writer:
         return RunRecord(self.buffer, reason, answer, steps, detail, tuple(self.calls))
 
 
-@dataclass(frozen=True)
-class Call:
+class Call(NamedTuple):
     ended: CompletionEnded
     prompt_chars: int  # the whole buffer was sent
     tokens: TokenUsage | None  # the model's own counts, if it gave them
@@ -210,7 +210,7 @@ def complete(model: Model, step: int, setup: Setup, emit: Emit) -> Call:
     chunks = model.stream(setup.transcript.text, stops if setup.send_stop else ())
     try:
         for chunk in chunks:
-            if isinstance(chunk, TokenUsage):
+            if type(chunk) is not str:  # a backend that counts ends with its TokenUsage
                 tokens = chunk
             elif scanner.stopped:  # peeking: read past the cut only to show what it prevented
                 scanner.feed(chunk)

@@ -56,10 +56,18 @@ class Tool:
     def _params(self) -> inspect.Signature:
         return inspect.signature(self.fn)  # looked up once, not on every call
 
+    @cached_property
+    def _plain_arity(self) -> int | None:
+        """How many arguments, when every parameter is a plain one without a default."""
+        params = self._params.parameters.values()
+        plain = all(p.kind is p.POSITIONAL_OR_KEYWORD and p.default is p.empty for p in params)
+        return len(params) if plain else None
+
     def call(self, args: tuple[Any, ...], kwargs: Mapping[str, Any]) -> str:
         """Run the tool; any problem comes back as ToolError with a readable message."""
         try:
-            self._params.bind(*args, **kwargs)
+            if kwargs or len(args) != self._plain_arity:  # the common call fits without checking
+                self._params.bind(*args, **kwargs)
         except TypeError as e:
             raise ToolError(f"{self.signature} was called with bad arguments ({e})") from None
         return str(self.fn(*args, **kwargs))

@@ -75,7 +75,8 @@ class Transcript:
         return len(self._text)
 
     def append(self, author: Author, text: str) -> None:
-        author = Author(author)
+        if type(author) is not Author:
+            author = Author(author)  # "model" -> Author.MODEL
         if not self._authors or self._authors[-1] is not author:
             self._new_span(author)
         self._grow(text)
