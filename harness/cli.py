@@ -123,6 +123,19 @@ def _print_event(event: Any) -> None:
     sys.stdout.write(event_line(event) + "\n")  # buffered: a flush per line costs more than the event
 
 
+def _despite_a_closed_pipe(draw):
+    """`harness run x --save f | head`: once the reader has gone, stop drawing, but let the
+    run go on to its end, so that it is still saved."""
+
+    def emit(event: Any) -> None:
+        try:
+            draw(event)
+        except BrokenPipeError:
+            os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())  # the rest goes nowhere
+
+    return emit
+
+
 def _saved(path: Path) -> RunRecord:
     """A saved transcript, read and checked; any problem is one line naming the file."""
     from harness.record import read_text
@@ -199,7 +212,7 @@ def run(
     emit = _live(delay if delay is not None else 0.03 if live else 0.0) if format is Format.rich else None
     if format is Format.events:
         emit = _print_event
-    record = run_scenario(spec, emit or nobody, live_model, peek or 0)
+    record = run_scenario(spec, _despite_a_closed_pipe(emit) if emit else nobody, live_model, peek or 0)
     if save is not None:
         _write(save, record.saved, HEADER, "--save")
     if format in (Format.tagged, Format.json):
@@ -238,9 +251,7 @@ def replay(
 
     result = replay_text(read_text(saved), str(saved), model=_model(model, base_url))
     if not check:
-        from harness.run_record import load_record
-
-        _show(format, load_record(result.fresh, str(saved), saved.parent))
+        _show(format, result.record)
         return
     if result.matches:
         typer.echo(f"ok: replaying {saved} gives the same transcript, byte for byte")

@@ -49,11 +49,16 @@ def write_file(path: Path, text: str, header: str, option: str) -> None:
     """Write all or nothing; re-check the target right before the rename."""
     if not text.startswith(header):
         raise ValueError(f"refusing to write {option} output that does not begin with its header")
-    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
+    tmp = None
     try:
-        umask = os.umask(0)
-        os.umask(umask)
-        os.fchmod(fd, 0o666 & ~umask)  # as an ordinary new file would be, not mkstemp's 0600
+        fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
+        try:
+            mode = stat.S_IMODE(os.stat(path).st_mode)  # a file of ours that is replaced keeps its mode
+        except FileNotFoundError:
+            umask = os.umask(0)
+            os.umask(umask)
+            mode = 0o666 & ~umask  # as an ordinary new file would be, not mkstemp's 0600
+        os.fchmod(fd, mode)
         with os.fdopen(fd, "w", encoding="utf-8", newline="") as f:
             f.write(text)
         check_target(path, header, option)
@@ -61,4 +66,5 @@ def write_file(path: Path, text: str, header: str, option: str) -> None:
     except OSError as e:
         raise HarnessError(f"{option} {path}", f"cannot write ({e.strerror})") from None
     finally:
-        Path(tmp).unlink(missing_ok=True)
+        if tmp is not None:
+            Path(tmp).unlink(missing_ok=True)

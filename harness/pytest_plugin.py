@@ -115,7 +115,7 @@ class TranscriptItem(pytest.Item):
                 text = f.read()
         except UnicodeDecodeError as error:
             raise HarnessError(self.source, f"not UTF-8 (byte {error.start})") from None
-        result = replay(text, self.source)
+        result = replay(text, self.source, base=self.path.parent)  # its own template and tools live beside it
         if result.matches:
             return
         if self.config.getoption("harness_update"):
@@ -136,22 +136,12 @@ class TranscriptItem(pytest.Item):
 
 
 def _rewrite(path: Path, text: str, source: str) -> None:
-    """Replace a saved transcript whole, or not at all; never a file that is not one."""
-    from harness.errors import HarnessError
+    """Replace a saved transcript whole, or not at all; never a file that is not one
+    (harness.files holds that rule for every file harness writes)."""
+    from harness.files import write_file
     from harness.transcript import HEADER
 
-    path = path.resolve()  # a symlink stays a link; its target is rewritten
-    if not _is_transcript(path) or not text.startswith(HEADER + "\n"):
-        raise HarnessError(source, "not rewritten: it is no longer a saved harness transcript")
-    fd, temp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
-    try:
-        with os.fdopen(fd, "w", encoding="utf-8", newline="") as f:
-            f.write(text)
-        os.chmod(temp, stat.S_IMODE(path.stat().st_mode))
-        os.replace(temp, path)
-    except BaseException:
-        Path(temp).unlink(missing_ok=True)
-        raise
+    write_file(path, text, HEADER + "\n", f"--harness-update {source}:")
 
 
 class _Rewrites:

@@ -15,7 +15,6 @@ differs from the saved one by a byte, the check fails.
 
 from __future__ import annotations
 
-import difflib
 from dataclasses import dataclass
 from pathlib import Path
 from typing import NamedTuple
@@ -78,18 +77,16 @@ def run_scenario(scenario: Scenario, emit: Emit = nobody, model: Model | None = 
 @dataclass(frozen=True)
 class Replay:
     saved: str  # the file as it was
-    fresh: str  # the file the replay would write
-    record: RunRecord
+    record: RunRecord  # the run again
+
+    @property
+    def fresh(self) -> str:
+        """The file the replay would write."""
+        return self.record.saved
 
     @property
     def matches(self) -> bool:
         return self.saved == self.fresh
-
-    def diff(self, name: str) -> str:
-        lines = difflib.unified_diff(
-            self.saved.splitlines(keepends=True), self.fresh.splitlines(keepends=True), f"{name} (saved)", f"{name} (replayed)"
-        )
-        return "".join(lines)
 
 
 def scenario_of(record: RunRecord, source: str) -> Scenario:
@@ -101,11 +98,13 @@ def scenario_of(record: RunRecord, source: str) -> Scenario:
     return record.scenario.but(completions=turns)
 
 
-def replay(text: str, source: str, emit: Emit = nobody, model: Model | None = None) -> Replay:
-    """Run a saved transcript again; with `model`, live instead of from its recorded turns."""
-    saved = load_record(text, source, Path(source).parent)  # a template or tool of one's own lives beside it
-    scenario = scenario_of(saved, source)
-    return Replay(text, run_scenario(scenario, emit, model).saved, saved)
+def replay(
+    text: str, source: str, emit: Emit = nobody, model: Model | None = None, base: Path | None = None
+) -> Replay:
+    """Run a saved transcript again; with `model`, live instead of from its recorded turns.
+    A template or tool of its own is looked for in `base`, by default the file's folder."""
+    saved = load_record(text, source, base or Path(source).parent)
+    return Replay(text, run_scenario(scenario_of(saved, source), emit, model))
 
 
 def open_run(target: str) -> RunRecord:

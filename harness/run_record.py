@@ -20,6 +20,8 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
+import regex
+
 from harness.errors import HarnessError, TranscriptFormatError
 from harness.events import StopReason
 from harness.scenario import Scenario
@@ -106,12 +108,15 @@ def load_record(text: str, source: str = "<transcript>", base: Path | None = Non
     return RunRecord(transcript, StopReason(reason), answer, steps, detail, calls, scenario)
 
 
+_STEP = regex.compile(r"[1-9][0-9]{0,8}")  # ASCII digits only: "²".isdigit() is true, int("²") fails
+
+
 def _cuts(value: Any, model_calls: int, fail) -> dict[int, str]:
     if not isinstance(value, dict):
         raise fail("cuts", "must map step numbers to text")
     out = {}
     for key, cut in value.items():
-        if not (key.isdigit() and 1 <= int(key) <= model_calls) or not isinstance(cut, str):
+        if not (_STEP.fullmatch(key) and 1 <= int(key) <= model_calls) or not isinstance(cut, str):
             raise fail("cuts", f"must map step numbers (1 to {model_calls}) to text; {key!r} does not")
         out[int(key)] = cut
     return out

@@ -124,6 +124,24 @@ def test_a_file_that_appears_during_the_run_is_kept(tmp_path, monkeypatch):
     assert sorted(os.listdir(tmp_path)) == ["t.txt"]
 
 
+def test_a_folder_where_no_file_can_be_made_is_one_line():
+    one_line_error(invoke("run", "nimbus", "--save", "/proc/harness-cannot-write-here.txt"), "cannot write")
+
+
+def test_save_still_happens_when_the_reader_of_stdout_goes_away(tmp_path):
+    saved, scenario = tmp_path / "t.txt", tmp_path / "long.toml"
+    # More than a pipe holds (64 KB), so the writer meets the closed pipe mid-run.
+    scenario.write_text(f'question = "{"why " * 100_000}"\ncompletions = ["Final Answer: 1\\n"]\n', encoding="utf-8")
+    for fmt in ("rich", "events"):
+        saved.unlink(missing_ok=True)
+        proc = subprocess.run(
+            f"{sys.executable} -m harness run {scenario} -f {fmt} --save {saved} | head -c 1 >/dev/null; echo ${{PIPESTATUS[0]}}",
+            shell=True, executable="/bin/bash", capture_output=True, text=True, cwd=ROOT,
+        )  # fmt: skip
+        assert proc.stdout.strip() == "0" and "Traceback" not in proc.stderr, proc.stderr
+        assert load_record(saved.read_text(encoding="utf-8")).stop_reason == "final_answer"
+
+
 def test_save_says_where_it_wrote_and_replaces_its_own_file(tmp_path):
     target = tmp_path / "t.txt"
     for _ in range(2):
@@ -141,6 +159,7 @@ BAD_META = [
     ("cuts", "[1]", "cuts"),
     ("cuts", '{"x": "y"}', "cuts"),
     ("cuts", '{"99": "y"}', "cuts"),
+    ("cuts", '{"\u00b2": "y"}', "cuts"),  # "²".isdigit() is true
     ("final_answer", "42", "final_answer"),
     ("stop_reason", '"exploded"', "stop_reason"),
     ("scenario", "[1]", "scenario"),

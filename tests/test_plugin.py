@@ -150,7 +150,7 @@ def test_a_file_that_stopped_being_a_transcript_is_never_written(tmp_path):
 
     path = tmp_path / "notes.txt"
     write(path, "My notes: keep these.\n")
-    with pytest.raises(HarnessError, match="no longer a saved harness transcript"):
+    with pytest.raises(HarnessError, match="harness did not write it; not overwriting it"):
         _rewrite(path, saved("nimbus"), "notes.txt")
     assert read(path) == "My notes: keep these.\n"
     assert [p.name for p in tmp_path.iterdir()] == ["notes.txt"]
@@ -266,3 +266,9 @@ def test_the_example_s_python_tool_runs_again_on_replay(pytester):
     result = pytester.runpytest()
     result.assert_outcomes(passed=2, failed=1)
     result.stdout.fnmatch_lines(["*-code      | Observation: order 42: shipped on 2026-11-28", "*+code      | Observation: order 42: lost on 2026-11-28"])
+
+
+def test_the_example_replays_from_whatever_folder_pytest_is_started_in(pytester, monkeypatch):
+    shutil.copytree(EXAMPLE, pytester.path, dirs_exist_ok=True, ignore=shutil.ignore_patterns("__pycache__"))
+    monkeypatch.chdir(pytester.path / "transcripts")  # the template and tool are found beside each file
+    pytester.runpytest("-c", str(pytester.path / "pytest.ini"), str(pytester.path)).assert_outcomes(passed=3)
