@@ -60,3 +60,15 @@ _MARKDOWN = {ord(c): "\\" + c for c in "\\`[]!"} | {ord("<"): "&lt;", ord("&"): 
 def for_markdown(text: str) -> str:
     """Untrusted text inside a Markdown line: shown as it is, never rendered as markup."""
     return for_terminal(text).translate(_MARKDOWN)
+
+
+# JSON: json.dumps escapes C0 characters but writes C1 controls (0x9b is a one-byte CSI),
+# DEL, the bidi controls and U+2028/2029 as they are. Inside JSON they can only stand in a
+# string, where a \u escape means the same character: the data is unchanged, and a
+# terminal showing the line obeys nothing.
+_JSON = {c: f"\\u{c:04x}" for c in (0x7F, *range(0x80, 0xA0), *_BIDI, 0x2028, 0x2029)}
+
+
+def for_json(line: str) -> str:
+    """A JSON text with every control character that json.dumps leaves raw written as \\u."""
+    return line.translate(_JSON)

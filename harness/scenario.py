@@ -159,6 +159,7 @@ def shipped_scenarios() -> list[Path]:
 # --- validation: one clear message naming the file and the field ---------------------
 
 _FIELDS = {f for f in Scenario.__dataclass_fields__ if f not in ("source", "base")}
+_TOOL_NAME = regex.compile(r"[A-Za-z_][A-Za-z0-9_]{0,63}")  # what an Action line can name
 _TOOL_FIELDS = {"description", "params", "results", "default", "trait", "python"}
 
 
@@ -203,6 +204,8 @@ def _parse(data: dict[str, Any], where: str, base: Path | None) -> Scenario:
     ):
         raise fail("workspace", "must be a table of file paths to their text")
     for name in tools:
+        if not _TOOL_NAME.fullmatch(name):
+            raise ScenarioError(f"{where}: tools", f"{name!r} is not a tool name (a letter or _, then letters, digits, _)")
         if name in TOOL_NAMES and workspace is None:
             raise fail(f"tools.{name}", "needs a [workspace] table of files to work on")
     chunk_size = count("chunk_size", 8)
@@ -269,6 +272,8 @@ def _tool(name: str, spec: Any, where: str) -> ToolSpec:
     if trait is not None and trait not in TRAITS:
         raise ScenarioError(f"{where}.trait", f"must be one of {', '.join(TRAITS)}")
     python = spec.get("python")
+    if python is not None and (extra := sorted(set(spec) - {"python", "trait"})):
+        raise ScenarioError(f"{where}.{extra[0]}", "does not go with python: the function's docstring and parameters say it")
     if python is not None:
         if not isinstance(python, str) or not regex.fullmatch(r"[A-Za-z_][\w.]{0,99}:[A-Za-z_]\w{0,63}", python):
             raise ScenarioError(f"{where}.python", "must read 'module:function' (a module beside the scenario)")

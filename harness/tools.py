@@ -120,6 +120,8 @@ def import_function(spec: str, folder: Path, field: str) -> Callable[..., Any]:
     """'module:function' from `folder`. A module that fails to import is one HarnessError."""
     module_name, _, function = spec.partition(":")
     path = folder / (module_name.replace(".", "/") + ".py")
+    if path.exists() and not path.resolve().is_relative_to(folder.resolve()):  # a link that leads out
+        raise HarnessError(field, f"{module_name!r} leads out of the scenario's folder {folder}")
     if not path.is_file():
         raise HarnessError(field, f"no module {module_name!r} in {folder} (looked for {path.name})")
     unique = f"harness_tools_{abs(hash(str(path.resolve())))}_{module_name.replace('.', '_')}"

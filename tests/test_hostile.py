@@ -361,3 +361,55 @@ def test_a_reply_of_many_bad_lines_gets_a_bounded_number_of_notices():
     assert len(notices) == NOTICES_PER_REPLY + 1
     assert '"code": "protocol_violation.more_rejections"' in notices[-1] and "4,989 more candidates" in notices[-1]
     assert record.calls[0].ran == ("calculator",)  # the first action still ran
+
+
+# --- review: the remaining edges of each class -------------------------------------------
+
+EVIL = "Thought: \x1b]0;PWNED\x07\x1b[2J \x9b31m \u202egnp.exe <img src=x onerror=alert(1)>\\n"
+
+
+def evil_scenario(tmp_path: Path) -> Path:
+    path = tmp_path / "evil.toml"
+    path.write_text(f"question = \"q\"\ncompletions = [{json.dumps(EVIL + 'Action: calculator(1)' + chr(10) + 'Observation: <img src=x onerror=alert(2)> ' + chr(0x9b))}]\n[tools.calculator]\n", encoding="utf-8")
+    return path
+
+
+@pytest.mark.parametrize("fmt", ["json", "events"])
+def test_json_and_events_write_no_raw_control_character_yet_keep_the_data(tmp_path, fmt):
+    result = invoke("run", str(evil_scenario(tmp_path)), "-f", fmt)
+    assert result.exit_code == 0
+    assert not any(0x7F <= ord(c) <= 0x9F or c in "\u202e\u2028\u2029" for c in result.stdout)
+    assert "\x1b" not in result.stdout
+    data = [json.loads(line) for line in result.stdout.splitlines()] if fmt == "events" else [json.loads(result.stdout)]
+    assert "\x9b31m \u202egnp.exe" in json.dumps(data, ensure_ascii=False)  # the same characters, escaped
+
+
+def test_markdown_notes_show_control_characters_and_keep_cut_html_inert(tmp_path):
+    notes = tmp_path / "n.md"
+    assert invoke("export", str(evil_scenario(tmp_path)), "--markdown", str(notes)).exit_code == 0
+    text = notes.read_text(encoding="utf-8")
+    assert "\x1b" not in text and "\x9b" not in text and "␛]0;PWNED␇" in text
+    assert "<img" not in text.split("```")[-1]  # outside the code blocks, HTML is text
+
+
+def test_a_python_tool_cannot_be_reached_through_a_link_out_of_the_folder(tmp_path):
+    (tmp_path / "other").mkdir()
+    (tmp_path / "other" / "mod.py").write_text("def f(x):\n    'x'\n    return 'outside'\n", encoding="utf-8")
+    agent = tmp_path / "agent"
+    agent.mkdir()
+    (agent / "lib").symlink_to(tmp_path / "other")
+    scenario = agent / "s.toml"
+    scenario.write_text('question = "q"\n[tools.f]\npython = "lib.mod:f"\n', encoding="utf-8")
+    one_line_error(invoke("run", str(scenario)), "tools.f.python", "leads out of the scenario's folder")
+
+
+@pytest.mark.parametrize("name", ["a b(c", "x\\ny", "9lives", ""])
+def test_a_tool_name_an_action_line_could_never_call_is_refused(tmp_path, name):
+    scenario = tmp_path / "s.toml"
+    scenario.write_text(f'question = "q"\n[tools."{name}"]\nresults = {{}}\ndescription = "d"\n', encoding="utf-8")
+    one_line_error(invoke("run", str(scenario)), "not a tool name")
+
+
+@pytest.mark.parametrize("url", ["notaurl", "ftp://host/v1", "http://"])
+def test_a_base_url_that_is_not_one_is_bad_input_not_a_model_failure(url):
+    one_line_error(invoke("run", "nimbus", "--model", "openai:m", "--base-url", url), "--base-url")

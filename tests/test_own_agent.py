@@ -63,3 +63,9 @@ def test_a_tool_module_that_fails_to_import_names_the_scenario_and_the_module(tm
 def test_a_missing_module_or_function_is_named(tmp_path):
     one_line(invoke("run", str(scenario(tmp_path, "elsewhere:lookup"))), "no module 'elsewhere'")
     one_line(invoke("run", str(scenario(tmp_path, "tools:missing"))), "has no function 'missing'")
+
+
+def test_a_python_tool_takes_no_description_params_or_results(tmp_path):
+    path = scenario(tmp_path)
+    path.write_text(path.read_text(encoding="utf-8") + 'description = "ignored?"\n', encoding="utf-8")
+    one_line(invoke("run", str(path)), "tools.lookup.description", "does not go with python")

@@ -33,6 +33,7 @@ from urllib.parse import urlsplit, urlunsplit
 
 import httpx
 
+from harness.errors import HarnessError
 from harness.model import ModelError, TokenUsage
 
 DEFAULT_BASE_URL = "http://127.0.0.1:8080/v1"
@@ -61,6 +62,9 @@ class ServerModel:
     ) -> None:
         self.model = model
         self.base_url = (base_url or os.environ.get("HARNESS_BASE_URL") or DEFAULT_BASE_URL).rstrip("/")
+        parts = urlsplit(self.base_url)
+        if parts.scheme not in ("http", "https") or not parts.hostname:
+            raise HarnessError("--base-url", f"{self.base_url!r} is not an http:// or https:// URL with a host")
         self.params: dict[str, Any] = {
             "temperature": temperature,
             "max_tokens": max_tokens,

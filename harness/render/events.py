@@ -17,6 +17,7 @@ import re
 from dataclasses import fields
 from typing import Any
 
+from harness.escape import for_json
 from harness.events import Event
 
 _string = json.encoder.encode_basestring  # how json writes text when ensure_ascii=False
@@ -72,4 +73,4 @@ def event_line(event: Event) -> str:
     parts = [head]
     for field, key in keys:
         parts.append(key + _value(getattr(event, field)))
-    return ", ".join(parts) + "}"
+    return for_json(", ".join(parts) + "}")

@@ -4,11 +4,12 @@ from __future__ import annotations
 
 import json
 
+from harness.escape import for_json
 from harness.run_record import RunRecord
 
 
 def to_json(record: RunRecord) -> str:
-    return json.dumps(
+    return for_json(json.dumps(
         {
             "stop_reason": record.stop_reason.value,
             "final_answer": record.final_answer,
@@ -19,4 +20,4 @@ def to_json(record: RunRecord) -> str:
         },
         ensure_ascii=False,
         indent=2,
-    )
+    ))
