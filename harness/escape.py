@@ -71,4 +71,6 @@ _JSON = {c: f"\\u{c:04x}" for c in (0x7F, *range(0x80, 0xA0), *_BIDI, 0x2028, 0x
 
 def for_json(line: str) -> str:
     """A JSON text with every control character that json.dumps leaves raw written as \\u."""
+    if line.isascii() and "\x7f" not in line:  # the common case, checked in C: nothing to do
+        return line
     return line.translate(_JSON)
