@@ -15,7 +15,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)
 class Action:
     tool: str
     args: tuple[Any, ...] = ()
@@ -23,7 +23,7 @@ class Action:
     raw: str = ""  # the arguments as the model wrote them
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)
 class Rejection:
     code: str  # stable: protocol_violation.no_action, gate.incompatible_action, ...
     message: str
@@ -32,7 +32,7 @@ class Rejection:
     violations: tuple[str, ...] = ()
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)
 class Lane:
     index: int  # order of appearance in the completion, from 0
     kind: str  # thinking | action | answer
@@ -41,7 +41,7 @@ class Lane:
     text: str  # all the model wrote in it, shown or not
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)
 class Round:
     lanes: tuple[Lane, ...] = ()
     actions: tuple[tuple[int, Action], ...] = ()  # (Action line number, action), accepted, in order

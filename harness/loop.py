@@ -123,10 +123,14 @@ class Writer:
         for span in buffer.spans:  # what the developer wrote before the first call
             emit(Appended(span.author, span.text))
 
+    def tell(self, event: type, *fields: object) -> None:
+        """Emit an event, made only if somebody listens (most runs in tests and CI: nobody)."""
+        if self.listening:
+            self.emit(event(*fields))
+
     def write(self, author: Author, text: str) -> None:
         self.buffer.append(author, text)
-        if self.listening:
-            self.emit(Appended(author, text))
+        self.tell(Appended, author, text)
 
     def code(self, text: str) -> None:
         """Code's lines always start on a line of their own, and never hold a control token:
@@ -143,9 +147,10 @@ class Writer:
         self._next_call((ended.cut, ended.cut_by, counted))
         self.emit(ended)
         self.sent += call.prompt_chars
-        self.emit(Usage(step, call.prompt_chars, len(ended.text), self.sent))
+        self.tell(Usage, step, call.prompt_chars, len(ended.text), self.sent)
         if call.tokens is not None:
-            self.emit(TokensCounted(step, **counted))
+            t = call.tokens
+            self.tell(TokensCounted, step, t.prompt_tokens, t.evaluated_tokens, t.completion_tokens)
 
     def canceled(self, shown: str) -> None:
         """Ctrl-C mid-completion: what the user had seen of it stays in the buffer."""
@@ -161,15 +166,15 @@ class Writer:
             self.notice(step, more_rejections(len(rest), (r.code for r in rest)))
 
     def notice(self, step: int, r: Rejection) -> None:
-        self.emit(Notice(step, r.code, r.message, r.index, r.tool, r.violations))
+        self.tell(Notice, step, r.code, r.message, r.index, r.tool, r.violations)
         self._told.append(r.code)
         self.code(self.dialect.notice(step, asdict(r)))  # code, message, index, tool, violations
 
     def tool(self, tools: Registry, step: int, number: int, action: Action) -> tuple[str, bool]:
-        self.emit(ActionParsed(step, number, action.tool, action.raw))
-        self.emit(ToolStarted(step, number, action.tool))
+        self.tell(ActionParsed, step, number, action.tool, action.raw)
+        self.tell(ToolStarted, step, number, action.tool)
         result, ok = tools.run(action.tool, action.args, action.kwargs)
-        self.emit(ToolResult(step, number, action.tool, result, ok))
+        self.tell(ToolResult, step, number, action.tool, result, ok)
         self._ran.append(action.tool)
         return result, ok
 
@@ -196,11 +201,12 @@ def complete(model: Model, step: int, setup: Setup, emit: Emit) -> Call:
     """One model call: chunks pass the stop scanner, then the lanes' gates, then the user."""
     stops = setup.dialect.stops(step) if setup.use_stop else ()
     prompt_chars = len(setup.transcript)
-    emit(RoundStarted(step, prompt_chars))
+    listening = emit is not nobody
+    if listening:
+        emit(RoundStarted(step, prompt_chars))
     scanner, governor = StopScanner(stops), Governor(setup.dialect, setup.tools)
     kept: list[str] = []
     tokens: TokenUsage | None = None
-    listening = emit is not nobody
 
     def take(text: str) -> None:
         kept.append(text)
@@ -222,7 +228,7 @@ def complete(model: Model, step: int, setup: Setup, emit: Emit) -> Call:
                     break  # a server that ignored `stop`, or a reply already rejected, is not read further
         if not governor.stopped:
             take(scanner.finish())
-            if tail := governor.finish():
+            if (tail := governor.finish()) and listening:
                 emit(TextDelta(tail))
     except KeyboardInterrupt:
         # Keep the completion up to the last character the user saw.
