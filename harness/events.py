@@ -23,18 +23,18 @@ class StopReason(StrEnum):
     MODEL_ERROR = "model_error"  # the model failed to answer
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(frozen=True)
 class RoundStarted:
     step: int
     prompt_chars: int  # the whole buffer is sent, fresh, every call
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(frozen=True)
 class TextDelta:
     text: str  # only text that can no longer turn into a stop string
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(frozen=True)
 class CompletionEnded:
     step: int
     text: str  # what the buffer keeps
@@ -43,7 +43,7 @@ class CompletionEnded:
     round: Round  # the lanes, what the user saw, the accepted actions, the answer
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(frozen=True)
 class Usage:
     step: int
     prompt_chars: int  # the whole buffer, sent again
@@ -51,7 +51,7 @@ class Usage:
     total_prompt_chars: int  # all prompt characters sent so far in this run
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(frozen=True)
 class TokensCounted:
     """Only from a backend that can count: the model's own token figures for one call."""
 
@@ -61,7 +61,7 @@ class TokensCounted:
     completion_tokens: int | None
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(frozen=True)
 class ActionParsed:
     step: int
     number: int  # the Action line's number in the completion, from 1
@@ -69,14 +69,14 @@ class ActionParsed:
     raw: str  # the arguments as the model wrote them
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(frozen=True)
 class ToolStarted:
     step: int
     number: int
     tool: str
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(frozen=True)
 class ToolResult:
     step: int
     number: int
@@ -85,7 +85,7 @@ class ToolResult:
     ok: bool
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(frozen=True)
 class Notice:
     step: int
     code: str  # stable, e.g. protocol_violation.no_action
@@ -95,13 +95,13 @@ class Notice:
     violations: tuple[str, ...] = ()
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(frozen=True)
 class Appended:
     author: Author
     text: str
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(frozen=True)
 class Stopped:
     reason: StopReason
     final_answer: str | None
