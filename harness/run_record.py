@@ -28,7 +28,7 @@ from harness.scenario import Scenario
 from harness.transcript import Author, Transcript, dumps, loads
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)
 class CallRecord:
     cut: str = ""  # read from the model but kept out of the buffer
     cut_by: str = ""  # "stop" (a stop sequence), "prefix" (the prefix rule), or ""
@@ -45,7 +45,7 @@ class CallRecord:
         return out
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)
 class RunRecord:
     transcript: Transcript
     stop_reason: StopReason
