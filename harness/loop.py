@@ -121,7 +121,7 @@ class Writer:
         self._told: list[str] = []  # its notices' codes
         self.sent = 0  # prompt characters sent so far
         for span in buffer.spans:  # what the developer wrote before the first call
-            emit(Appended(span.author, span.text))
+            self.tell(Appended, span.author, span.text)
 
     def tell(self, event: type, *fields: object) -> None:
         """Emit an event, made only if somebody listens (most runs in tests and CI: nobody)."""

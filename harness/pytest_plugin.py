@@ -37,9 +37,6 @@ What this module leaves out: making transcripts (harness.record) and comparing t
 from __future__ import annotations
 
 import functools
-import os
-import stat
-import tempfile
 from pathlib import Path
 
 import pytest

@@ -126,9 +126,9 @@ class StopScanner:
                     return start
                 start += 1
             return end
-        for start in range(start, end):
-            if text[start] in table.firsts and text[start:] in table.prefixes:
-                return start
+        for at in range(start, end):
+            if text[at] in table.firsts and text[at:] in table.prefixes:
+                return at
         return end
 
 

@@ -18,7 +18,6 @@ from __future__ import annotations
 import base64
 import hashlib
 from importlib.resources import files
-from typing import Any
 
 import regex
 

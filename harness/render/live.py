@@ -19,13 +19,12 @@ from __future__ import annotations
 
 import time
 from collections.abc import Iterator
-from typing import Any
 
 from rich.console import Console
 from rich.text import Text
 
 from harness.escape import for_terminal
-from harness.events import Appended, CompletionEnded, Event, RoundStarted, Stopped, StopReason, TextDelta
+from harness.events import Appended, CompletionEnded, Event, RoundStarted, Stopped, TextDelta
 from harness.decisions import Round
 from harness.run_record import RunRecord
 from harness.transcript import Author, split_lines
