@@ -188,7 +188,7 @@ def run(
 ) -> None:
     """Run a scenario on its scripted model, or on a live one, and print the transcript."""
     from harness.loop import nobody
-    from harness.record import build, run_scenario
+    from harness.record import run_scenario
     from harness.scenario import find_scenario, load_scenario
     from harness.transcript import HEADER
 
@@ -203,7 +203,6 @@ def run(
     live_model = _model(model, base_url)
     if peek is not None and live_model is None:
         raise HarnessError("--peek", "goes with a live --model; a script is always read whole")
-    build(spec)  # a bad template or tool is reported before anything runs
     if save is not None:
         from harness.files import check_target
 

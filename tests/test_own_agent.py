@@ -21,6 +21,7 @@ def one_line(result, *words: str) -> str:
     assert result.exit_code == 2, result.output
     line = result.stderr.strip()
     assert "\n" not in line and line.startswith("error: ") and "Traceback" not in result.output
+    assert result.stdout == ""  # nothing drawn before the error: the run never started
     for word in words:
         assert word in line, line
     return line

@@ -85,8 +85,7 @@ class LiveView:
         # No colour system (not a terminal) and no wrapping: rich would write the plain text,
         # so write it without rich's rendering, which costs more than the whole loop step.
         self.plain = console.color_system is None and console.soft_wrap
-        self.pending = Text()
-        self._print(legend())
+        self.pending = legend().append("\n")  # shown with the first event: nothing if the run never starts
 
     def __call__(self, event: Event) -> None:
         match event:
