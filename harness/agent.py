@@ -11,13 +11,12 @@ first line and parameters become its line in the prompt's tool list.
 
 from __future__ import annotations
 
-import string
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from harness import prompts
 from harness.dialects import get_dialect
-from harness.errors import TemplateError
 from harness.limits import Limits
 from harness.loop import Emit, Setup, nobody, run
 from harness.model import Model
@@ -37,12 +36,8 @@ class Agent:
         dialect = get_dialect(self.dialect)
         tools = Registry(t if isinstance(t, Tool) else from_function(t) for t in self.tools)
         variables = {"question": question, "tools": tools.render(dialect.signature)}
-        try:
-            text = string.Template(self.prompt).substitute(variables)
-        except (KeyError, ValueError) as e:
-            raise TemplateError("Agent.prompt", f"cannot fill the template ({e}); it may use $question and $tools") from None
         buffer = Transcript()
-        buffer.append(Author.DEVELOPER, text)
+        buffer.append(Author.DEVELOPER, prompts.fill(self.prompt, variables, "Agent.prompt"))
         return Setup(buffer, dialect, tools, self.limits)
 
     def run(self, question: str, model: Model, emit: Emit = nobody) -> RunRecord:

@@ -32,7 +32,7 @@ from harness.errors import HarnessError
 
 _TIMEOUT = 0.25  # seconds; a match that takes longer is treated as no match
 _UNTIMED = 1_000  # characters: a line this short matches in under a millisecond, whatever it holds
-_ARGS_MAX = 100_000  # characters of arguments on one Action line (a file written whole fits)
+ARGS_MAX = 100_000  # characters of arguments on one Action line (a file written whole fits)
 _JSON_STARTS = frozenset('{["-0123456789tfnNI')  # a JSON value begins with one of these (NaN, Infinity too)
 
 
@@ -153,7 +153,7 @@ class DefaultDialect(Dialect):
     expected = "`Action: tool_name(arguments)` or `Final Answer: your answer`, on a line of its own"
     _action = regex.compile(
         r"^[ \t]*Action:[ \t]*(?P<tool>[A-Za-z_][A-Za-z0-9_]{0,63})[ \t]*"
-        rf"\((?P<args>[^\r\n]{{0,{_ARGS_MAX}}}?)\)[ \t]*\r?$",
+        rf"\((?P<args>[^\r\n]{{0,{ARGS_MAX}}}?)\)[ \t]*\r?$",
         regex.MULTILINE,
     )
 
@@ -173,7 +173,7 @@ class ReactPaperDialect(Dialect):
     _markers = (("action", "Action", True),)
     _action = regex.compile(
         r"^[ \t]*Action[ \t]*\d{1,6}[ \t]*:[ \t]*(?P<tool>[A-Za-z_][A-Za-z0-9_]{0,63})"
-        rf"\[(?P<args>[^\r\n]{{0,{_ARGS_MAX}}}?)\][ \t]*\r?$",
+        rf"\[(?P<args>[^\r\n]{{0,{ARGS_MAX}}}?)\][ \t]*\r?$",
         regex.MULTILINE,
     )
 

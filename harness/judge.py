@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING
 
 from harness import notices
 from harness.decisions import Action, Rejection
-from harness.dialects import _ARGS_MAX as ARGS_MAX
+from harness.dialects import ARGS_MAX
 from harness.traits import answer_may_open, compatible
 
 if TYPE_CHECKING:

@@ -56,15 +56,20 @@ def by_path(relative: str, folder: Path, field: str = "prompt_file") -> Path:
 def render(path: Path, variables: dict[str, str]) -> str:
     """The template at `path` with its $variables filled in."""
     try:
-        template = string.Template(path.read_text(encoding="utf-8"))
+        text = path.read_text(encoding="utf-8")
     except OSError as e:
         raise TemplateError(str(path), f"cannot read the template ({e.strerror})") from None
     except UnicodeDecodeError:
         raise TemplateError(str(path), "the template is not UTF-8 text") from None
+    return fill(text, variables, str(path))
+
+
+def fill(text: str, variables: dict[str, str], where: str) -> str:
+    """A template's text with its $variables filled in; `where` names it in an error."""
     try:
-        return template.substitute(variables)
+        return string.Template(text).substitute(variables)
     except KeyError as e:
         supplied = ", ".join(f"${v}" for v in variables)
-        raise TemplateError(str(path), f"uses ${e.args[0]}, which is not supplied (supplied: {supplied})") from None
+        raise TemplateError(where, f"uses ${e.args[0]}, which is not supplied (supplied: {supplied})") from None
     except ValueError as e:
-        raise TemplateError(str(path), f"bad placeholder ({e}); write $$ for a dollar sign") from None
+        raise TemplateError(where, f"bad placeholder ({e}); write $$ for a dollar sign") from None

@@ -86,3 +86,15 @@ def test_zero_steps_calls_no_model():
     model = ScriptedModel(["Final Answer: 1\n"])
     result = run(agent(max_steps=0), model)
     assert (result.stop_reason, result.steps, model.calls) == (StopReason.MAX_STEPS, 0, [])
+
+
+def test_an_agent_from_python_objects_names_a_template_variable_nobody_supplies():
+    from harness import Agent
+    from harness.errors import TemplateError
+
+    try:
+        Agent(prompt="Hello $name\n$question\n").run("q", ScriptedModel([]))
+    except TemplateError as e:
+        assert str(e) == "Agent.prompt: uses $name, which is not supplied (supplied: $question, $tools)"
+    else:
+        raise AssertionError("a missing template variable must be an error")
