@@ -39,6 +39,21 @@ def solved(answer: str | None, expected: float) -> bool:
     return any(abs(float(n) - expected) <= 0.01 for n in NUMBER.findall(digits))
 
 
+def wait_for(base_url: str, seconds: float) -> None:
+    """A server just started loads its model first: wait until it answers /models."""
+    import httpx
+
+    deadline = time.monotonic() + seconds
+    while True:
+        try:
+            httpx.get(f"{base_url.rstrip('/')}/models", timeout=2).raise_for_status()
+            return
+        except httpx.HTTPError:
+            if time.monotonic() > deadline:
+                raise SystemExit(f"no server answered at {base_url} within {seconds:.0f} s") from None
+            time.sleep(0.5)
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--model", required=True, help="openai:NAME (with --base-url) or local:PATH")
@@ -49,12 +64,15 @@ def main() -> int:
     parser.add_argument("--only", help="comma-separated task names")
     parser.add_argument("--tasks", type=Path, default=HERE / "tasks.toml")
     parser.add_argument("--save-dir", type=Path, help="write each run's transcript here")
+    parser.add_argument("--wait", type=float, default=120, help="seconds to wait for the server to answer")
     args = parser.parse_args()
 
     tasks = tomllib.loads(args.tasks.read_text(encoding="utf-8"))["task"]
     if args.only:
         tasks = {name: tasks[name] for name in args.only.split(",")}
     model = model_from_spec(args.model, args.base_url)
+    if args.base_url:
+        wait_for(args.base_url, args.wait)
     if args.save_dir:
         args.save_dir.mkdir(parents=True, exist_ok=True)
 
