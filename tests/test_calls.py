@@ -76,10 +76,13 @@ def test_hostile_arguments_stay_bounded():
     for raw in ["[" * 10_000 + "]" * 10_000, "'" + "a" * 1_000_000 + "'", "x=" + "(" * 50_000, "'\\" * 100_000]:
         start = time.perf_counter()
         args, kwargs = parse_args(raw)
-        assert time.perf_counter() - start < 2
+        assert time.perf_counter() - start < 10  # a guard against a hang, not a speed claim
         assert kwargs == {} or all(isinstance(k, str) for k in kwargs)
     record = run("Action: price('" + "a" * 1_000_000 + "')\n", "Final Answer: x\n")
     assert "longer than 100,000 characters" in code_lines(record)[0]
+    start = time.perf_counter()
+    record = run("Action: price(" + "[" * 10_000 + "]" * 10_000 + ")\n", "Final Answer: x\n")
+    assert time.perf_counter() - start < 10 and code_lines(record)[0].startswith("Observation: Error: price has no result")
 
 
 def test_a_key_that_matches_two_keys_loosely_matches_neither():
