@@ -303,7 +303,8 @@ def step(
     if frame is not None:
         if frame >= len(fs):
             raise HarnessError(f"--frame {frame}", f"this run has frames 0 to {len(fs) - 1}")
-        _console().print(frame_view(fs, frame))
+        console = _console()
+        console.print(frame_view(fs, frame, console))
         return
     if not (sys.stdin.isatty() and sys.stdout.isatty()):
         raise HarnessError("harness step", "needs a terminal to read keys; use --frame K to print one frame")

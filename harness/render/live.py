@@ -30,7 +30,8 @@ from harness.run_record import RunRecord
 from harness.transcript import Author, split_lines
 
 STYLES = {Author.DEVELOPER: "blue", Author.MODEL: "green", Author.CODE: "yellow"}
-_WIDTH = 9
+WIDTH = 9  # len("developer"): the author column
+NOTE_STYLE = "dim italic"  # a line about the buffer that is not part of it
 
 
 def legend() -> Text:
@@ -62,7 +63,7 @@ class Rows:
             self.mid_line = False
         for piece in split_lines(text):
             if not self.mid_line:
-                out.append(f"{author.value:<{_WIDTH}} {mark} ", style=f"bold {style}")
+                out.append(f"{author.value:<{WIDTH}} {mark} ", style=f"bold {style}")
             out.append(for_terminal(piece.rstrip("\n")), style=style)
             if piece.endswith("\n"):
                 out.append("\n")
@@ -151,7 +152,7 @@ class LiveView:
 
 def note(message: str) -> Text:
     """A line about the buffer that is not part of it, set under the author column."""
-    return Text(f"{'':<{_WIDTH}}   {for_terminal(message)}", style="dim italic")
+    return Text(f"{'':<{WIDTH}}   {for_terminal(message)}", style=NOTE_STYLE)
 
 
 def saved_events(record: RunRecord) -> Iterator[Event]:
