@@ -284,22 +284,38 @@ def agent(
     typer.echo(answer(record).to_json())
 
 
-def _open(target: str) -> RunRecord:
-    from harness.record import open_run
+def _open(target: str, no_stop: bool = False, model: str | None = None, base_url: str | None = None) -> RunRecord:
+    """A saved transcript as it was run, or a scenario run now (as `run` would, options too)."""
+    from harness.record import open_run, read_text, run_scenario
+    from harness.scenario import find_scenario, load_scenario
+    from harness.transcript import HEADER
 
-    return open_run(target)
+    if not no_stop and model is None and base_url is None:
+        return open_run(target)
+    path = Path(target)
+    if path.is_file() and read_text(path).startswith(HEADER):
+        flag = "--no-stop" if no_stop else "--model"
+        raise HarnessError(flag, f"goes with a scenario; {target} is a saved run and is shown as it was run")
+    spec = load_scenario(find_scenario(target))
+    return run_scenario(spec.but(use_stop=False) if no_stop else spec, model=_model(model, base_url))
+
+
+NoStopOption = Annotated[bool, typer.Option("--no-stop", help="Run the scenario without its stop sequences, as `run --no-stop`.")]
 
 
 @app.command()
 def step(
     target: Annotated[str, typer.Argument(help="A scenario (file or shipped name) or a saved transcript.")],
     frame: Annotated[int | None, typer.Option("--frame", min=0, help="Print frame K and exit (no keys, no screen).")] = None,
+    no_stop: NoStopOption = False,
+    model: ModelOption = None,
+    base_url: BaseUrlOption = None,
 ) -> None:
     """Step through a run in the terminal, one addition to the buffer at a time."""
     from harness.render.frames import frames
     from harness.render.stepper import frame_view, step_through
 
-    fs = frames(_open(target))
+    fs = frames(_open(target, no_stop, model, base_url))
     if frame is not None:
         if frame >= len(fs):
             raise HarnessError(f"--frame {frame}", f"this run has frames 0 to {len(fs) - 1}")
@@ -316,6 +332,9 @@ def export(
     target: Annotated[str, typer.Argument(help="A scenario (file or shipped name) or a saved transcript.")],
     html: Annotated[Path | None, typer.Option("--html", help="Write one self-contained HTML stepper here.")] = None,
     markdown: Annotated[Path | None, typer.Option("--markdown", help="Write the steps as Markdown, for course notes.")] = None,
+    no_stop: NoStopOption = False,
+    model: ModelOption = None,
+    base_url: BaseUrlOption = None,
 ) -> None:
     """Export a run as one HTML file that opens anywhere (a stepper, the facts, the cost), or as Markdown."""
     from harness.files import check_target
@@ -328,7 +347,7 @@ def export(
         check_target(html, PAGE_HEADER, "--html")
     if markdown is not None:
         check_target(markdown, NOTES_HEADER, "--markdown")
-    record = _open(target)
+    record = _open(target, no_stop, model, base_url)
     title = "harness · " + ((record.scenario.title if record.scenario else "") or Path(target).stem)
     if html is not None:
         _write(html, page(record, title), PAGE_HEADER, "--html")

@@ -347,3 +347,20 @@ def test_the_cost_table_adds_the_models_own_token_counts_when_it_gave_them():
     counted = cost_table(rows, [{"prompt_tokens": 120, "evaluated_tokens": 30}, None, None]).splitlines()
     assert counted[0].endswith("tokens sent  tokens evaluated")
     assert counted[1].split()[-2:] == ["120", "30"] and counted[2].split()[-2:] == ["?", "?"]
+
+
+def test_step_and_export_take_no_stop_and_model_like_run(tmp_path):
+    """The other half of the lesson without a saved run: nothing cuts the invented observation."""
+    out = invoke("step", "nimbus", "--no-stop", "--frame", "1")
+    assert out.exit_code == 0, out.output
+    assert "model     ▶ Observation: quota was fine, must be a network issue" in out.stdout
+    assert "✂" not in out.stdout.split("\n", 2)[2]  # nothing was cut (the legend line aside)
+    assert out.stdout.startswith("Step 1 of 1")  # the run ended on the wrong answer
+    assert invoke("step", "nimbus", "--model", "scripted", "--frame", "2").stdout == invoke("step", "nimbus", "--frame", "2").stdout
+    page = tmp_path / "p.html"
+    assert invoke("export", "nimbus", "--no-stop", "--html", str(page)).exit_code == 0
+    assert "quota was fine, must be a network issue" in page.read_text(encoding="utf-8")
+    saved = tmp_path / "t.txt"
+    invoke("run", "nimbus", "--save", str(saved))
+    refused = invoke("step", str(saved), "--no-stop", "--frame", "0")
+    assert refused.exit_code == 2 and "--no-stop: goes with a scenario" in refused.stderr
