@@ -349,6 +349,8 @@ def export(
         check_target(markdown, NOTES_HEADER, "--markdown")
     record = _open(target, no_stop, model, base_url)
     title = "harness · " + ((record.scenario.title if record.scenario else "") or Path(target).stem)
+    if record.scenario is not None and not record.scenario.use_stop:
+        title += " — but this run had no stop sequence (--no-stop)"
     if html is not None:
         _write(html, page(record, title), PAGE_HEADER, "--html")
     if markdown is not None:

@@ -86,7 +86,8 @@ NOTE = re.compile(r" {12}[✂✗]| {14}\S")  # a note about the buffer, or its c
 
 def buffer_rows(screen: list[str]) -> list[str]:
     """The rows between the legend (and the "above" line) and the blank line before the facts."""
-    body = screen[2 : screen.index("", 3)]
+    start = next(i for i, line in enumerate(screen) if "never in the buffer" in line) + 1  # after the legend
+    body = screen[start : screen.index("", start + 1)]
     return [line for line in body if not line.startswith(("↑ ", "↓ ")) and line]
 
 
@@ -364,3 +365,64 @@ def test_step_and_export_take_no_stop_and_model_like_run(tmp_path):
     invoke("run", "nimbus", "--save", str(saved))
     refused = invoke("step", str(saved), "--no-stop", "--frame", "0")
     assert refused.exit_code == 2 and "--no-stop: goes with a scenario" in refused.stderr
+
+
+GOVERNED_DENIED = "model     ✗ Action: post_summary(4.2 summary)"
+GOVERNED_WITHHELD = "model     ✗ Final Answer: Posted: 4.2 adds resumable uploads and a faster quota API."
+IN_BUFFER = " " * 12 + "✗ in the buffer, not shown to the user: "
+
+
+def test_denied_and_withheld_text_is_model_text_marked_not_shown_in_the_run_view(tmp_path):
+    """One fact, one look: a denied lane is in the buffer (a model row), not shown to the
+    user (✗); the stop sequence's cut never was in the buffer (✂, a note)."""
+    saved = tmp_path / "g.txt"
+    ran = invoke("run", "governed-research", "--save", str(saved)).stdout
+    shown = invoke("show", str(saved)).stdout
+    for out in (ran, shown):
+        lines = out.splitlines()
+        assert lines[1] == "✗ in the buffer, not shown to the user  ✂ never in the buffer"  # the legend
+        at = lines.index(GOVERNED_DENIED)
+        assert lines[at + 1] == IN_BUFFER + "its gate denied this action"
+        at = lines.index(GOVERNED_WITHHELD)
+        assert lines[at + 1] == IN_BUFFER + "the final answer was withheld"
+    assert "✂ cut by the stop sequence, never in the buffer: Observation:" in invoke("run", "nimbus").stdout
+
+
+def test_the_stepper_marks_denied_and_withheld_text_and_puts_the_notice_mark_on_the_notice():
+    one = invoke("step", "governed-research", "--frame", "1").stdout.splitlines()
+    assert "model     ▶ Action: search_notes(4.2)" in one
+    at = one.index(GOVERNED_DENIED)
+    assert one[at + 1] == IN_BUFFER + "its gate denied this action"
+    three = invoke("step", "governed-research", "--frame", "3").stdout.splitlines()
+    assert GOVERNED_DENIED in three  # an older part keeps its mark
+    at = three.index(GOVERNED_WITHHELD)
+    assert three[at + 1] == IN_BUFFER + "the final answer was withheld"
+    assert "code      │ Observation 1: 4.2: uploads can resume after a dropped connection; the quota API answers 3x faster." in three
+    assert [line[:12] for line in three if "Notice:" in line] == ["code      ⚠ "]
+    assert three[1] == "▶ new  ⚠ notice  ✗ in the buffer, not shown to the user  ✂ never in the buffer"
+
+
+def test_what_the_user_was_not_shown_is_saved_and_checked_when_loaded(tmp_path):
+    saved = tmp_path / "g.txt"
+    invoke("run", "governed-research", "--save", str(saved))
+    text = saved.read_text(encoding="utf-8")
+    assert '"hidden": [[89, 123, "action"]]' in text and '"hidden": [[119, 192, "answer"]]' in text
+    for bad in ('[[89, 999, "action"]]', '[[89, 123, "shown"]]', '[[89, 123]]', '"x"', '[[100, 90, "action"]]'):
+        broken = tmp_path / "broken.txt"
+        broken.write_text(text.replace('[[89, 123, "action"]]', bad), encoding="utf-8")
+        result = invoke("show", str(broken))
+        assert result.exit_code == 2 and "metadata calls" in result.stderr and "hidden" in result.stderr, (bad, result.stderr)
+
+
+def test_markdown_notes_mark_what_the_user_was_not_shown_and_say_when_the_stop_was_off(tmp_path):
+    out = tmp_path / "g.md"
+    assert invoke("export", "governed-research", "--markdown", str(out)).exit_code == 0
+    text = out.read_text(encoding="utf-8")
+    assert "✗ marks text that is in the buffer but was not shown to the user" in text  # the legend
+    assert "\n> ✗ in the buffer, not shown to the user: its gate denied this action: Action: post\\_summary(4.2 summary)\n" in text.replace("_", "\\_")
+    assert "\n> ✗ in the buffer, not shown to the user: the final answer was withheld: Final Answer: Posted" in text
+    out = tmp_path / "n.md"
+    assert invoke("export", "nimbus", "--no-stop", "--markdown", str(out)).exit_code == 0
+    text = out.read_text(encoding="utf-8")
+    assert text.startswith("# harness · Nimbus uploads: the stop sequence stops a made-up observation — but this run had no stop sequence (--no-stop)\n")
+    assert "> **The stop sequence was off for this run (--no-stop)" in text and "✂ cut by" not in text

@@ -32,14 +32,38 @@ class Frame:
     why: str  # why the loop went on, or stopped, after it
     notice_lines: int = 0  # a code frame: how many of its first lines are notices (code's answer to a broken rule)
     cut_by: str = ""  # what cut `cut`: "stop" (the stop sequence) or "prefix" (the prefix rule)
+    hidden: tuple[tuple[int, int, str], ...] = ()  # a model frame: (start, end, lane) in the buffer, not shown to the user
 
     @property
     def is_notice(self) -> bool:
         return self.notice_lines > 0
 
 
+# What a part of the buffer is, besides its author; the same words in every view.
+KINDS = {
+    "notice": "a notice: code's answer to a broken rule",
+    "denied": "in the buffer, not shown to the user: its gate denied this action",
+    "withheld": "in the buffer, not shown to the user: the final answer was withheld",
+}
+NO_STOP = (
+    "The stop sequence was off for this run (--no-stop): nothing cut what the model wrote, "
+    "so an observation it invented stands in the buffer as model text."
+)
+
+
+def stop_was_off(record: RunRecord) -> bool:
+    return record.scenario is not None and not record.scenario.use_stop
+
+
 def parts(frame: Frame) -> list[tuple[str, str]]:
-    """The newest text in pieces of whole lines, each with its kind: "" (plain) or "notice"."""
+    """The frame's text in pieces of whole lines, each with its kind: "" (plain), "notice",
+    "denied" (an action the user was not shown) or "withheld" (a final answer, likewise)."""
+    if frame.hidden:
+        out, at = [], 0
+        for start, end, lane in frame.hidden:
+            out += [(frame.added[at:start], ""), (frame.added[start:end], "withheld" if lane == "answer" else "denied")]
+            at = end
+        return [p for p in [*out, (frame.added[at:], "")] if p[0]]
     if not frame.notice_lines:
         return [(frame.added, "")]
     lead = 1 if frame.added.startswith("\n") else 0  # code begins on a line of its own
@@ -68,8 +92,8 @@ def frames(record: RunRecord) -> list[Frame]:
         if span.author is Author.CODE and told:  # one line each, before the observations
             notices = min(told, max(1, span.text.count("\n") - span.text.startswith("\n")))
             told -= notices
-        cut, cut_by = (call.cut, call.cut_by) if model else ("", "")
-        out.append(Frame(i, span.author, span.text, before, cut, sent, why, notices, cut_by))
+        cut, cut_by, hidden = (call.cut, call.cut_by, call.hidden) if model else ("", "", ())
+        out.append(Frame(i, span.author, span.text, before, cut, sent, why, notices, cut_by, hidden))
         before += len(span.text)
     return out
 

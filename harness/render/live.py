@@ -25,7 +25,8 @@ from rich.text import Text
 
 from harness.escape import for_terminal
 from harness.events import Appended, CompletionEnded, Event, RoundStarted, Stopped, TextDelta
-from harness.decisions import Round
+from harness.decisions import Lane, Round
+from harness.render.frames import KINDS
 from harness.run_record import RunRecord
 from harness.transcript import Author, split_lines
 
@@ -34,12 +35,26 @@ WIDTH = 9  # len("developer"): the author column
 NOTE_STYLE = "dim italic"  # a line about the buffer that is not part of it
 
 
+MARKS = {"notice": "⚠", "denied": "✗", "withheld": "✗", "cut": "✂"}  # a row's mark, by what its text is
+
+
 def legend() -> Text:
     text = Text("authors: ")
     for author, style in STYLES.items():
         text.append(f" {author.value} ", style=f"reverse {style}")
         text.append(" ")
     return text
+
+
+def marks_legend(stepper: bool = False) -> Text:
+    """What the marks mean: denied text is in the buffer, cut text never was."""
+    marks = "✗ in the buffer, not shown to the user  ✂ never in the buffer"
+    return Text(("▶ new  ⚠ notice  " if stepper else "") + marks, style="dim")
+
+
+def cut_note(cut: str, cut_by: str) -> str:
+    why = {"stop": "cut by the stop sequence", "prefix": "stopped by the prefix rule"}.get(cut_by, "cut")
+    return f"✂ {why}, never in the buffer: {preview(cut)}"
 
 
 class Rows:
@@ -86,7 +101,8 @@ class LiveView:
         # No colour system (not a terminal) and no wrapping: rich would write the plain text,
         # so write it without rich's rendering, which costs more than the whole loop step.
         self.plain = console.color_system is None and console.soft_wrap
-        self.pending = legend().append("\n")  # shown with the first event: nothing if the run never starts
+        # Shown with the first event: nothing if the run never starts.
+        self.pending = legend().append("\n").append_text(marks_legend()).append("\n")
 
     def __call__(self, event: Event) -> None:
         match event:
@@ -116,12 +132,17 @@ class LiveView:
                 self._flush()
 
     def _completion_ended(self, cut: str, cut_by: str, decided: Round) -> None:
+        """What the user was not shown is still model text in the buffer: a model row marked
+        ✗ (after what was shown, since the view is what the user saw, in order). What the
+        stop sequence cut never was: only a note."""
         for lane in decided.lanes:
             if lane.status == "denied" and lane.text:
-                self._note(f"✗ not shown to the user ({lane.kind} lane denied): {preview(lane.text)}")
+                kind = "withheld" if lane.kind == "answer" else "denied"
+                self._break()
+                self._print(self.rows.write(Author.MODEL, lane.text, MARKS[kind]), end="")
+                self._note(f"✗ {KINDS[kind]}")
         if cut:
-            why = {"stop": "cut by the stop sequence", "prefix": "stopped by the prefix rule"}.get(cut_by, "cut")
-            self._note(f"✂ {why}, never in the buffer: {preview(cut)}")
+            self._note(cut_note(cut, cut_by))
 
     def _note(self, message: str) -> None:
         self._break()
@@ -156,16 +177,24 @@ def note(message: str) -> Text:
 
 
 def saved_events(record: RunRecord) -> Iterator[Event]:
-    """The events a view needs to draw a finished run (its model text as deltas)."""
+    """The events a view needs to draw a finished run: its model text as deltas, the parts
+    the user was not shown as the denied lanes they were (harness.unseen)."""
     calls = iter(record.calls)
     for span in record.transcript.spans:
         if span.author is not Author.MODEL:
             yield Appended(span.author, span.text)
             continue
         call = next(calls, None)
-        yield TextDelta(span.text)
-        if call is not None and call.cut:
-            yield CompletionEnded(0, span.text, call.cut, call.cut_by, Round())
+        hidden = call.hidden if call is not None else ()
+        at, lanes = 0, []
+        for start, end, lane in hidden:
+            if start > at:
+                yield TextDelta(span.text[at:start])
+            lanes.append(Lane(len(lanes), lane, "denied", 0, span.text[start:end]))
+            at = end
+        yield TextDelta(span.text[at:])
+        if call is not None and (call.cut or lanes):
+            yield CompletionEnded(0, span.text, call.cut, call.cut_by, Round(lanes=tuple(lanes)))
     yield Stopped(record.stop_reason, record.final_answer, record.steps, record.detail)
 
 

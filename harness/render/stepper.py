@@ -39,8 +39,8 @@ from harness.errors import HarnessError
 from harness.escape import for_terminal
 from harness.render.frames import Frame
 from harness.render.keys import KeyReader
-from harness.render.live import legend
-from harness.render.wrap import BufferLines, marks_legend
+from harness.render.live import legend, marks_legend
+from harness.render.wrap import BufferLines
 
 KEYS = {
     "next": ("\r", "\n", " ", "\x1b[C", "\x1bOC"),
@@ -90,7 +90,8 @@ def frame_lines(console: Console, frames: list[Frame], k: int, width: int | None
     """Frame k whole, as --frame prints it: every line fitted to `width` (the console's)."""
     width = width or console.size.width
     lines, before, newest = BufferLines(frames, console, width).upto(k)
-    return [header(frames, k), marks_legend(), Text(), *lines[:before], *newest, Text(), *facts_lines(frames[k], console, width)]
+    heads = [*header(frames, k).wrap(console, width), *marks_legend(True).wrap(console, width)]
+    return [*heads, Text(), *lines[:before], *newest, Text(), *facts_lines(frames[k], console, width)]
 
 
 def frame_view(frames: list[Frame], k: int, console: Console) -> Text:
@@ -145,7 +146,7 @@ class Screen:
         if end < total:
             window.append(Text(f"↓ {total - end:,} lines below (PgDn ↓; → or ← follows the newest part)", style="dim"))
         above = Text(f"↑ {top:,} lines above (PgUp ↑)", style="dim") if top else Text()
-        lines = [header(self.frames, self.k), marks_legend(), above, *window, Text(), *facts]
+        lines = [header(self.frames, self.k), marks_legend(True), above, *window, Text(), *facts]
         lines += [Text()] * (height - 1 - len(lines)) + [Text(HELP, style="dim")]
         for line in lines:
             line.truncate(width)

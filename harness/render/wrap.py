@@ -21,26 +21,16 @@ from rich.console import Console
 from rich.text import Text
 
 from harness.escape import for_terminal
-from harness.render.frames import Frame, parts
-from harness.render.live import NOTE_STYLE, STYLES, WIDTH, preview
+from harness.render.frames import KINDS, Frame, parts
+from harness.render.live import MARKS, NOTE_STYLE, STYLES, WIDTH, cut_note
 from harness.transcript import split_lines
 
 PREFIX = WIDTH + 3  # "model     │ "
-MARKS = {"notice": "⚠"}  # a row's mark by the kind of its part; the newest part's other rows: ▶
-
-
 def mark_of(kind: str, newest: bool) -> str:
+    """A row's mark: what its text is (⚠ ✗), else ▶ for the newest part."""
     return MARKS.get(kind) or ("▶" if newest else "│")
 
 
-def marks_legend() -> Text:
-    """What the marks at the start of a row mean (the authors' legend is the header's)."""
-    return Text("▶ newest part   ⚠ notice   ✂ cut: never in the buffer", style="dim")
-
-
-def part_notes(frame: Frame) -> list[str]:
-    """What the newest part's reader must be told that is not in its rows."""
-    return [f"✂ cut by the stop sequence, never in the buffer: {preview(frame.cut)}"] if frame.cut else []
 
 
 def _fold(text: Text, console: Console, width: int) -> list[Text]:
@@ -82,9 +72,11 @@ def frame_lines(frame: Frame, newest: bool, console: Console, width: int) -> lis
         joined = not ended and i == len(pieces) - 1 and not newest  # the next frame goes on with this line
         mark = mark_of(kind, newest)
         out += row_lines(frame.author, piece.rstrip("\n"), mark, extra, console, width, joined)
-    if newest:
-        for message in part_notes(frame):
-            out += note_lines(message, console, width)
+        last_of_kind = i == len(pieces) - 1 or pieces[i + 1][1] != kind
+        if newest and kind in ("denied", "withheld") and last_of_kind:
+            out += note_lines(f"{MARKS[kind]} {KINDS[kind]}", console, width)
+    if newest and frame.cut:
+        out += note_lines(cut_note(frame.cut, frame.cut_by), console, width)
     return out
 
 
