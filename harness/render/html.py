@@ -22,7 +22,7 @@ from importlib.resources import files
 import regex
 
 from harness.escape import for_html, for_script_json
-from harness.render.frames import CHARS_PER_TOKEN, CallCost, costs, frames
+from harness.render.frames import CHARS_PER_TOKEN, KINDS, NO_STOP, CallCost, costs, frames, parts, stop_was_off
 from harness.run_record import RunRecord
 
 GENERATOR = '<meta name="generator" content="harness">'
@@ -32,15 +32,17 @@ PAGE_HEADER = "<!doctype html>\n<!-- harness page v1 -->\n"  # how a page of our
 def page(record: RunRecord, title: str) -> str:
     data = {
         "frames": [
-            {"author": f.author.value, "added": f.added, "cut": f.cut, "sent": f.sent, "why": f.why, "notice": f.is_notice}
+            {"author": f.author.value, "added": f.added, "parts": parts(f), "cut": f.cut, "cut_by": f.cut_by, "sent": f.sent, "why": f.why}
             for f in frames(record)
-        ]
+        ],
+        "words": {**KINDS, "cut": {"stop": "cut by the stop sequence, never in the buffer:", "prefix": "stopped by the prefix rule, never in the buffer:"}},
     }
     rows = costs(record.transcript)
     template = files("harness.render").joinpath("page.html").read_text(encoding="utf-8")
     values = {
         "CSP": _policy(template),
         "TITLE": for_html(title),
+        "BANNER": f'<p class="banner" role="note">{for_html(NO_STOP)}</p>' if stop_was_off(record) else "",
         "CHART": chart(rows),
         "TABLE": table(rows),
         "DATA": for_script_json(data),
@@ -48,7 +50,7 @@ def page(record: RunRecord, title: str) -> str:
     return _PLACEHOLDER.sub(lambda m: values[m[1]], template)
 
 
-_PLACEHOLDER = regex.compile(r"__(CSP|TITLE|CHART|TABLE|DATA)__")
+_PLACEHOLDER = regex.compile(r"__(CSP|TITLE|BANNER|CHART|TABLE|DATA)__")
 
 
 def _policy(template: str) -> str:
