@@ -426,3 +426,36 @@ def test_markdown_notes_mark_what_the_user_was_not_shown_and_say_when_the_stop_w
     text = out.read_text(encoding="utf-8")
     assert text.startswith("# harness · Nimbus uploads: the stop sequence stops a made-up observation — but this run had no stop sequence (--no-stop)\n")
     assert "> **The stop sequence was off for this run (--no-stop)" in text and "✂ cut by" not in text
+
+
+def test_a_shipped_scenario_is_long_enough_for_the_cost_to_show_its_curve():
+    rows = costs(open_run("savings").transcript)
+    assert len(rows) >= 10
+    sent = [r.total_sent for r in rows]
+    steps = [b - a for a, b in zip(sent, sent[1:])]
+    assert all(b > a for a, b in zip(steps, steps[1:]))  # each call sends more than the one before: a curve
+    new = [r.cached_new for r in rows[1:]]
+    assert max(new) < 40  # while a prefix cache would only process what code appended
+    out = invoke("run", "savings", "--cost").stdout
+    assert out.count("\n  12  ") == 1 and "an estimate: characters ÷ 4" in out
+
+
+def test_the_page_s_cost_table_shows_the_model_s_own_token_counts_when_the_run_recorded_them(tmp_path):
+    saved = tmp_path / "counted.txt"
+    invoke("run", "nimbus", "--save", str(saved))
+    text = saved.read_text(encoding="utf-8")
+    counted = '{"ran": ["check_quota"], "notices": [], "cut_by": "stop", "tokens": {"prompt_tokens": 141, "evaluated_tokens": 141, "completion_tokens": 30}}'
+    text = text.replace('{"ran": ["check_quota"], "notices": [], "cut_by": "stop"}', counted)
+    saved.write_text(text, encoding="utf-8")
+    page = tmp_path / "p.html"
+    assert invoke("export", str(saved), "--html", str(page)).exit_code == 0
+    html = page.read_text(encoding="utf-8")
+    assert "<th>tokens sent (the model's count)</th>" in html and "<td>141</td><td>141</td></tr>" in html
+    assert "<td>?</td><td>?</td></tr>" in html  # the calls it did not count are not made up
+    assert "≈ tokens sent (estimate)" in html
+    plain = tmp_path / "plain.html"
+    invoke("export", "nimbus", "--html", str(plain))
+    assert "the model's count" not in plain.read_text(encoding="utf-8")  # a script counts nothing
+    chart = tmp_path / "s.html"
+    invoke("export", "savings", "--html", str(chart))
+    assert chart.read_text(encoding="utf-8").count('r="3" fill="#b91c1c"') == 12  # a point per call

@@ -44,7 +44,7 @@ def page(record: RunRecord, title: str) -> str:
         "TITLE": for_html(title),
         "BANNER": f'<p class="banner" role="note">{for_html(NO_STOP)}</p>' if stop_was_off(record) else "",
         "CHART": chart(rows),
-        "TABLE": table(rows),
+        "TABLE": table(rows, [c.tokens for c in record.calls]),
         "DATA": for_script_json(data),
     }
     return _PLACEHOLDER.sub(lambda m: values[m[1]], template)
@@ -99,11 +99,23 @@ def chart(rows: list[CallCost], width: int = 560, height: int = 240) -> str:
     )
 
 
-def table(rows: list[CallCost]) -> str:
+def table(rows: list[CallCost], tokens: list[dict | None] | None = None) -> str:
+    """The cost per call. With the model's own token counts (when the run recorded them),
+    two columns of real figures beside the labelled estimate."""
+    counted = tokens is not None and any(t is not None for t in tokens)
     head = ["call", "prompt sent", "completion", "total sent", "with prefix cache", "cache total", "≈ tokens sent (estimate)"]
-    body = "".join(
-        "<tr>" + "".join(f"<td>{v:,}</td>" for v in (r.call, r.prompt_chars, r.completion_chars, r.total_sent, r.cached_new, r.total_new, r.total_sent // CHARS_PER_TOKEN)) + "</tr>"
-        for r in rows
-    )
-    note = f"Figures in characters. Tokens are an estimate (characters ÷ {CHARS_PER_TOKEN}); no tokenizer was used."
+    if counted:
+        head += ["tokens sent (the model's count)", "tokens evaluated (the model's count)"]
+
+    def cells(i: int, r: CallCost) -> list[str]:
+        out = [f"{v:,}" for v in (r.call, r.prompt_chars, r.completion_chars, r.total_sent, r.cached_new, r.total_new, r.total_sent // CHARS_PER_TOKEN)]
+        if counted:
+            t = (tokens[i] if i < len(tokens) else None) or {}
+            out += ["?" if t.get(k) is None else f"{t[k]:,}" for k in ("prompt_tokens", "evaluated_tokens")]
+        return out
+
+    body = "".join("<tr>" + "".join(f"<td>{c}</td>" for c in cells(i, r)) + "</tr>" for i, r in enumerate(rows))
+    note = f"Figures in characters. The ≈ column is an estimate (characters ÷ {CHARS_PER_TOKEN}); no tokenizer was used."
+    if counted:
+        note += " Tokens sent and evaluated are the model's own counts (evaluated: not taken from its prefix cache); ? where it gave none."
     return f"<table><tr>{''.join(f'<th>{h}</th>' for h in head)}</tr>{body}</table><p><small>{note}</small></p>"
