@@ -272,7 +272,8 @@ def test_hostile_text_stays_text_in_a_real_browser(browser, tmp_path):
     transcript.append("developer", f"Question: {hostile}\n")
     transcript.append("model", f"Thought: {hostile}\nFinal Answer: {hostile}\n")
     transcript.append("code", f"Observation: {hostile}\n")
-    record = RunRecord(transcript, StopReason.FINAL_ANSWER, hostile, 1, calls=(CallRecord(f"Observation: {hostile}", "stop"),))
+    withheld = (len(f"Thought: {hostile}\n"), len(f"Thought: {hostile}\nFinal Answer: {hostile}\n"), "answer")
+    record = RunRecord(transcript, StopReason.FINAL_ANSWER, hostile, 1, calls=(CallRecord(f"Observation: {hostile}", "stop", hidden=(withheld,)),))
     out = tmp_path / "hostile.html"
     out.write_text(page(record, title), encoding="utf-8")
 
@@ -293,6 +294,7 @@ def test_hostile_text_stays_text_in_a_real_browser(browser, tmp_path):
     assert hostile in page_.locator("#why").inner_text()
     page_.keyboard.press("ArrowLeft")
     assert page_.locator("#buffer .ghost .cut").inner_text() == f"Observation: {hostile}"
+    assert page_.locator("#buffer .withheld .txt").inner_text() == f"Final Answer: {hostile}"  # marked, and still text
     assert page_.locator("script").count() == 2  # the data and the page's own script, nothing injected
     page_.close()
 

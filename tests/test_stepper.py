@@ -459,3 +459,20 @@ def test_the_page_s_cost_table_shows_the_model_s_own_token_counts_when_the_run_r
     chart = tmp_path / "s.html"
     invoke("export", "savings", "--html", str(chart))
     assert chart.read_text(encoding="utf-8").count('r="3" fill="#b91c1c"') == 12  # a point per call
+
+
+def test_hostile_text_the_user_was_not_shown_stays_inert_in_notes_and_rows():
+    from harness.events import StopReason
+    from harness.render.markdown import notes
+    from harness.run_record import CallRecord, RunRecord
+    from harness.transcript import Transcript
+
+    bad = "Action: x(<img src=x onerror=alert(1)>)\x1b]0;PWNED\x07[link](http://e.vil)\n"
+    transcript = Transcript()
+    transcript.append("developer", "Q\n")
+    transcript.append("model", "Thought: t\n" + bad)
+    record = RunRecord(transcript, StopReason.MAX_STEPS, calls=(CallRecord(hidden=((11, 11 + len(bad), "action"),)),))
+    quoted = [line for line in notes(record, "t").splitlines() if line.startswith("> ✗")]
+    assert len(quoted) == 1 and "<img" not in quoted[0] and "\x1b" not in quoted[0] and "\\[link\\]" in quoted[0]
+    rows = "\n".join(line.plain for line in screen_lines(Console(width=60, height=20), frames(record), 1))
+    assert "\x1b" not in rows and "model     ✗ Action: x(<img" in rows and "␛]0;PWNED␇" in rows
