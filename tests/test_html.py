@@ -305,3 +305,17 @@ def test_placeholders_are_filled_once_and_the_policy_admits_only_the_page_s_own_
     policy = regex.search(r'http-equiv="Content-Security-Policy" content="([^"]*)"', text)[1]
     assert "default-src 'none'" in policy and "unsafe-inline" not in policy
     assert regex.search(r"script-src 'sha256-[A-Za-z0-9+/=]+';", policy)
+
+
+def test_the_cost_chart_of_a_long_run_shows_the_curve(browser, tmp_path):
+    out = tmp_path / "savings.html"
+    assert runner.invoke(app, ["export", "savings", "--html", str(out)]).exit_code == 0
+    page_ = browser.new_page(viewport={"width": 1000, "height": 700})
+    page_.goto(out.as_uri())
+    dots = page_.locator("section.cost svg circle[fill='#b91c1c']")
+    assert dots.count() == 12
+    heights = [box(d)["y"] for d in dots.all()]  # the screen's y grows downwards
+    rises = [a - b for a, b in zip(heights, heights[1:])]
+    assert all(r > 0 for r in rises) and rises[-1] > rises[0] * 1.5  # it rises, and faster as it goes
+    page_.locator("section.cost").screenshot(path=str(SHOTS / "savings-cost.png"))
+    page_.close()
