@@ -36,9 +36,10 @@ class Agent:
         dialect = get_dialect(self.dialect)
         tools = Registry(t if isinstance(t, Tool) else from_function(t) for t in self.tools)
         variables = {"question": question, "tools": tools.render(dialect.signature)}
+        filled = prompts.fill(self.prompt, variables, "Agent.prompt")
         buffer = Transcript()
-        buffer.append(Author.DEVELOPER, prompts.fill(self.prompt, variables, "Agent.prompt"))
-        return Setup(buffer, dialect, tools, self.limits)
+        buffer.append(Author.DEVELOPER, filled.text)
+        return Setup(buffer, dialect, tools, self.limits, frames=filled.frames)
 
     def run(self, question: str, model: Model, emit: Emit = nobody) -> RunRecord:
         return run(self.setup(question), model, emit)

@@ -44,14 +44,15 @@ def build(scenario: Scenario) -> Built:
     tools = Registry(spec.build(workspace, scenario.base, scenario.source) for spec in scenario.tools)
     buffer = Transcript()
     variables = {"question": scenario.question, "tools": tools.render(dialect.signature)}
-    buffer.append(Author.DEVELOPER, prompts.render(scenario.template(), variables))
+    filled = prompts.render(scenario.template(), variables)
+    buffer.append(Author.DEVELOPER, filled.text)
     model: Model = ScriptedModel(scenario.completions, scenario.chunk_size)
     if scenario.model_error is not None:
         model = FailingModel(model, *scenario.model_error)
     if scenario.interrupt is not None:
         model = InterruptedModel(model, *scenario.interrupt)
     # A script costs nothing to read on: what the stop sequence prevented is shown whole.
-    setup = Setup(buffer, dialect, tools, scenario.limits, scenario.use_stop, peek=UNLIMITED)
+    setup = Setup(buffer, dialect, tools, scenario.limits, scenario.use_stop, peek=UNLIMITED, frames=filled.frames)
     return Built(setup, model, workspace)
 
 

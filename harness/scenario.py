@@ -5,7 +5,7 @@
     # prompt_file = "prompts/mine.txt"       # or a template of your own, beside the scenario
     dialect = "default"                      # or "react-paper"
     question = "Why do my Nimbus uploads fail?"
-    max_steps = 15                           # also unknown_tool_limit, format_error_limit
+    max_steps = 15                           # also unknown_tool_limit, format_error_limit, repeat_limit
     completions = ["Thought: ...\\nAction: check_quota(nimbus)\\n", "..."]
 
     [tools.calculator]                       # a built-in, as it is
@@ -15,6 +15,7 @@
     params = ["account"]
     results = { nimbus = "99.8 GB of 100 GB used" }
     default = "no such account"              # optional: the answer for any other argument
+    example = '"nimbus"'                     # optional: a call's arguments, shown in the tool list
 
     [tools.search]                           # a Python function of your own, imported from
     python = "mytools:search"                # mytools.py beside the scenario
@@ -54,9 +55,10 @@ class ToolSpec:
     default: str | None = None
     trait: str | None = None
     python: str | None = None  # "module:function", imported from the scenario's folder
+    example: str | None = None  # a call's arguments as the model should write them (canned: its first key)
 
     def to_meta(self) -> dict[str, Any]:
-        fields = {"trait": self.trait, "python": self.python}
+        fields = {"trait": self.trait, "python": self.python, "example": self.example}
         if self.results is not None:
             fields |= {"description": self.description, "params": list(self.params), "results": self.results}
             fields["default"] = self.default
@@ -66,14 +68,15 @@ class ToolSpec:
         if self.python is not None:
             where = f"{source}: tools.{self.name}.python" if source else f"tools.{self.name}.python"
             fn = import_function(self.python, base or Path.cwd(), where)
-            return from_function(fn, self.name, self.trait or "unknown")
+            return from_function(fn, self.name, self.trait or "unknown", self.example)
         if self.results is not None:
-            return canned(self.name, self.description, self.results, self.params, self.default, self.trait or "unknown")
-        if self.name in TOOL_NAMES and workspace is not None:
+            tool = canned(self.name, self.description, self.results, self.params, self.default, self.trait or "unknown")
+        elif self.name in TOOL_NAMES and workspace is not None:
             tool = next(t for t in workspace.tools() if t.name == self.name)
         else:
             tool = BUILTINS[self.name]()
-        return tool if self.trait is None else replace(tool, trait=self.trait)
+        changes = {"trait": self.trait, "example": self.example}
+        return replace(tool, **{k: v for k, v in changes.items() if v is not None})
 
 
 @dataclass(frozen=True)
@@ -88,6 +91,7 @@ class Scenario:
     max_steps: int = _LIMITS.max_steps
     unknown_tool_limit: int = _LIMITS.unknown_tool_limit
     format_error_limit: int = _LIMITS.format_error_limit
+    repeat_limit: int = _LIMITS.repeat_limit
     chunk_size: int = 8
     interrupt: tuple[int, int] | None = None  # (step, characters streamed): a scripted Ctrl-C
     model_error: tuple[int, str] | None = None  # (step, message): the model fails at that call
@@ -121,7 +125,7 @@ class Scenario:
 
     @property
     def limits(self) -> Limits:
-        return Limits(self.max_steps, self.unknown_tool_limit, self.format_error_limit)
+        return Limits(self.max_steps, self.unknown_tool_limit, self.format_error_limit, self.repeat_limit)
 
 
 def find_scenario(name: str) -> Path:
@@ -160,7 +164,7 @@ def shipped_scenarios() -> list[Path]:
 
 _FIELDS = {f for f in Scenario.__dataclass_fields__ if f not in ("source", "base")}
 _TOOL_NAME = regex.compile(r"[A-Za-z_][A-Za-z0-9_]{0,63}")  # what an Action line can name
-_TOOL_FIELDS = {"description", "params", "results", "default", "trait", "python"}
+_TOOL_FIELDS = {"description", "params", "results", "default", "trait", "python", "example"}
 
 
 def _parse(data: dict[str, Any], where: str, base: Path | None) -> Scenario:
@@ -222,6 +226,7 @@ def _parse(data: dict[str, Any], where: str, base: Path | None) -> Scenario:
         max_steps=count("max_steps", _LIMITS.max_steps),
         unknown_tool_limit=count("unknown_tool_limit", _LIMITS.unknown_tool_limit),
         format_error_limit=count("format_error_limit", _LIMITS.format_error_limit),
+        repeat_limit=count("repeat_limit", _LIMITS.repeat_limit),
         chunk_size=chunk_size,
         interrupt=_pair(data, "interrupt", ("step", "at"), int, where),
         model_error=_pair(data, "model_error", ("step", "message"), str, where),
@@ -271,19 +276,22 @@ def _tool(name: str, spec: Any, where: str) -> ToolSpec:
     trait = spec.get("trait")
     if trait is not None and trait not in TRAITS:
         raise ScenarioError(f"{where}.trait", f"must be one of {', '.join(TRAITS)}")
+    example = spec.get("example")
+    if example is not None and (not isinstance(example, str) or "\n" in example or len(example) > 200):
+        raise ScenarioError(f"{where}.example", "must be one line of at most 200 characters: a call's arguments")
     python = spec.get("python")
-    if python is not None and (extra := sorted(set(spec) - {"python", "trait"})):
+    if python is not None and (extra := sorted(set(spec) - {"python", "trait", "example"})):
         raise ScenarioError(f"{where}.{extra[0]}", "does not go with python: the function's docstring and parameters say it")
     if python is not None:
         if not isinstance(python, str) or not regex.fullmatch(r"[A-Za-z_][\w.]{0,99}:[A-Za-z_]\w{0,63}", python):
             raise ScenarioError(f"{where}.python", "must read 'module:function' (a module beside the scenario)")
-        return ToolSpec(name, trait=trait, python=python)
+        return ToolSpec(name, trait=trait, python=python, example=example)
     results = spec.get("results")
     if results is None:
         if name not in BUILTINS and name not in TOOL_NAMES:
             builtins = ", ".join([*BUILTINS, *TOOL_NAMES])
             raise ScenarioError(f"{where}.results", f"is required: {name!r} is not a built-in ({builtins})")
-        return ToolSpec(name, trait=trait)
+        return ToolSpec(name, trait=trait, example=example)
     if not isinstance(results, dict) or not all(isinstance(v, str) for v in results.values()):
         raise ScenarioError(f"{where}.results", "must be a table of strings, one per argument")
     description, params, default = spec.get("description"), spec.get("params", ["input"]), spec.get("default")
@@ -293,4 +301,4 @@ def _tool(name: str, spec: Any, where: str) -> ToolSpec:
         raise ScenarioError(f"{where}.params", "must be a list of parameter names")
     if default is not None and not isinstance(default, str):
         raise ScenarioError(f"{where}.default", "must be a string")
-    return ToolSpec(name, description, tuple(params), dict(results), default, trait)
+    return ToolSpec(name, description, tuple(params), dict(results), default, trait, example=example)
