@@ -77,11 +77,14 @@ def parts(frame: Frame) -> list[tuple[str, str]]:
 def frames(record: RunRecord) -> list[Frame]:
     spans, calls = record.transcript.spans, iter(record.calls)
     out, before, call, told = [], 0, CallRecord(), 0
+    no_stop = stop_was_off(record)
     for i, span in enumerate(spans):
         if span.author is Author.MODEL:
             call = next(calls, CallRecord())
             told = len(call.notices)  # not yet written: the loop writes them first after the reply
             sent = f"completion = model(buffer): the whole buffer, {before:,} characters, sent fresh"
+            if no_stop:
+                sent += ", with no stop sequence: nothing cuts what it writes"
         elif span.author is Author.CODE:
             sent = "nothing: code writes this part, the model does not"
         else:
