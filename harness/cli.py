@@ -11,6 +11,8 @@ from __future__ import annotations
 
 import os
 import sys
+from collections.abc import Iterator
+from contextlib import contextmanager
 from enum import StrEnum
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated, Any
@@ -67,10 +69,29 @@ app = typer.Typer(
 )
 
 
+def _version(value: bool) -> None:
+    if value:
+        from harness import __version__
+
+        typer.echo(f"harness {__version__}")
+        raise typer.Exit()
+
+
 @app.callback(invoke_without_command=True)
-def _root(ctx: typer.Context) -> None:
+def _root(
+    ctx: typer.Context,
+    version: Annotated[bool, typer.Option("--version", callback=_version, is_eager=True, help="Print the version and exit.")] = False,
+) -> None:
     if ctx.invoked_subcommand is None:
         typer.echo(ctx.get_help())
+
+
+def _scenario_names(incomplete: str) -> list[str]:
+    """Shell completion for a scenario: the shipped names, and .toml files here."""
+    from harness.scenario import shipped_scenarios
+
+    names = [p.stem for p in shipped_scenarios()] + [str(p) for p in Path().glob("*.toml")]
+    return [n for n in names if n.startswith(incomplete)]
 
 
 class Format(StrEnum):
@@ -141,7 +162,21 @@ def _saved(path: Path) -> RunRecord:
     from harness.record import read_text
     from harness.run_record import load_record
 
-    return load_record(read_text(path), str(path), path.parent)
+    with _scenario_hint(path):
+        return load_record(read_text(path), str(path), path.parent)
+
+
+@contextmanager
+def _scenario_hint(path: Path) -> Iterator[None]:
+    """A scenario given where a saved transcript belongs: the error says to `run` it."""
+    from harness.errors import TranscriptFormatError
+
+    try:
+        yield
+    except TranscriptFormatError as e:
+        if path.suffix != ".toml" or "header line" not in e.message:
+            raise
+        raise HarnessError(e.where, f"{e.message}; {path} is a scenario: run it with `harness run {path}`") from None
 
 
 def _write(path: Path, text: str, header: str, option: str) -> None:
@@ -174,7 +209,9 @@ BaseUrlOption = Annotated[
 
 @app.command()
 def run(
-    scenario: Annotated[str, typer.Argument(help="A scenario .toml file, or the name of a shipped one (see `harness list`).")],
+    scenario: Annotated[
+        str, typer.Argument(help="A scenario .toml file, or the name of a shipped one (see `harness list`).", autocompletion=_scenario_names)
+    ],
     format: FormatOption = Format.rich,
     save: Annotated[Path | None, typer.Option(help="Also save the transcript (save format v1) to this file.")] = None,
     no_stop: Annotated[bool, typer.Option("--no-stop", help="Turn the stop sequences off: see what the model writes when nothing cuts it.")] = False,
@@ -248,14 +285,17 @@ def replay(
     from harness.record import read_text
     from harness.record import replay as replay_text
 
-    result = replay_text(read_text(saved), str(saved), model=_model(model, base_url))
+    with _scenario_hint(saved):
+        result = replay_text(read_text(saved), str(saved), model=_model(model, base_url))
     if not check:
         _show(format, result.record)
         return
     if result.matches:
         typer.echo(f"ok: replaying {saved} gives the same transcript, byte for byte")
         return
-    typer.echo(transcript_diff(result.saved, result.fresh, str(saved)), nl=False)
+    diff = transcript_diff(result.saved, result.fresh, str(saved))
+    typer.echo(diff if diff.endswith("\n") else diff + "\n", nl=False)
+    typer.echo("(under pytest, `pytest --harness-update` rewrites a saved transcript whose replay changed)", err=True)
     raise typer.Exit(1)
 
 
@@ -284,26 +324,43 @@ def agent(
     typer.echo(answer(record).to_json())
 
 
-def _open(target: str) -> RunRecord:
-    from harness.record import open_run
+def _open(target: str, no_stop: bool = False, model: str | None = None, base_url: str | None = None) -> RunRecord:
+    """A saved transcript as it was run, or a scenario run now (as `run` would, options too)."""
+    from harness.record import open_run, read_text, run_scenario
+    from harness.scenario import find_scenario, load_scenario
+    from harness.transcript import HEADER
 
-    return open_run(target)
+    if not no_stop and model is None and base_url is None:
+        return open_run(target)
+    path = Path(target)
+    if path.is_file() and read_text(path).startswith(HEADER):
+        flag = "--no-stop" if no_stop else "--model"
+        raise HarnessError(flag, f"goes with a scenario; {target} is a saved run and is shown as it was run")
+    spec = load_scenario(find_scenario(target))
+    return run_scenario(spec.but(use_stop=False) if no_stop else spec, model=_model(model, base_url))
+
+
+NoStopOption = Annotated[bool, typer.Option("--no-stop", help="Run the scenario without its stop sequences, as `run --no-stop`.")]
 
 
 @app.command()
 def step(
     target: Annotated[str, typer.Argument(help="A scenario (file or shipped name) or a saved transcript.")],
     frame: Annotated[int | None, typer.Option("--frame", min=0, help="Print frame K and exit (no keys, no screen).")] = None,
+    no_stop: NoStopOption = False,
+    model: ModelOption = None,
+    base_url: BaseUrlOption = None,
 ) -> None:
     """Step through a run in the terminal, one addition to the buffer at a time."""
     from harness.render.frames import frames
     from harness.render.stepper import frame_view, step_through
 
-    fs = frames(_open(target))
+    fs = frames(_open(target, no_stop, model, base_url))
     if frame is not None:
         if frame >= len(fs):
             raise HarnessError(f"--frame {frame}", f"this run has frames 0 to {len(fs) - 1}")
-        _console().print(frame_view(fs, frame))
+        console = _console()
+        console.print(frame_view(fs, frame, console))
         return
     if not (sys.stdin.isatty() and sys.stdout.isatty()):
         raise HarnessError("harness step", "needs a terminal to read keys; use --frame K to print one frame")
@@ -315,6 +372,9 @@ def export(
     target: Annotated[str, typer.Argument(help="A scenario (file or shipped name) or a saved transcript.")],
     html: Annotated[Path | None, typer.Option("--html", help="Write one self-contained HTML stepper here.")] = None,
     markdown: Annotated[Path | None, typer.Option("--markdown", help="Write the steps as Markdown, for course notes.")] = None,
+    no_stop: NoStopOption = False,
+    model: ModelOption = None,
+    base_url: BaseUrlOption = None,
 ) -> None:
     """Export a run as one HTML file that opens anywhere (a stepper, the facts, the cost), or as Markdown."""
     from harness.files import check_target
@@ -327,8 +387,10 @@ def export(
         check_target(html, PAGE_HEADER, "--html")
     if markdown is not None:
         check_target(markdown, NOTES_HEADER, "--markdown")
-    record = _open(target)
+    record = _open(target, no_stop, model, base_url)
     title = "harness · " + ((record.scenario.title if record.scenario else "") or Path(target).stem)
+    if record.scenario is not None and not record.scenario.use_stop:
+        title += " — but this run had no stop sequence (--no-stop)"
     if html is not None:
         _write(html, page(record, title), PAGE_HEADER, "--html")
     if markdown is not None:
@@ -340,6 +402,7 @@ def list_scenarios() -> None:
     """List the scenarios shipped with harness."""
     from harness.scenario import load_scenario, shipped_scenarios
 
+    typer.echo(f"{'scenario':<22} {'dialect':<12} what it shows")
     for path in shipped_scenarios():
         spec = load_scenario(path)
         typer.echo(f"{path.stem:<22} {spec.dialect:<12} {spec.title or spec.question}")  # shipped: ours

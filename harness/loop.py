@@ -49,6 +49,7 @@ from harness.run_record import CallRecord, RunRecord
 from harness.stop import StopScanner
 from harness.tools import Registry
 from harness.transcript import Author, Transcript
+from harness.unseen import unseen
 
 Emit = Callable[[Event], None]
 NOTICES_PER_REPLY = 10  # notices written one by one for one reply; the rest are summed up in one
@@ -124,7 +125,7 @@ class Writer:
         self.listening = emit is not nobody
         self.codes_turn = False  # code has written since the model's last turn
         self.calls: list[CallRecord] = []  # the model calls that are over
-        self._call: tuple[str, str, dict | None] | None = None  # the current one: cut, cut_by, tokens
+        self._call: tuple | None = None  # the current one: cut, cut_by, tokens, what the user did not see
         self._ran: list[str] = []  # its tools that ran
         self._told: list[str] = []  # its notices' codes
         self.sent = 0  # prompt characters sent so far
@@ -167,7 +168,7 @@ class Writer:
         ended, step = call.ended, call.ended.step
         self.write(Author.MODEL, ended.text)
         counted = None if call.tokens is None else asdict(call.tokens)
-        self._next_call((ended.cut, ended.cut_by, counted))
+        self._next_call((ended.cut, ended.cut_by, counted, unseen(ended.text, ended.round)))
         self.emit(ended)
         self.sent += call.prompt_chars
         self.tell(Usage, step, call.prompt_chars, len(ended.text), self.sent)
@@ -178,7 +179,7 @@ class Writer:
     def canceled(self, shown: str) -> None:
         """Ctrl-C mid-completion: what the user had seen of it stays in the buffer."""
         self.write(Author.MODEL, shown)
-        self._next_call(("", "", None))
+        self._next_call(("", "", None, ()))
 
     def notices(self, step: int, rejections: Sequence[Rejection]) -> None:
         """One notice per rejection, up to a bound: a reply of 100,000 bad lines gets a
@@ -201,11 +202,11 @@ class Writer:
         self._ran.append(action.tool)
         return result, ok
 
-    def _next_call(self, call: tuple[str, str, dict | None] | None) -> None:
+    def _next_call(self, call: tuple | None) -> None:
         """Close the current call's record (what ran, what was told) and open the next."""
         if self._call is not None:
-            cut, cut_by, tokens = self._call
-            self.calls.append(CallRecord(cut, cut_by, tuple(self._ran), tuple(self._told), tokens))
+            cut, cut_by, tokens, hidden = self._call
+            self.calls.append(CallRecord(cut, cut_by, tuple(self._ran), tuple(self._told), tokens, hidden))
         self._call, self._ran, self._told = call, [], []
 
     def stop(self, reason: StopReason, steps: int, answer: str | None = None, detail: str = "") -> RunRecord:

@@ -119,7 +119,8 @@ class TranscriptItem(pytest.Item):
             _rewrite(self.path, result.fresh, self.source)
             self.user_properties.append((_REWROTE, self.source))
             return
-        raise Mismatch(transcript_diff(result.saved, result.fresh, self.source))
+        diff = transcript_diff(result.saved, result.fresh, self.source).rstrip("\n")
+        raise Mismatch(f"{diff}\n(if the new replay is right: pytest --harness-update rewrites {self.source})")
 
     def repr_failure(self, excinfo, style=None):
         from harness.errors import HarnessError

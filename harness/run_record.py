@@ -35,6 +35,7 @@ class CallRecord:
     ran: tuple[str, ...] = ()  # the tools that ran, in order
     notices: tuple[str, ...] = ()  # the codes of the notices code wrote
     tokens: dict[str, int | None] | None = None  # prompt_tokens, evaluated_tokens, completion_tokens
+    hidden: tuple[tuple[int, int, str], ...] = ()  # (start, end, lane) of the completion: in the buffer, never shown (harness.unseen)
 
     def to_meta(self) -> dict[str, Any]:
         out: dict[str, Any] = {"ran": list(self.ran), "notices": list(self.notices)}
@@ -42,6 +43,8 @@ class CallRecord:
             out["cut_by"] = self.cut_by
         if self.tokens is not None:
             out["tokens"] = self.tokens
+        if self.hidden:
+            out["hidden"] = [list(h) for h in self.hidden]
         return out
 
 
@@ -94,9 +97,10 @@ def load_record(text: str, source: str = "<transcript>", base: Path | None = Non
     detail = meta.get("detail", "")
     if not isinstance(detail, str):
         raise fail("detail", "must be a string")
-    model_calls = len(transcript.texts_by(Author.MODEL))
+    replies = transcript.texts_by(Author.MODEL)
+    model_calls = len(replies)
     cuts = _cuts(meta.get("cuts", {}), model_calls, fail)
-    calls = _calls(meta.get("calls"), model_calls, cuts, fail)
+    calls = _calls(meta.get("calls"), replies, cuts, fail)
     scenario = None
     if "scenario" in meta:
         if not isinstance(meta["scenario"], dict):
@@ -122,8 +126,9 @@ def _cuts(value: Any, model_calls: int, fail) -> dict[int, str]:
     return out
 
 
-def _calls(value: Any, model_calls: int, cuts: dict[int, str], fail) -> tuple[CallRecord, ...]:
+def _calls(value: Any, replies: list[str], cuts: dict[int, str], fail) -> tuple[CallRecord, ...]:
     """Files written before `calls` existed still load: their calls carry only the cuts."""
+    model_calls = len(replies)
     if value is None:
         return tuple(CallRecord(cuts.get(i, ""), "stop" if cuts.get(i) else "") for i in range(1, model_calls + 1))
     if not isinstance(value, list) or len(value) != model_calls:
@@ -139,7 +144,26 @@ def _calls(value: Any, model_calls: int, cuts: dict[int, str], fail) -> tuple[Ca
             isinstance(tokens, dict) and all(v is None or type(v) is int for v in tokens.values())
         ):
             raise fail("calls", f"entry {i}: tokens must map names to whole numbers")
-        out.append(CallRecord(cuts.get(i, ""), cut_by, tuple(ran), tuple(told), tokens))
+        hidden = _hidden(entry.get("hidden", []), len(replies[i - 1]))
+        if hidden is None:
+            raise fail("calls", f"entry {i}: hidden must list [start, end, \"action\" or \"answer\"], in order, within the reply")
+        out.append(CallRecord(cuts.get(i, ""), cut_by, tuple(ran), tuple(told), tokens, hidden))
+    return tuple(out)
+
+
+def _hidden(value: Any, length: int) -> tuple[tuple[int, int, str], ...] | None:
+    """The parts of a reply the user was not shown, checked: None if they are not that."""
+    if not isinstance(value, list):
+        return None
+    out, after = [], 0
+    for item in value:
+        if not (isinstance(item, list) and len(item) == 3 and item[2] in ("action", "answer")):
+            return None
+        start, end = item[0], item[1]
+        if type(start) is not int or type(end) is not int or not after <= start < end <= length:
+            return None
+        out.append((start, end, item[2]))
+        after = end
     return tuple(out)
 
 

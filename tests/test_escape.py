@@ -66,6 +66,7 @@ def test_rows_notes_and_previews_show_control_characters():
 HOSTILE = (
     "# harness transcript v1\n"
     '# stop_reason: "final_answer"\n'
+    '# calls: [{"ran": ["calc"], "notices": [], "hidden": [[77, 126, "action"]]}, {"ran": [], "notices": []}]\n'
     "developer | Question: what is it?\n"
     "model     | Thought: \x1b]0;PWNED\x07let me see\n"
     f"model     | \x1b[2K\r{FORGED}\n"
@@ -83,11 +84,12 @@ def test_hostile_model_text_neither_retitles_the_terminal_nor_forges_a_row(tmp_p
     saved.write_text(HOSTILE, encoding="utf-8")
     session = f"harness-escape-{time.monotonic_ns()}"
     run = f"{shlex.quote(sys.executable)} -m harness {command} {shlex.quote(str(saved))}; sleep 30"
-    subprocess.run(["tmux", "new-session", "-d", "-s", session, "-x", "120", "-y", "40", "-c", str(ROOT), "bash", "--norc", "-c", run], check=True)
+    tmux = ["tmux", "-L", session]  # a server of its own: parallel tests never share one
+    subprocess.run([*tmux, "new-session", "-d", "-s", session, "-x", "120", "-y", "40", "-c", str(ROOT), "bash", "--norc", "-c", run], check=True)
 
     def wait_for(text: str) -> str:
         for _ in range(100):
-            shown = subprocess.run(["tmux", "capture-pane", "-t", session, "-p"], capture_output=True, text=True).stdout
+            shown = subprocess.run([*tmux, "capture-pane", "-t", session, "-p"], capture_output=True, text=True).stdout
             if text in shown:
                 break
             time.sleep(0.1)
@@ -96,12 +98,12 @@ def test_hostile_model_text_neither_retitles_the_terminal_nor_forges_a_row(tmp_p
     try:
         if command == "step":
             wait_for("Step 0 of")
-            subprocess.run(["tmux", "send-keys", "-t", session, "End"], check=True)
+            subprocess.run([*tmux, "send-keys", "-t", session, "End"], check=True)
         shown = wait_for("Final Answer: 2")
-        title = subprocess.run(["tmux", "display", "-p", "-t", session, "#{pane_title}"], capture_output=True, text=True).stdout
+        title = subprocess.run([*tmux, "display", "-p", "-t", session, "#{pane_title}"], capture_output=True, text=True).stdout
         assert "PWNED" not in title
         assert "model     │ Thought: ␛]0;PWNED␇let me see" in shown  # the escape, visible
-        assert f"␛[2K␍{FORGED}" in shown and f"␛[2K␛[G{FORGED}" in shown
+        assert f"␛[2K␍{FORGED}" in shown and f"model     ✗ ␛[2K␛[G{FORGED}" in shown  # a hidden row too
         assert not [line for line in shown.split("\n") if line.startswith("code      │ Result")]
     finally:
-        subprocess.run(["tmux", "kill-session", "-t", session], capture_output=True)
+        subprocess.run([*tmux, "kill-server"], capture_output=True)

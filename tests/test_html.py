@@ -90,13 +90,13 @@ def test_the_stepper_in_a_real_browser(browser, tmp_path):
     page_.keyboard.press("ArrowRight")
     page_.keyboard.press("ArrowRight")
     assert counter.inner_text() == "Step 2 of 5"
-    assert buffer.inner_text().rstrip().endswith("Observation: 99.8 GB of 100 GB used")
-    assert page_.locator("#buffer .newest").get_attribute("data-author") == "code"
+    assert buffer_text(page_).rstrip().endswith("Observation: 99.8 GB of 100 GB used")
+    assert page_.locator("#buffer .newest .who").inner_text().lower() == "code"
     assert page_.locator("#why").inner_text().startswith("Code has spoken")
     page_.screenshot(path=str(SHOTS / "nimbus-step-2.png"), full_page=True)
 
     page_.keyboard.press("ArrowLeft")
-    assert "quota was fine" in page_.locator("#buffer .ghost").inner_text()  # the cut, as a ghost
+    assert "quota was fine" in page_.locator("#buffer .ghost .cut").inner_text()  # the cut, as a ghost
     assert page_.locator("#sent").inner_text().startswith("completion = model(buffer): the whole buffer, 599")
 
     page_.keyboard.press("End")
@@ -112,15 +112,146 @@ def test_the_stepper_in_a_real_browser(browser, tmp_path):
     page_.close()
 
 
-def test_the_page_prints_without_its_controls(browser, tmp_path):
+def buffer_text(page_) -> str:
+    """The buffer as the page holds it: its rows' text, one line each (without gutters)."""
+    return page_.evaluate("Array.from(document.querySelectorAll('#buffer .row:not(.note):not(.ghost) .txt')).map(e => e.textContent).join('\\n')")
+
+
+def test_printing_gives_every_step_with_its_three_facts(browser, tmp_path):
+    """A printout at any step holds the whole lesson: every step's part, what was cut, the facts."""
     out = tmp_path / "nimbus.html"
     runner.invoke(app, ["export", "nimbus", "--html", str(out)])
     page_ = browser.new_page()
-    page_.goto(out.as_uri())
+    page_.goto(out.as_uri() + "#step-5")
     page_.emulate_media(media="print")
-    assert not page_.locator(".controls").is_visible()
-    assert page_.locator("#buffer").is_visible()
-    assert page_.pdf()[:4] == b"%PDF"
+    assert not page_.locator(".controls").is_visible() and not page_.locator("#buffer").is_visible()
+    steps = page_.locator("#printout .print-step")
+    assert steps.count() == 6
+    for k in range(6):
+        step = steps.nth(k)
+        assert step.locator("h2").inner_text() == f"Step {k} of 5"
+        assert [dd.inner_text() != "" for dd in step.locator("dd").all()] == [True] * 3
+        assert step.locator(".row:not(.note):not(.ghost) .who").count() > 0
+    assert "quota was fine, must be a network issue" in steps.nth(1).locator(".ghost .cut").inner_text()
+    assert steps.nth(1).locator(".ghost").inner_text().startswith("cut\n✂\ncut by the stop sequence, never in the buffer:")
+    SHOTS.mkdir(exist_ok=True)
+    page_.screenshot(path=str(SHOTS / "nimbus-print.png"), full_page=True)  # the print media, as a picture
+    pdf = page_.pdf()
+    assert pdf[:4] == b"%PDF"
+    page_.close()
+
+
+# Chromium's own page zoom at 150 % on a 1024×768 window gives the page a 683×512 CSS pixel
+# viewport drawn at 1.5 device pixels per CSS pixel: that is what is emulated here.
+SIZES = {
+    "1280x900": {"viewport": {"width": 1280, "height": 900}},
+    "1024x768-zoom150": {"viewport": {"width": 683, "height": 512}, "device_scale_factor": 1.5},
+}
+RUNS = {"nimbus": ["nimbus"], "governed-research": ["governed-research"], "nimbus-no-stop": ["nimbus", "--no-stop"]}
+
+
+@pytest.fixture(scope="module")
+def exported(tmp_path_factory):
+    folder = tmp_path_factory.mktemp("pages")
+    for name, args in RUNS.items():
+        result = runner.invoke(app, ["export", *args, "--html", str(folder / f"{name}.html")])
+        assert result.exit_code == 0, result.output
+    return folder
+
+
+def box(locator) -> dict:
+    b = locator.bounding_box()
+    assert b is not None, f"{locator} is not on the page"
+    return b
+
+
+def overlaps(a: dict, b: dict) -> bool:
+    return a["x"] < b["x"] + b["width"] - 0.5 and b["x"] < a["x"] + a["width"] - 0.5 and a["y"] < b["y"] + b["height"] - 0.5 and b["y"] < a["y"] + a["height"] - 0.5
+
+
+def inside(b: dict, area: dict) -> bool:
+    return b["y"] >= area["y"] - 0.5 and b["y"] + b["height"] <= area["y"] + area["height"] + 0.5
+
+
+@pytest.mark.parametrize("size", SIZES)
+@pytest.mark.parametrize("run", RUNS)
+def test_the_page_on_a_screen_and_a_projector(browser, exported, run, size):
+    """At each size, at steps 0, 1 and the last: nothing overlaps, the title, the newest part
+    and what was cut are in view, and every line of the buffer names its author."""
+    context = browser.new_context(**SIZES[size])
+    page_ = context.new_page()
+    problems = []
+    page_.on("pageerror", lambda e: problems.append(str(e)))
+    uri = (exported / f"{run}.html").as_uri()
+    page_.goto(uri)
+    last = int(page_.locator("#counter").inner_text().split()[-1])
+    view = {"x": 0, "y": 0, "width": SIZES[size]["viewport"]["width"], "height": SIZES[size]["viewport"]["height"]}
+    for k in (0, 1, last):
+        page_.goto(f"{uri}#step-{k}")  # a link to a step opens at that step
+        page_.reload()
+        assert page_.locator("#counter").inner_text() == f"Step {k} of {last}"
+        SHOTS.mkdir(exist_ok=True)
+        page_.screenshot(path=str(SHOTS / f"{run}-{size}-step-{k}.png"))
+        # The page's blocks, one under (or beside) the other.
+        blocks = [box(page_.locator(sel)) for sel in ("h1", ".controls", "#buffer", "aside") if page_.locator(sel).is_visible()]
+        blocks += [box(legend) for legend in page_.locator(".legend").all()]
+        assert not any(overlaps(a, b) for i, a in enumerate(blocks) for b in blocks[i + 1 :])
+        assert inside(box(page_.locator("h1")), view)
+        # Every row of the buffer: under the one before it, its gutter, mark and text side by side.
+        rows = page_.locator("#buffer .row").all()
+        boxes = [box(r) for r in rows]
+        assert all(b["y"] >= a["y"] + a["height"] - 0.5 for a, b in zip(boxes, boxes[1:]))
+        for row in rows[-12:]:
+            cells = [box(row.locator(c)) for c in (".who", ".mark", ".txt")]
+            assert not overlaps(cells[0], cells[1]) and not overlaps(cells[1], cells[2]) and not overlaps(cells[0], cells[2])
+        # Each line's author, from the DOM: the gutter names the authors of its segments.
+        authors = page_.evaluate("""Array.from(document.querySelectorAll('#buffer .row:not(.note):not(.ghost)')).map(r =>
+            [r.querySelector('.who').textContent, Array.from(r.querySelectorAll('.seg')).map(s => s.dataset.author)])""")
+        assert authors and all(who.split("+") == list(dict.fromkeys(segs)) for who, segs in authors), authors
+        # In view: the newest part's rows, and what was cut (at step 1 of nimbus).
+        area = box(page_.locator("#buffer"))
+        assert inside(area, view)
+        newest = page_.locator("#buffer .row.newest").all()
+        assert newest and inside(box(newest[0]), area)
+        ghost = page_.locator("#buffer .ghost")
+        if run == "nimbus" and k == 1:
+            assert ghost.count() == 1 and inside(box(ghost), area)
+            assert "quota was fine" in ghost.inner_text()
+        else:
+            assert ghost.count() == 0
+    page_.keyboard.press("Home")
+    assert page_.url.endswith("#step-0")  # the address follows the step: it can be shared
+    assert problems == []
+    context.close()
+
+
+def test_denied_and_withheld_text_is_marked_on_the_page(browser, exported):
+    page_ = browser.new_page()
+    page_.goto((exported / "governed-research.html").as_uri() + "#step-3")
+    denied = page_.locator("#buffer .row.denied")
+    assert denied.count() == 1 and denied.locator(".txt").inner_text() == "Action: post_summary(4.2 summary)"
+    assert denied.locator(".mark").inner_text() == "✗" and denied.locator(".who").inner_text().lower() == "model"
+    withheld = page_.locator("#buffer .row.withheld")
+    assert withheld.locator(".txt").inner_text().startswith("Final Answer: Posted: 4.2")
+    note = page_.locator("#buffer .row.withheld + .row.note")
+    assert note.inner_text().endswith("in the buffer, not shown to the user: the final answer was withheld")
+    assert "✗ in the buffer, not shown to the user" in page_.locator(".legend").last.inner_text()
+    assert "✂ cut by the stop sequence: never in the buffer" in page_.locator(".legend").last.inner_text()
+    # The notice mark is on the notice line, not on the observation after it.
+    page_.goto((exported / "governed-research.html").as_uri() + "#step-2")
+    page_.reload()
+    notices = page_.locator("#buffer .row.notice")
+    assert notices.count() == 1 and notices.locator(".txt").inner_text().startswith("Notice: ")
+    page_.close()
+
+
+def test_a_page_from_a_run_without_the_stop_sequence_says_so(browser, exported):
+    page_ = browser.new_page()
+    page_.goto((exported / "nimbus-no-stop.html").as_uri())
+    assert page_.title().endswith("— but this run had no stop sequence (--no-stop)")
+    assert page_.locator(".banner").inner_text().startswith("The stop sequence was off for this run (--no-stop)")
+    page_.goto((exported / "nimbus.html").as_uri())
+    assert page_.locator(".banner").count() == 0
     page_.close()
 
 
@@ -141,7 +272,8 @@ def test_hostile_text_stays_text_in_a_real_browser(browser, tmp_path):
     transcript.append("developer", f"Question: {hostile}\n")
     transcript.append("model", f"Thought: {hostile}\nFinal Answer: {hostile}\n")
     transcript.append("code", f"Observation: {hostile}\n")
-    record = RunRecord(transcript, StopReason.FINAL_ANSWER, hostile, 1, calls=(CallRecord(f"Observation: {hostile}", "stop"),))
+    withheld = (len(f"Thought: {hostile}\n"), len(f"Thought: {hostile}\nFinal Answer: {hostile}\n"), "answer")
+    record = RunRecord(transcript, StopReason.FINAL_ANSWER, hostile, 1, calls=(CallRecord(f"Observation: {hostile}", "stop", hidden=(withheld,)),))
     out = tmp_path / "hostile.html"
     out.write_text(page(record, title), encoding="utf-8")
 
@@ -158,10 +290,11 @@ def test_hostile_text_stays_text_in_a_real_browser(browser, tmp_path):
     assert page_.locator("h1").inner_text() == title
     assert page_.title() == title
     assert page_.locator("#counter").inner_text() == "Step 2 of 2"
-    assert page_.locator("#buffer").inner_text() == transcript.text  # every byte, as text
+    assert buffer_text(page_) == transcript.text.removesuffix("\n")  # every byte, as text
     assert hostile in page_.locator("#why").inner_text()
     page_.keyboard.press("ArrowLeft")
-    assert page_.locator("#buffer .ghost").inner_text() == f"Observation: {hostile}"
+    assert page_.locator("#buffer .ghost .cut").inner_text() == f"Observation: {hostile}"
+    assert page_.locator("#buffer .withheld .txt").inner_text() == f"Final Answer: {hostile}"  # marked, and still text
     assert page_.locator("script").count() == 2  # the data and the page's own script, nothing injected
     page_.close()
 
@@ -172,3 +305,17 @@ def test_placeholders_are_filled_once_and_the_policy_admits_only_the_page_s_own_
     policy = regex.search(r'http-equiv="Content-Security-Policy" content="([^"]*)"', text)[1]
     assert "default-src 'none'" in policy and "unsafe-inline" not in policy
     assert regex.search(r"script-src 'sha256-[A-Za-z0-9+/=]+';", policy)
+
+
+def test_the_cost_chart_of_a_long_run_shows_the_curve(browser, tmp_path):
+    out = tmp_path / "savings.html"
+    assert runner.invoke(app, ["export", "savings", "--html", str(out)]).exit_code == 0
+    page_ = browser.new_page(viewport={"width": 1000, "height": 700})
+    page_.goto(out.as_uri())
+    dots = page_.locator("section.cost svg circle[fill='#b91c1c']")
+    assert dots.count() == 12
+    heights = [box(d)["y"] for d in dots.all()]  # the screen's y grows downwards
+    rises = [a - b for a, b in zip(heights, heights[1:])]
+    assert all(r > 0 for r in rises) and rises[-1] > rises[0] * 1.5  # it rises, and faster as it goes
+    page_.locator("section.cost").screenshot(path=str(SHOTS / "savings-cost.png"))
+    page_.close()

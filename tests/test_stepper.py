@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import re
 import shlex
 import shutil
 import subprocess
@@ -19,14 +20,18 @@ from harness.errors import HarnessError
 from harness.render.frames import cost_table, costs, frames
 from harness.record import open_run
 from harness.render.keys import KeyReader, split_keys
-from harness.render.stepper import HELP, screen_lines, step_through
+from harness.render.stepper import HELP, Screen, screen_lines, step_through
 
 runner = CliRunner()
 ROOT = Path(__file__).parent.parent
 
 
 def invoke(*args: str):
-    return runner.invoke(app, list(args), env={"COLUMNS": "120", "NO_COLOR": "1"})
+    return invoke_at(120, *args)
+
+
+def invoke_at(width: int, *args: str):
+    return runner.invoke(app, list(args), env={"COLUMNS": str(width), "NO_COLOR": "1"})
 
 
 @pytest.mark.parametrize(("name", "frame"), [("nimbus", 0), ("nimbus", 1), ("nimbus", 5), ("paper-river", 3), ("governed-research", 4)])
@@ -40,7 +45,7 @@ def test_a_frame_names_its_step_marks_the_newest_part_and_shows_the_cut():
     out = invoke("step", "nimbus", "--frame", "1").stdout
     assert out.startswith("Step 1 of 5")
     assert "model     ▶ Action: check_quota(nimbus)" in out
-    assert "✂ cut, never in the buffer: Observation: quota was fine" in out
+    assert "✂ cut by the stop sequence, never in the buffer: Observation: quota was fine" in out
     assert "sent   completion = model(buffer): the whole buffer, 599 characters, sent fresh" in out
 
 
@@ -75,6 +80,38 @@ def test_frames_begin_with_the_developer_and_end_with_the_stop_reason():
     assert fs[0].author == "developer" and fs[-1].why.startswith("The loop stopped: final_answer.")
 
 
+AUTHORED = re.compile(r"(developer|model    |code     )[ ↪][│▶⚠✗]( |$)")  # a buffer row: its author, its mark
+NOTE = re.compile(r" {12}[✂✗]| {14}\S")  # a note about the buffer, or its continuation
+
+
+def buffer_rows(screen: list[str]) -> list[str]:
+    """The rows between the legend (and the "above" line) and the blank line before the facts."""
+    start = next(i for i, line in enumerate(screen) if "never in the buffer" in line) + 1  # after the legend
+    body = screen[start : screen.index("", start + 1)]
+    return [line for line in body if not line.startswith(("↑ ", "↓ ")) and line]
+
+
+@pytest.mark.parametrize("width", [60, 80, 120])
+@pytest.mark.parametrize("name", ["nimbus", "governed-research", "paper-river", "calc-fix"])
+def test_every_physical_line_of_the_buffer_names_its_author(name, width):
+    fs = frames(open_run(name))
+    for k in range(len(fs)):
+        out = invoke_at(width, "step", name, "--frame", str(k)).stdout.split("\n")
+        assert max(map(len, out)) <= width
+        rows = buffer_rows(out)
+        assert rows and all(AUTHORED.match(line) or NOTE.match(line) for line in rows), (k, rows)
+        # Wrapped, not lost: the rows hold every character of the buffer up to this step.
+        text = "".join(line[12:] for line in rows if AUTHORED.match(line)).replace(" ⤸", "")
+        assert "".join(text.split()) == "".join("".join(f.added for f in fs[: k + 1]).split())
+
+
+def test_a_cut_note_that_wraps_keeps_its_indent():
+    out = invoke_at(80, "step", "nimbus", "--frame", "1").stdout.split("\n")
+    at = next(i for i, line in enumerate(out) if "✂ cut by" in line)
+    assert out[at].startswith(" " * 12 + "✂ cut by the stop sequence, never in the buffer: ")
+    assert out[at + 1].startswith(" " * 14 + "quota was fine")
+
+
 def test_a_screen_is_the_frame_fitted_to_the_window():
     fs = frames(open_run("nimbus"))
     for k in range(len(fs)):
@@ -82,17 +119,47 @@ def test_a_screen_is_the_frame_fitted_to_the_window():
         frame = invoke("step", "nimbus", "--frame", str(k)).stdout
         assert len(lines) == 40 and lines[-1] == HELP and max(map(len, lines)) <= 120
         assert lines[0] == frame.split("\n")[0].rstrip()
-        assert "\n".join(lines[:-1]).split() == frame.split()  # the whole frame, folded to the width
+        assert "\n".join(lines[:-1]).split() == frame.split()  # the whole frame: it fits
     # A small window: the end of the buffer (the newest part), the facts and the keys still show.
     plain = [line.plain for line in screen_lines(Console(width=60, height=16), fs, 3)]
     assert len(plain) == 16 and max(map(len, plain)) <= 60
     assert plain[0].startswith("Step 3 of 5") and plain[-1] == HELP[:60]
+    assert plain[2].startswith("↑ ") and plain[2].endswith("lines above (PgUp ↑)")
     assert any(line.startswith("model     ▶ ") for line in plain) and any(line.startswith("why ") for line in plain)
     # A final answer of 300 lines (shown in the facts) takes at most a third of the screen.
     record = open_run("nimbus")
     long = frames(record.but(final_answer="many\n" * 300))
     plain = [line.plain for line in screen_lines(Console(width=120, height=40), long, 5)]
     assert len(plain) == 40 and "…" in plain and any(line.startswith("model     ▶ Final Answer") for line in plain)
+
+
+def test_the_view_scrolls_to_the_top_and_back_to_the_newest_part():
+    fs = frames(open_run("nimbus"))
+    screen = Screen(fs, Console(width=80, height=24))
+    screen.press("\x1b[F", 24)  # End
+    first = [line.plain for line in screen.lines()]
+    above = int(first[2].split()[1])
+    assert first[2] == f"↑ {above} lines above (PgUp ↑)" and above > 10
+    assert any(line.startswith("model     ▶ Final Answer") for line in first)
+    for _ in range(10):
+        screen.press("\x1b[5~", 24)  # PgUp, more often than needed: it stops at the top
+    top = [line.plain for line in screen.lines()]
+    assert top[2] == "" and top[3] == "developer │ Answer the question below. You can use these tools:"
+    assert top[buffer_end(top)].startswith("↓ ") and "lines below" in top[buffer_end(top)]
+    screen.press("\x1b[B", 24)  # ↓: one line
+    assert [line.plain for line in screen.lines()][2] == "↑ 1 lines above (PgUp ↑)"
+    screen.press("\x1b[A", 24)  # ↑
+    assert [line.plain for line in screen.lines()][3] == top[3]
+    for _ in range(10):
+        screen.press("\x1b[6~", 24)  # PgDn: back to the end
+    assert [line.plain for line in screen.lines()] == first
+    screen.press("\x1b[5~", 24)
+    screen.press("\x1b[D", 24)  # a step follows the newest part again
+    assert [line.plain for line in screen.lines()] == [line.plain for line in screen_lines(Console(width=80, height=24), fs, 4)]
+
+
+def buffer_end(screen: list[str]) -> int:
+    return screen.index("", 3) - 1
 
 
 def test_a_burst_of_keys_is_split_into_keys():
@@ -122,57 +189,144 @@ def test_harness_starts_and_prints_frames_where_termios_does_not_exist(monkeypat
         step_through(Console(), frames(open_run("nimbus")))
 
 
-@pytest.mark.skipif(shutil.which("tmux") is None, reason="tmux is not installed")
-def test_the_stepper_in_a_real_terminal(tmp_path):
+@pytest.fixture
+def tmux():
+    if shutil.which("tmux") is None:
+        if os.environ.get("CI"):
+            pytest.fail("the terminal test must run in CI: tmux is not installed")
+        pytest.skip("tmux is not installed (apt-get install tmux)")
+    sessions = []
+
+    def start(width: int, height: int, script: str) -> Tmux:
+        session = Tmux(f"harness-{os.getpid()}-{time.monotonic_ns()}")
+        sessions.append(session)
+        command = ["bash", "--norc", "-c", script + "; sleep 5"]
+        session.run("new-session", "-d", "-s", session.name, "-x", str(width), "-y", str(height), "-c", str(ROOT), *command)
+        return session
+
+    yield start
+    for session in sessions:
+        subprocess.run(["tmux", "-L", session.name, "kill-server"], capture_output=True)
+
+
+class Tmux:
+    """One tmux server of its own (a socket per test), so parallel tests never share one."""
+
+    def __init__(self, name: str) -> None:
+        self.name = name
+
+    def run(self, *args: str) -> str:
+        return subprocess.run(["tmux", "-L", self.name, *args], check=True, capture_output=True, text=True).stdout
+
+    def screen(self) -> list[str]:
+        shown = self.run("capture-pane", "-t", self.name, "-p")
+        return [line.rstrip() for line in shown.split("\n")[:-1]]
+
+    def keys(self, *args: str) -> None:
+        self.run("send-keys", "-t", self.name, *args)
+
+    def resize(self, width: int, height: int) -> None:
+        self.run("resize-window", "-t", self.name, "-x", str(width), "-y", str(height))
+
+    def expect(self, want: list[str], what: str) -> list[str]:
+        """Wait for the whole screen to be `want`, line by line."""
+        for _ in range(100):
+            if (shown := self.screen()) == want:
+                return shown
+            time.sleep(0.1)
+        assert shown == want, f"the screen is not {what}"
+
+
+HARNESS = f"{shlex.quote(sys.executable)} -m harness"  # the harness under test, whatever PATH says
+
+
+def drawn(screen: Screen) -> list[str]:
+    return [line.plain.rstrip() for line in screen.lines()]
+
+
+def test_the_stepper_in_a_real_terminal(tmp_path, tmux):
     """Each step replaces the whole screen (compared line by line), also after a resize and
     under a stale size a shell exported; keys sent in one burst all count, whether tmux
     sends them as keys or as raw escape sequences."""
-    session = f"harness-{time.monotonic_ns()}"
     done = tmp_path / "done"
-    harness = f"{shlex.quote(sys.executable)} -m harness"  # the harness under test, whatever PATH says
-    script = f"export LINES=24 COLUMNS=80; s1=$(stty -g); {harness} step nimbus; s2=$(stty -g); [ \"$s1\" = \"$s2\" ] && echo RESTORED > {done}"
-    subprocess.run(["tmux", "new-session", "-d", "-s", session, "-x", "120", "-y", "40", "-c", str(ROOT), "bash", "--norc", "-c", script + "; sleep 5"], check=True)
+    script = f"export LINES=24 COLUMNS=80; s1=$(stty -g); {HARNESS} step nimbus; s2=$(stty -g); [ \"$s1\" = \"$s2\" ] && echo RESTORED > {done}"
+    term = tmux(120, 40, script)
     fs = frames(open_run("nimbus"))
-
-    def screen() -> list[str]:
-        shown = subprocess.run(["tmux", "capture-pane", "-t", session, "-p"], capture_output=True, text=True).stdout
-        return [line.rstrip() for line in shown.split("\n")[:-1]]
 
     def expect(k: int, width: int = 120, height: int = 40) -> None:
         want = [line.plain.rstrip() for line in screen_lines(Console(width=width, height=height), fs, k)]
-        for _ in range(100):
-            if (shown := screen()) == want:
-                return
-            time.sleep(0.1)
-        assert shown == want, f"the screen is not step {k} alone"
+        term.expect(want, f"step {k} alone")
 
-    def keys(*args: str) -> None:
-        subprocess.run(["tmux", "send-keys", "-t", session, *args], check=True)
+    expect(0)
+    term.keys("Right", "Right", "Right")  # three keys in one write
+    expect(3)
+    term.keys("-H", "1b", "5b", "43", "1b", "5b", "43")  # two raw CSI sequences in one write
+    expect(5)
+    term.keys("Left", "Left", "BSpace")
+    expect(2)
+    assert "code      ▶ Observation: 99.8 GB of 100 GB used" in term.screen()
+    term.keys("Home")
+    expect(0)
+    term.keys("End", "Left")
+    expect(4)
+    term.resize(100, 30)
+    expect(4, 100, 30)
+    term.keys("q")
+    for _ in range(50):
+        if done.exists():
+            break
+        time.sleep(0.1)
+    assert done.read_text().strip() == "RESTORED"  # the terminal settings are as before
+    assert not any(line.startswith("Step ") for line in term.screen())  # the stepper's screen is gone
 
-    try:
-        expect(0)
-        keys("Right", "Right", "Right")  # three keys in one write
-        expect(3)
-        keys("-H", "1b", "5b", "43", "1b", "5b", "43")  # two raw CSI sequences in one write
-        expect(5)
-        keys("Left", "Left", "BSpace")
-        expect(2)
-        assert "code      ▶ Observation: 99.8 GB of 100 GB used" in screen()
-        keys("Home")
-        expect(0)
-        keys("End", "Left")
-        expect(4)
-        subprocess.run(["tmux", "resize-window", "-t", session, "-x", "100", "-y", "30"], check=True)
-        expect(4, 100, 30)
-        keys("q")
-        for _ in range(50):
-            if done.exists():
-                break
-            time.sleep(0.1)
-        assert done.read_text().strip() == "RESTORED"  # the terminal settings are as before
-        assert not any(line.startswith("Step ") for line in screen())  # the stepper's screen is gone
-    finally:
-        subprocess.run(["tmux", "kill-session", "-t", session], capture_output=True)
+
+@pytest.mark.parametrize(("width", "height"), [(80, 24), (120, 40)])
+def test_a_small_terminal_wraps_every_row_with_its_author_and_scrolls(tmux, width, height):
+    """At 80×24 nimbus is taller than the screen and many of its rows are wider: every row
+    of the captured screen names its author, the top says how many lines are above, PgUp
+    and ↑ reach the prompt's first line, PgDn and ↓ come back, and a resize mid-step
+    redraws the step at the new size."""
+    term = tmux(width, height, f"{HARNESS} step nimbus")
+    fs = frames(open_run("nimbus"))
+    model = Screen(fs, Console(width=width, height=height))
+
+    def press(*keys: str, tmux_keys: tuple[str, ...]) -> list[str]:
+        for key in keys:
+            model.press(key, height)
+        term.keys(*tmux_keys)
+        return term.expect(drawn(model), f"{tmux_keys} at {width}×{height}")
+
+    shown = term.expect(drawn(model), "step 0")
+    assert shown[0].startswith("Step 0 of 5") and shown[-1] == HELP[:width]
+    shown = press("\x1b[C", tmux_keys=("Right",))
+    rows = buffer_rows(shown)
+    assert all(AUTHORED.match(line) or NOTE.match(line) for line in rows), rows  # no row without its author
+    assert "model     ▶ Action: check_quota(nimbus)" in rows
+    assert any(line.startswith(" " * 12 + "✂ cut by the stop sequence, never in the buffer: Observation:") for line in rows)
+    if width == 80:
+        assert any(line.startswith("developer↪│ ") for line in rows)  # a wrapped row keeps its author
+        assert shown[2].startswith("↑ ") and shown[2].endswith(" lines above (PgUp ↑)")
+    shown = press("\x1b[F", tmux_keys=("End",))
+    assert any(line.startswith("model     ▶ Final Answer: Your Nimbus account is full (99.8 GB") for line in shown)
+    if width == 80:
+        above = int(shown[2].split()[1])
+        shown = press(*["\x1b[5~"] * 6, tmux_keys=("PageUp",) * 6)  # PgUp to the top
+        assert shown[2] == "" and shown[3] == "developer │ Answer the question below. You can use these tools:"
+        assert any(line.startswith("↓ ") and "lines below" in line for line in shown)
+        shown = press("\x1b[B", "\x1b[B", tmux_keys=("Down", "Down"))
+        assert shown[2] == "↑ 2 lines above (PgUp ↑)"
+        shown = press("\x1b[A", tmux_keys=("Up",))
+        assert shown[2] == "↑ 1 lines above (PgUp ↑)"
+        shown = press(*["\x1b[6~"] * 6, tmux_keys=("PageDown",) * 6)  # and back to the newest part
+        assert shown[2] == f"↑ {above} lines above (PgUp ↑)"
+    # A resize mid-step: the rows wrap again at the new width, every one with its author.
+    other = (120, 40) if width == 80 else (80, 24)
+    term.resize(*other)
+    model = Screen(fs, Console(width=other[0], height=other[1]))
+    model.k = 5
+    shown = term.expect(drawn(model), f"step 5 at {other}")
+    assert all(AUTHORED.match(line) or NOTE.match(line) for line in buffer_rows(shown))
+    term.keys("q")
 
 
 def test_markdown_notes_match_their_snapshot(tmp_path, text_snapshot):
@@ -194,3 +348,131 @@ def test_the_cost_table_adds_the_models_own_token_counts_when_it_gave_them():
     counted = cost_table(rows, [{"prompt_tokens": 120, "evaluated_tokens": 30}, None, None]).splitlines()
     assert counted[0].endswith("tokens sent  tokens evaluated")
     assert counted[1].split()[-2:] == ["120", "30"] and counted[2].split()[-2:] == ["?", "?"]
+
+
+def test_step_and_export_take_no_stop_and_model_like_run(tmp_path):
+    """The other half of the lesson without a saved run: nothing cuts the invented observation."""
+    out = invoke("step", "nimbus", "--no-stop", "--frame", "1")
+    assert out.exit_code == 0, out.output
+    assert "model     ▶ Observation: quota was fine, must be a network issue" in out.stdout
+    assert "✂" not in out.stdout.split("\n", 2)[2]  # nothing was cut (the legend line aside)
+    assert out.stdout.startswith("Step 1 of 1")  # the run ended on the wrong answer
+    assert invoke("step", "nimbus", "--model", "scripted", "--frame", "2").stdout == invoke("step", "nimbus", "--frame", "2").stdout
+    page = tmp_path / "p.html"
+    assert invoke("export", "nimbus", "--no-stop", "--html", str(page)).exit_code == 0
+    assert "quota was fine, must be a network issue" in page.read_text(encoding="utf-8")
+    saved = tmp_path / "t.txt"
+    invoke("run", "nimbus", "--save", str(saved))
+    refused = invoke("step", str(saved), "--no-stop", "--frame", "0")
+    assert refused.exit_code == 2 and "--no-stop: goes with a scenario" in refused.stderr
+
+
+GOVERNED_DENIED = "model     ✗ Action: post_summary(4.2 summary)"
+GOVERNED_WITHHELD = "model     ✗ Final Answer: Posted: 4.2 adds resumable uploads and a faster quota API."
+IN_BUFFER = " " * 12 + "✗ in the buffer, not shown to the user: "
+
+
+def test_denied_and_withheld_text_is_model_text_marked_not_shown_in_the_run_view(tmp_path):
+    """One fact, one look: a denied lane is in the buffer (a model row), not shown to the
+    user (✗); the stop sequence's cut never was in the buffer (✂, a note)."""
+    saved = tmp_path / "g.txt"
+    ran = invoke("run", "governed-research", "--save", str(saved)).stdout
+    shown = invoke("show", str(saved)).stdout
+    for out in (ran, shown):
+        lines = out.splitlines()
+        assert lines[1] == "✗ in the buffer, not shown to the user  ✂ never in the buffer"  # the legend
+        at = lines.index(GOVERNED_DENIED)
+        assert lines[at + 1] == IN_BUFFER + "its gate denied this action"
+        at = lines.index(GOVERNED_WITHHELD)
+        assert lines[at + 1] == IN_BUFFER + "the final answer was withheld"
+    assert "✂ cut by the stop sequence, never in the buffer: Observation:" in invoke("run", "nimbus").stdout
+
+
+def test_the_stepper_marks_denied_and_withheld_text_and_puts_the_notice_mark_on_the_notice():
+    one = invoke("step", "governed-research", "--frame", "1").stdout.splitlines()
+    assert "model     ▶ Action: search_notes(4.2)" in one
+    at = one.index(GOVERNED_DENIED)
+    assert one[at + 1] == IN_BUFFER + "its gate denied this action"
+    three = invoke("step", "governed-research", "--frame", "3").stdout.splitlines()
+    assert GOVERNED_DENIED in three  # an older part keeps its mark
+    at = three.index(GOVERNED_WITHHELD)
+    assert three[at + 1] == IN_BUFFER + "the final answer was withheld"
+    assert "code      │ Observation 1: 4.2: uploads can resume after a dropped connection; the quota API answers 3x faster." in three
+    assert [line[:12] for line in three if "Notice:" in line] == ["code      ⚠ "]
+    assert three[1] == "▶ new  ⚠ notice  ✗ in the buffer, not shown to the user  ✂ never in the buffer"
+
+
+def test_what_the_user_was_not_shown_is_saved_and_checked_when_loaded(tmp_path):
+    saved = tmp_path / "g.txt"
+    invoke("run", "governed-research", "--save", str(saved))
+    text = saved.read_text(encoding="utf-8")
+    assert '"hidden": [[89, 123, "action"]]' in text and '"hidden": [[119, 192, "answer"]]' in text
+    for bad in ('[[89, 999, "action"]]', '[[89, 123, "shown"]]', '[[89, 123]]', '"x"', '[[100, 90, "action"]]'):
+        broken = tmp_path / "broken.txt"
+        broken.write_text(text.replace('[[89, 123, "action"]]', bad), encoding="utf-8")
+        result = invoke("show", str(broken))
+        assert result.exit_code == 2 and "metadata calls" in result.stderr and "hidden" in result.stderr, (bad, result.stderr)
+
+
+def test_markdown_notes_mark_what_the_user_was_not_shown_and_say_when_the_stop_was_off(tmp_path):
+    out = tmp_path / "g.md"
+    assert invoke("export", "governed-research", "--markdown", str(out)).exit_code == 0
+    text = out.read_text(encoding="utf-8")
+    assert "✗ marks text that is in the buffer but was not shown to the user" in text  # the legend
+    assert "\n> ✗ in the buffer, not shown to the user: its gate denied this action: Action: post\\_summary(4.2 summary)\n" in text.replace("_", "\\_")
+    assert "\n> ✗ in the buffer, not shown to the user: the final answer was withheld: Final Answer: Posted" in text
+    out = tmp_path / "n.md"
+    assert invoke("export", "nimbus", "--no-stop", "--markdown", str(out)).exit_code == 0
+    text = out.read_text(encoding="utf-8")
+    assert text.startswith("# harness · Nimbus uploads: the stop sequence stops a made-up observation — but this run had no stop sequence (--no-stop)\n")
+    assert "> **The stop sequence was off for this run (--no-stop)" in text and "✂ cut by" not in text
+
+
+def test_a_shipped_scenario_is_long_enough_for_the_cost_to_show_its_curve():
+    rows = costs(open_run("savings").transcript)
+    assert len(rows) >= 10
+    sent = [r.total_sent for r in rows]
+    steps = [b - a for a, b in zip(sent, sent[1:])]
+    assert all(b > a for a, b in zip(steps, steps[1:]))  # each call sends more than the one before: a curve
+    new = [r.cached_new for r in rows[1:]]
+    assert max(new) < 40  # while a prefix cache would only process what code appended
+    out = invoke("run", "savings", "--cost").stdout
+    assert out.count("\n  12  ") == 1 and "an estimate: characters ÷ 4" in out
+
+
+def test_the_page_s_cost_table_shows_the_model_s_own_token_counts_when_the_run_recorded_them(tmp_path):
+    saved = tmp_path / "counted.txt"
+    invoke("run", "nimbus", "--save", str(saved))
+    text = saved.read_text(encoding="utf-8")
+    counted = '{"ran": ["check_quota"], "notices": [], "cut_by": "stop", "tokens": {"prompt_tokens": 141, "evaluated_tokens": 141, "completion_tokens": 30}}'
+    text = text.replace('{"ran": ["check_quota"], "notices": [], "cut_by": "stop"}', counted)
+    saved.write_text(text, encoding="utf-8")
+    page = tmp_path / "p.html"
+    assert invoke("export", str(saved), "--html", str(page)).exit_code == 0
+    html = page.read_text(encoding="utf-8")
+    assert "<th>tokens sent (the model's count)</th>" in html and "<td>141</td><td>141</td></tr>" in html
+    assert "<td>?</td><td>?</td></tr>" in html  # the calls it did not count are not made up
+    assert "≈ tokens sent (estimate)" in html
+    plain = tmp_path / "plain.html"
+    invoke("export", "nimbus", "--html", str(plain))
+    assert "the model's count" not in plain.read_text(encoding="utf-8")  # a script counts nothing
+    chart = tmp_path / "s.html"
+    invoke("export", "savings", "--html", str(chart))
+    assert chart.read_text(encoding="utf-8").count('r="3" fill="#b91c1c"') == 12  # a point per call
+
+
+def test_hostile_text_the_user_was_not_shown_stays_inert_in_notes_and_rows():
+    from harness.events import StopReason
+    from harness.render.markdown import notes
+    from harness.run_record import CallRecord, RunRecord
+    from harness.transcript import Transcript
+
+    bad = "Action: x(<img src=x onerror=alert(1)>)\x1b]0;PWNED\x07[link](http://e.vil)\n"
+    transcript = Transcript()
+    transcript.append("developer", "Q\n")
+    transcript.append("model", "Thought: t\n" + bad)
+    record = RunRecord(transcript, StopReason.MAX_STEPS, calls=(CallRecord(hidden=((11, 11 + len(bad), "action"),)),))
+    quoted = [line for line in notes(record, "t").splitlines() if line.startswith("> ✗")]
+    assert len(quoted) == 1 and "<img" not in quoted[0] and "\x1b" not in quoted[0] and "\\[link\\]" in quoted[0]
+    rows = "\n".join(line.plain for line in screen_lines(Console(width=60, height=20), frames(record), 1))
+    assert "\x1b" not in rows and "model     ✗ Action: x(<img" in rows and "␛]0;PWNED␇" in rows

@@ -30,24 +30,73 @@ class Frame:
     cut: str  # a model frame: what was read but kept out of the buffer
     sent: str  # what was sent to the model for this part
     why: str  # why the loop went on, or stopped, after it
-    is_notice: bool = False  # code's answer to a reply that broke a rule
+    notice_lines: int = 0  # a code frame: how many of its first lines are notices (code's answer to a broken rule)
+    cut_by: str = ""  # what cut `cut`: "stop" (the stop sequence) or "prefix" (the prefix rule)
+    hidden: tuple[tuple[int, int, str], ...] = ()  # a model frame: (start, end, lane) in the buffer, not shown to the user
+
+    @property
+    def is_notice(self) -> bool:
+        return self.notice_lines > 0
+
+
+# What a part of the buffer is, besides its author; the same words in every view.
+KINDS = {
+    "notice": "a notice: code's answer to a broken rule",
+    "denied": "in the buffer, not shown to the user: its gate denied this action",
+    "withheld": "in the buffer, not shown to the user: the final answer was withheld",
+}
+NO_STOP = (
+    "The stop sequence was off for this run (--no-stop): nothing cut what the model wrote, "
+    "so an observation it invented stands in the buffer as model text."
+)
+
+
+def stop_was_off(record: RunRecord) -> bool:
+    return record.scenario is not None and not record.scenario.use_stop
+
+
+def parts(frame: Frame) -> list[tuple[str, str]]:
+    """The frame's text in pieces of whole lines, each with its kind: "" (plain), "notice",
+    "denied" (an action the user was not shown) or "withheld" (a final answer, likewise)."""
+    if frame.hidden:
+        out, at = [], 0
+        for start, end, lane in frame.hidden:
+            out += [(frame.added[at:start], ""), (frame.added[start:end], "withheld" if lane == "answer" else "denied")]
+            at = end
+        return [p for p in [*out, (frame.added[at:], "")] if p[0]]
+    if not frame.notice_lines:
+        return [(frame.added, "")]
+    lead = 1 if frame.added.startswith("\n") else 0  # code begins on a line of its own
+    end = lead
+    for _ in range(frame.notice_lines):
+        end = frame.added.find("\n", end) + 1 or len(frame.added)
+    pieces = [(frame.added[:lead], ""), (frame.added[lead:end], "notice"), (frame.added[end:], "")]
+    return [p for p in pieces if p[0]]
 
 
 def frames(record: RunRecord) -> list[Frame]:
     spans, calls = record.transcript.spans, iter(record.calls)
-    out, before, call = [], 0, CallRecord()
+    out, before, call, told = [], 0, CallRecord(), 0
+    no_stop = stop_was_off(record)
     for i, span in enumerate(spans):
         if span.author is Author.MODEL:
             call = next(calls, CallRecord())
+            told = len(call.notices)  # not yet written: the loop writes them first after the reply
             sent = f"completion = model(buffer): the whole buffer, {before:,} characters, sent fresh"
+            if no_stop:
+                sent += ", with no stop sequence: nothing cuts what it writes"
         elif span.author is Author.CODE:
             sent = "nothing: code writes this part, the model does not"
         else:
             sent = "nothing yet: the developer's prompt and the question start the buffer"
         why = _stopped(record) if i == len(spans) - 1 else _why(span.author, call)
         model = span.author is Author.MODEL
-        notice = span.author is Author.CODE and bool(call.notices)
-        out.append(Frame(i, span.author, span.text, before, call.cut if model else "", sent, why, notice))
+        notices = 0
+        if span.author is Author.CODE and told:  # one line each, before the observations
+            notices = min(told, max(1, span.text.count("\n") - span.text.startswith("\n")))
+            told -= notices
+        cut, cut_by, hidden = (call.cut, call.cut_by, call.hidden) if model else ("", "", ())
+        out.append(Frame(i, span.author, span.text, before, cut, sent, why, notices, cut_by, hidden))
         before += len(span.text)
     return out
 

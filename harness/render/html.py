@@ -22,7 +22,7 @@ from importlib.resources import files
 import regex
 
 from harness.escape import for_html, for_script_json
-from harness.render.frames import CHARS_PER_TOKEN, CallCost, costs, frames
+from harness.render.frames import CHARS_PER_TOKEN, KINDS, NO_STOP, CallCost, costs, frames, parts, stop_was_off
 from harness.run_record import RunRecord
 
 GENERATOR = '<meta name="generator" content="harness">'
@@ -32,23 +32,25 @@ PAGE_HEADER = "<!doctype html>\n<!-- harness page v1 -->\n"  # how a page of our
 def page(record: RunRecord, title: str) -> str:
     data = {
         "frames": [
-            {"author": f.author.value, "added": f.added, "cut": f.cut, "sent": f.sent, "why": f.why, "notice": f.is_notice}
+            {"author": f.author.value, "added": f.added, "parts": parts(f), "cut": f.cut, "cut_by": f.cut_by, "sent": f.sent, "why": f.why}
             for f in frames(record)
-        ]
+        ],
+        "words": {**KINDS, "cut": {"stop": "cut by the stop sequence, never in the buffer:", "prefix": "stopped by the prefix rule, never in the buffer:"}},
     }
     rows = costs(record.transcript)
     template = files("harness.render").joinpath("page.html").read_text(encoding="utf-8")
     values = {
         "CSP": _policy(template),
         "TITLE": for_html(title),
+        "BANNER": f'<p class="banner" role="note">{for_html(NO_STOP)}</p>' if stop_was_off(record) else "",
         "CHART": chart(rows),
-        "TABLE": table(rows),
+        "TABLE": table(rows, [c.tokens for c in record.calls]),
         "DATA": for_script_json(data),
     }
     return _PLACEHOLDER.sub(lambda m: values[m[1]], template)
 
 
-_PLACEHOLDER = regex.compile(r"__(CSP|TITLE|CHART|TABLE|DATA)__")
+_PLACEHOLDER = regex.compile(r"__(CSP|TITLE|BANNER|CHART|TABLE|DATA)__")
 
 
 def _policy(template: str) -> str:
@@ -97,11 +99,23 @@ def chart(rows: list[CallCost], width: int = 560, height: int = 240) -> str:
     )
 
 
-def table(rows: list[CallCost]) -> str:
+def table(rows: list[CallCost], tokens: list[dict | None] | None = None) -> str:
+    """The cost per call. With the model's own token counts (when the run recorded them),
+    two columns of real figures beside the labelled estimate."""
+    counted = tokens is not None and any(t is not None for t in tokens)
     head = ["call", "prompt sent", "completion", "total sent", "with prefix cache", "cache total", "≈ tokens sent (estimate)"]
-    body = "".join(
-        "<tr>" + "".join(f"<td>{v:,}</td>" for v in (r.call, r.prompt_chars, r.completion_chars, r.total_sent, r.cached_new, r.total_new, r.total_sent // CHARS_PER_TOKEN)) + "</tr>"
-        for r in rows
-    )
-    note = f"Figures in characters. Tokens are an estimate (characters ÷ {CHARS_PER_TOKEN}); no tokenizer was used."
+    if counted:
+        head += ["tokens sent (the model's count)", "tokens evaluated (the model's count)"]
+
+    def cells(i: int, r: CallCost) -> list[str]:
+        out = [f"{v:,}" for v in (r.call, r.prompt_chars, r.completion_chars, r.total_sent, r.cached_new, r.total_new, r.total_sent // CHARS_PER_TOKEN)]
+        if counted:
+            t = (tokens[i] if i < len(tokens) else None) or {}
+            out += ["?" if t.get(k) is None else f"{t[k]:,}" for k in ("prompt_tokens", "evaluated_tokens")]
+        return out
+
+    body = "".join("<tr>" + "".join(f"<td>{c}</td>" for c in cells(i, r)) + "</tr>" for i, r in enumerate(rows))
+    note = f"Figures in characters. The ≈ column is an estimate (characters ÷ {CHARS_PER_TOKEN}); no tokenizer was used."
+    if counted:
+        note += " Tokens sent and evaluated are the model's own counts (evaluated: not taken from its prefix cache); ? where it gave none."
     return f"<table><tr>{''.join(f'<th>{h}</th>' for h in head)}</tr>{body}</table><p><small>{note}</small></p>"

@@ -1,14 +1,17 @@
 """The run for people, drawn from its events as they arrive: the terminal view.
 
     authors:  developer   model   code
+    ✗ in the buffer, not shown to the user  ✂ never in the buffer
     developer │ Question: Why do my Nimbus uploads keep failing?
     ── step 1 · the model is sent the whole buffer: 612 characters
     model     │ Thought: Failing uploads often mean the storage quota is full.
-              ✂ cut by the stop sequence, never in the buffer: Observation: quota was fine…
+                ✂ cut by the stop sequence, never in the buffer: Observation: quota was fine…
 
 Every row names its author as well as colouring it, so authorship never rests on colour
-alone. Model text is shown as the gates let it through; a lane they denied is shown
-dimmed after the completion, marked as never shown to the user. A row that the next
+alone. Model text is shown as the gates let it through; a lane they denied is still
+model text in the buffer, so it follows the completion as a model row marked ✗, with a
+note that the user was not shown it (the stop sequence's cut is only a note: it never
+was in the buffer). A row that the next
 author continues on the same buffer line ends with ⤸. Model text is printed as Text
 objects, never parsed as markup, with its control characters shown and never obeyed
 (harness.escape.for_terminal: ESC as ␛), so no text can retitle the terminal or draw a
@@ -25,12 +28,17 @@ from rich.text import Text
 
 from harness.escape import for_terminal
 from harness.events import Appended, CompletionEnded, Event, RoundStarted, Stopped, TextDelta
-from harness.decisions import Round
+from harness.decisions import Lane, Round
+from harness.render.frames import KINDS
 from harness.run_record import RunRecord
 from harness.transcript import Author, split_lines
 
 STYLES = {Author.DEVELOPER: "blue", Author.MODEL: "green", Author.CODE: "yellow"}
-_WIDTH = 9
+WIDTH = 9  # len("developer"): the author column
+NOTE_STYLE = "dim italic"  # a line about the buffer that is not part of it
+
+
+MARKS = {"notice": "⚠", "denied": "✗", "withheld": "✗", "cut": "✂"}  # a row's mark, by what its text is
 
 
 def legend() -> Text:
@@ -39,6 +47,17 @@ def legend() -> Text:
         text.append(f" {author.value} ", style=f"reverse {style}")
         text.append(" ")
     return text
+
+
+def marks_legend(stepper: bool = False) -> Text:
+    """What the marks mean: denied text is in the buffer, cut text never was."""
+    marks = "✗ in the buffer, not shown to the user  ✂ never in the buffer"
+    return Text(("▶ new  ⚠ notice  " if stepper else "") + marks, style="dim")
+
+
+def cut_note(cut: str, cut_by: str) -> str:
+    why = {"stop": "cut by the stop sequence", "prefix": "stopped by the prefix rule"}.get(cut_by, "cut")
+    return f"✂ {why}, never in the buffer: {preview(cut)}"
 
 
 class Rows:
@@ -62,7 +81,7 @@ class Rows:
             self.mid_line = False
         for piece in split_lines(text):
             if not self.mid_line:
-                out.append(f"{author.value:<{_WIDTH}} {mark} ", style=f"bold {style}")
+                out.append(f"{author.value:<{WIDTH}} {mark} ", style=f"bold {style}")
             out.append(for_terminal(piece.rstrip("\n")), style=style)
             if piece.endswith("\n"):
                 out.append("\n")
@@ -85,7 +104,8 @@ class LiveView:
         # No colour system (not a terminal) and no wrapping: rich would write the plain text,
         # so write it without rich's rendering, which costs more than the whole loop step.
         self.plain = console.color_system is None and console.soft_wrap
-        self.pending = legend().append("\n")  # shown with the first event: nothing if the run never starts
+        # Shown with the first event: nothing if the run never starts.
+        self.pending = legend().append("\n").append_text(marks_legend()).append("\n")
 
     def __call__(self, event: Event) -> None:
         match event:
@@ -115,12 +135,17 @@ class LiveView:
                 self._flush()
 
     def _completion_ended(self, cut: str, cut_by: str, decided: Round) -> None:
+        """What the user was not shown is still model text in the buffer: a model row marked
+        ✗ (after what was shown, since the view is what the user saw, in order). What the
+        stop sequence cut never was: only a note."""
         for lane in decided.lanes:
             if lane.status == "denied" and lane.text:
-                self._note(f"✗ not shown to the user ({lane.kind} lane denied): {preview(lane.text)}")
+                kind = "withheld" if lane.kind == "answer" else "denied"
+                self._break()
+                self._print(self.rows.write(Author.MODEL, lane.text, MARKS[kind]), end="")
+                self._note(f"✗ {KINDS[kind]}")
         if cut:
-            why = {"stop": "cut by the stop sequence", "prefix": "stopped by the prefix rule"}.get(cut_by, "cut")
-            self._note(f"✂ {why}, never in the buffer: {preview(cut)}")
+            self._note(cut_note(cut, cut_by))
 
     def _note(self, message: str) -> None:
         self._break()
@@ -151,20 +176,28 @@ class LiveView:
 
 def note(message: str) -> Text:
     """A line about the buffer that is not part of it, set under the author column."""
-    return Text(f"{'':<{_WIDTH}}   {for_terminal(message)}", style="dim italic")
+    return Text(f"{'':<{WIDTH}}   {for_terminal(message)}", style=NOTE_STYLE)
 
 
 def saved_events(record: RunRecord) -> Iterator[Event]:
-    """The events a view needs to draw a finished run (its model text as deltas)."""
+    """The events a view needs to draw a finished run: its model text as deltas, the parts
+    the user was not shown as the denied lanes they were (harness.unseen)."""
     calls = iter(record.calls)
     for span in record.transcript.spans:
         if span.author is not Author.MODEL:
             yield Appended(span.author, span.text)
             continue
         call = next(calls, None)
-        yield TextDelta(span.text)
-        if call is not None and call.cut:
-            yield CompletionEnded(0, span.text, call.cut, call.cut_by, Round())
+        hidden = call.hidden if call is not None else ()
+        at, lanes = 0, []
+        for start, end, lane in hidden:
+            if start > at:
+                yield TextDelta(span.text[at:start])
+            lanes.append(Lane(len(lanes), lane, "denied", 0, span.text[start:end]))
+            at = end
+        yield TextDelta(span.text[at:])
+        if call is not None and (call.cut or lanes):
+            yield CompletionEnded(0, span.text, call.cut, call.cut_by, Round(lanes=tuple(lanes)))
     yield Stopped(record.stop_reason, record.final_answer, record.steps, record.detail)
 
 

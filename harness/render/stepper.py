@@ -1,17 +1,22 @@
 """The terminal stepper: one frame of the run at a time, for a projector.
 
     Step 2 of 7    authors:  developer   model   code
-
-    developer │ Question: Why do my Nimbus uploads keep failing?
-    model     ▶ Thought: Failing uploads often mean the storage quota is full.
-                ✂ cut by the stop sequence, never in the buffer: Observation: quota was fine…
+    ▶ newest  ⚠ notice  ✂ cut: never in the buffer
+    ↑ 14 lines above (PgUp ↑)
+    model     │ Thought: Failing uploads often mean the storage quota is full. I
+    model    ↪│ should check it first.
+    code      ▶ Observation: 99.8 GB of 100 GB used
 
     sent   completion = model(buffer): the whole buffer, 532 characters, sent fresh
     added  model, 112 characters
     why    An Action line and no final answer: code runs the tool …
 
-The newest part is marked ▶ (and bold, underlined); parts that hold a notice are marked
-⚠; neither needs colour. Keys: Enter, → or space next; ← or backspace back; Home, End;
+Every physical line names its author: a row too long for the screen is wrapped by
+harness.render.wrap, its continuation marked ↪. The newest part is marked ▶ (and bold,
+underlined); parts that hold a notice are marked ⚠; neither needs colour. When the
+buffer is taller than the screen the view follows the newest part and says how many
+lines are above and below. Keys: Enter, → or space next; ← or backspace back; Home, End;
+PgUp, PgDn, ↑, ↓ scroll (and the mouse wheel, where the terminal turns it into ↑ ↓);
 q quits and gives the terminal back as it was. Keys that arrive together all count.
 
 Each move, or a resize of the window, redraws the whole screen: home, clear, then exactly
@@ -34,31 +39,22 @@ from harness.errors import HarnessError
 from harness.escape import for_terminal
 from harness.render.frames import Frame
 from harness.render.keys import KeyReader
-from harness.render.live import Rows, legend, note, preview
+from harness.render.live import legend, marks_legend
+from harness.render.wrap import BufferLines
 
 KEYS = {
     "next": ("\r", "\n", " ", "\x1b[C", "\x1bOC"),
     "back": ("\x1b[D", "\x1bOD", "\x7f", "\x08"),
     "first": ("\x1b[H", "\x1bOH", "\x1b[1~", "\x1b[7~"),
     "last": ("\x1b[F", "\x1bOF", "\x1b[4~", "\x1b[8~"),
+    "up": ("\x1b[A", "\x1bOA"),
+    "down": ("\x1b[B", "\x1bOB"),
+    "page_up": ("\x1b[5~",),
+    "page_down": ("\x1b[6~",),
     "quit": ("q", "Q", "\x03", "\x1b"),
 }
-HELP = "→ Enter space: next   ← backspace: back   Home End   q: quit"
-
-
-def buffer_view(frames: list[Frame], k: int) -> Text:
-    """The buffer as it is after frame k, the newest part marked."""
-    out, rows = Text(), Rows()
-    for frame in frames[: k + 1]:
-        newest = frame.index == k
-        mark = "▶" if newest else "⚠" if frame.is_notice else "│"
-        out.append_text(rows.write(frame.author, frame.added, mark, "bold underline" if newest else ""))
-        if newest and frame.cut:
-            out.append_text(rows.close())
-            out.append_text(note(f"✂ cut, never in the buffer: {preview(frame.cut)}"))
-            out.append("\n")
-    out.append_text(rows.close())
-    return out
+HELP = "→ Enter space: next  ← Bksp: back  Home End  PgUp PgDn ↑ ↓: scroll  q: quit"
+WHEEL_AS_ARROWS = ("\x1b[?1007h", "\x1b[?1007l")  # xterm's alternate scroll: the wheel sends ↑ ↓
 
 
 def facts_view(frame: Frame) -> Text:
@@ -73,6 +69,16 @@ def facts_view(frame: Frame) -> Text:
     return out
 
 
+def facts_lines(frame: Frame, console: Console, width: int) -> list[Text]:
+    """The three facts, each wrapped under its own text (a hanging indent)."""
+    out = []
+    for line in facts_view(frame).split("\n", allow_blank=False):
+        label, rest = line[:7], line[7:]
+        for i, piece in enumerate(rest.wrap(console, max(1, width - 7), overflow="fold")):
+            out.append((label.copy() if i == 0 else Text(" " * 7)).append_text(piece))
+    return out
+
+
 def header(frames: list[Frame], k: int) -> Text:
     out = Text(f"Step {k} of {len(frames) - 1}", style="bold")
     out.append("    ")
@@ -80,8 +86,71 @@ def header(frames: list[Frame], k: int) -> Text:
     return out
 
 
-def frame_view(frames: list[Frame], k: int) -> Text:
-    return Text("\n").join([header(frames, k), Text(), buffer_view(frames, k), facts_view(frames[k])])
+def frame_lines(console: Console, frames: list[Frame], k: int, width: int | None = None) -> list[Text]:
+    """Frame k whole, as --frame prints it: every line fitted to `width` (the console's)."""
+    width = width or console.size.width
+    lines, before, newest = BufferLines(frames, console, width).upto(k)
+    heads = [*header(frames, k).wrap(console, width), *marks_legend(True).wrap(console, width)]
+    return [*heads, Text(), *lines[:before], *newest, Text(), *facts_lines(frames[k], console, width)]
+
+
+def frame_view(frames: list[Frame], k: int, console: Console) -> Text:
+    return Text("\n").join(frame_lines(console, frames, k))
+
+
+class Screen:
+    """What one screen shows: frame k, scrolled by `top` (None: follow the newest part)."""
+
+    def __init__(self, frames: list[Frame], console: Console) -> None:
+        self.frames, self.console = frames, console
+        self.k, self.top = 0, None
+        self._follow = 0  # the top line that follows the newest part, as last drawn
+        self._lines: BufferLines | None = None
+
+    def buffer(self, width: int) -> BufferLines:
+        if self._lines is None or self._lines.width != width:  # a resize: the rows wrap anew
+            self._lines = BufferLines(self.frames, self.console, width)
+        return self._lines
+
+    def press(self, key: str, height: int) -> None:
+        last, page = len(self.frames) - 1, max(1, height // 2)
+        moves = {"next": self.k + 1, "back": self.k - 1, "first": 0, "last": last}
+        scrolls = {"up": -1, "down": 1, "page_up": -page, "page_down": page}
+        for name, value in moves.items():
+            if key in KEYS[name]:
+                self.k, self.top = max(0, min(last, value)), None
+        for name, delta in scrolls.items():
+            if key in KEYS[name]:
+                self.top = (self.top if self.top is not None else self._follow) + delta
+
+    def lines(self) -> list[Text]:
+        """Exactly one screen: the header, the buffer's window, the facts (at most a third
+        of the screen), and the keys last; no line wider than the screen."""
+        width, height = self.console.size
+        made, before, newest = self.buffer(width).upto(self.k)
+        facts = facts_lines(self.frames[self.k], self.console, width)
+        most = max(1, height // 3)
+        if len(facts) > most:
+            facts = [*facts[: most - 1], Text("…", style="dim")]
+        room = max(1, height - 5 - len(facts))  # besides header, legend, "above", blank, keys
+        total = before + len(newest)
+        # Follow the newest part: its end at the bottom, or its start at the top if it is taller.
+        self._follow = max(0, min(total - room, before))
+        top = self._follow if self.top is None else max(0, min(self.top, max(0, total - room)))
+        if self.top is not None:
+            self.top = top
+        end = min(total, top + room)
+        if end < total and room > 1:
+            end -= 1  # the last row says what is below
+        window = [*made[top : min(end, before)], *newest[max(0, top - before) : max(0, end - before)]]
+        if end < total:
+            window.append(Text(f"↓ {total - end:,} lines below (PgDn ↓; → or ← follows the newest part)", style="dim"))
+        above = Text(f"↑ {top:,} lines above (PgUp ↑)", style="dim") if top else Text()
+        lines = [header(self.frames, self.k), marks_legend(True), above, *window, Text(), *facts]
+        lines += [Text()] * (height - 1 - len(lines)) + [Text(HELP, style="dim")]
+        for line in lines:
+            line.truncate(width)
+        return lines[:height]
 
 
 def step_through(console: Console, frames: list[Frame]) -> None:
@@ -93,55 +162,36 @@ def step_through(console: Console, frames: list[Frame]) -> None:
         raise HarnessError("harness step", "reads keys only on a POSIX terminal; use --frame K to print one frame") from None
     fd = sys.stdin.fileno()
     saved = termios.tcgetattr(fd)
-    k, last, reader = 0, len(frames) - 1, KeyReader(fd)
+    screen_, reader = Screen(frames, console), KeyReader(fd)
     try:
         tty.setcbreak(fd)  # keys arrive at once and unechoed
         with console.screen(hide_cursor=True) as screen:
+            console.file.write(WHEEL_AS_ARROWS[0])
             drawn = None
             while True:
                 size = os.get_terminal_size(sys.stdout.fileno())  # the terminal's own, not COLUMNS/LINES
-                if drawn != (k, size):  # a key moved, or the window was resized
+                if drawn != (screen_.k, screen_.top, size):  # a key moved or scrolled, or a resize
                     console.size = size
                     console.control(Control.home(), Control.clear())
-                    screen.update(Text("\n").join(screen_lines(console, frames, k)))
-                    drawn = (k, size)
+                    screen.update(Text("\n").join(screen_.lines()))
+                    drawn = (screen_.k, screen_.top, size)
                 keys = reader.read(timeout=0.2)
                 if keys is None:  # the terminal is gone
                     return
                 for key in keys:  # every key of a burst counts
                     if key in KEYS["quit"]:
                         return
-                    k = _moved(key, k, last)
+                    screen_.press(key, size.lines)
     except KeyboardInterrupt:
         return
     finally:
+        console.file.write(WHEEL_AS_ARROWS[1])
+        console.file.flush()
         termios.tcsetattr(fd, termios.TCSADRAIN, saved)
 
 
-def _moved(key: str, k: int, last: int) -> int:
-    if key in KEYS["next"]:
-        return min(k + 1, last)
-    if key in KEYS["back"]:
-        return max(k - 1, 0)
-    if key in KEYS["first"]:
-        return 0
-    if key in KEYS["last"]:
-        return last
-    return k
-
-
 def screen_lines(console: Console, frames: list[Frame], k: int) -> list[Text]:
-    """Exactly one screen: frame k as --frame prints it, its buffer cut to the end (where
-    the newest part is), the facts to at most a third of the screen, and the keys last."""
-    width, height = console.size
-    buffer = buffer_view(frames, k).wrap(console, width)  # ends with the blank line before the facts
-    facts = facts_view(frames[k]).wrap(console, width)[:-1]  # without the empty line after the last "\n"
-    most = max(1, height // 3)
-    if len(facts) > most:
-        facts = [*facts[: most - 1], Text("…", style="dim")]
-    room = max(0, height - 3 - len(facts))  # rows left for the buffer, besides header, blank and keys
-    lines = [header(frames, k), Text(), *buffer[max(0, len(buffer) - room) :], *facts]
-    lines += [Text()] * (height - 1 - len(lines)) + [Text(HELP, style="dim")]
-    for line in lines:
-        line.truncate(width)
-    return lines[:height]
+    """The screen of frame k as a fresh stepper draws it (following the newest part)."""
+    screen = Screen(frames, console)
+    screen.k = k
+    return screen.lines()

@@ -1,0 +1,98 @@
+"""The buffer fitted to a width, for the stepper: every physical line keeps its author.
+
+    model     ▶ Thought: Failing uploads often mean the storage quota is full. I
+    model    ↪▶ should check it first.
+                ✂ cut by the stop sequence, never in the buffer: Observation: quota
+                  was fine, must be a network issue…
+
+A row too long for the screen is wrapped here, not by the terminal: each physical line
+repeats the author's name and the row's mark, a continuation marked ↪ in the author
+column, so no line of the screen is without its author. Notes about the buffer (what was
+cut, what the user was not shown) are set under the author column and keep that indent.
+
+The lines of a frame do not depend on the frames after it (each frame starts its own
+row), so `BufferLines` makes each frame's lines once per width and a screen is a slice of
+them: stepping through 10,000 steps costs what the steps cost, not their square.
+"""
+
+from __future__ import annotations
+
+from rich.console import Console
+from rich.text import Text
+
+from harness.escape import for_terminal
+from harness.render.frames import KINDS, Frame, parts
+from harness.render.live import MARKS, NOTE_STYLE, STYLES, WIDTH, cut_note
+from harness.transcript import split_lines
+
+PREFIX = WIDTH + 3  # "model     │ "
+def mark_of(kind: str, newest: bool) -> str:
+    """A row's mark: what its text is (⚠ ✗), else ▶ for the newest part."""
+    return MARKS.get(kind) or ("▶" if newest else "│")
+
+
+
+
+def _fold(text: Text, console: Console, width: int) -> list[Text]:
+    return list(text.wrap(console, max(1, width), overflow="fold"))
+
+
+def row_lines(author, text: str, mark: str, extra: str, console: Console, width: int, joined: bool) -> list[Text]:
+    """One row of the buffer (a line of one author, without its newline) as physical lines.
+    `joined`: the buffer line goes on, written by the next author (shown as ⤸)."""
+    style = f"{STYLES[author]} {extra}".strip()
+    body = Text(for_terminal(text), style=style)
+    if joined:
+        body.append(" ⤸", style="dim")
+    out = []
+    for i, piece in enumerate(_fold(body, console, width - PREFIX)):
+        head = f"{author.value:<{WIDTH}} {mark} " if i == 0 else f"{author.value:<{WIDTH}}↪{mark} "
+        line = Text(head, style=f"bold {style}")
+        line.append_text(piece)
+        out.append(line)
+    return out
+
+
+def note_lines(message: str, console: Console, width: int) -> list[Text]:
+    """A line about the buffer that is not part of it, under the author column."""
+    out = []
+    for i, piece in enumerate(_fold(Text(for_terminal(message), style=NOTE_STYLE), console, width - PREFIX - 2)):
+        out.append(Text(" " * (PREFIX if i == 0 else PREFIX + 2)).append_text(piece))
+    return out
+
+
+def frame_lines(frame: Frame, newest: bool, console: Console, width: int) -> list[Text]:
+    """The rows of one frame; the newest is marked ▶ (and bold, underlined) and says what
+    was cut and what the user was not shown."""
+    extra = "bold underline" if newest else ""
+    out: list[Text] = []
+    pieces = [(piece, kind) for text, kind in parts(frame) for piece in split_lines(text)]
+    for i, (piece, kind) in enumerate(pieces):
+        ended = piece.endswith("\n")
+        joined = not ended and i == len(pieces) - 1 and not newest  # the next frame goes on with this line
+        mark = mark_of(kind, newest)
+        out += row_lines(frame.author, piece.rstrip("\n"), mark, extra, console, width, joined)
+        last_of_kind = i == len(pieces) - 1 or pieces[i + 1][1] != kind
+        if newest and kind in ("denied", "withheld") and last_of_kind:
+            out += note_lines(f"{MARKS[kind]} {KINDS[kind]}", console, width)
+    if newest and frame.cut:
+        out += note_lines(cut_note(frame.cut, frame.cut_by), console, width)
+    return out
+
+
+class BufferLines:
+    """The physical lines of the buffer at one width, each frame's made once."""
+
+    def __init__(self, frames: list[Frame], console: Console, width: int) -> None:
+        self.frames, self.console, self.width = frames, console, width
+        self.lines: list[Text] = []  # frames 0 .. len(ends)-1, each as an older frame
+        self.ends: list[int] = []  # where each frame's lines end in `lines`
+
+    def upto(self, k: int) -> tuple[list[Text], int, list[Text]]:
+        """(the made lines, where frame k begins in them, frame k's own lines as the newest)."""
+        while len(self.ends) < k:
+            self.lines += frame_lines(self.frames[len(self.ends)], False, self.console, self.width)
+            self.ends.append(len(self.lines))
+        before = self.ends[k - 1] if k else 0
+        return self.lines, before, frame_lines(self.frames[k], True, self.console, self.width)
+
