@@ -287,9 +287,9 @@ def test_a_lone_surrogate_with_transcript_is_a_json_error_and_leaves_no_file(tmp
 # --- item 7: exits that mean what they say ---------------------------------------------------
 
 
-def test_an_infinite_delay_is_a_bad_argument():
-    result = invoke("run", "nimbus", "--delay", "inf")
-    assert result.exit_code == 2 and "--delay" in result.stderr
+@pytest.mark.parametrize("delay", ["inf", "nan", "-nan", "NaN", "-1", "-inf"])
+def test_a_delay_that_is_not_a_number_of_seconds_is_a_bad_argument(delay):
+    one_line_error(invoke("run", "nimbus", "--delay", delay), "--delay")
 
 
 def test_piping_into_head_exits_0_without_a_traceback():
