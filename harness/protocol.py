@@ -33,6 +33,9 @@ from harness.scenario import Scenario, ToolSpec
 from harness.workspace import TOOL_NAMES
 
 DEFAULT_MAX_STEPS = Limits().max_steps
+MAX_NESTING = 100  # arrays and objects inside one another; deeper, a turn's arguments could
+# not be read back from its Action line (JSON's parser gives up near 1,000 levels, less
+# inside the loop), and they would reach the tool as raw text
 
 STATUS = {
     StopReason.FINAL_ANSWER: ("completed", None),
@@ -68,6 +71,8 @@ def parse_request(raw: bytes) -> dict[str, Any]:
         raise BadRequest("invalid_json", f"the request is not JSON ({e})") from None
     if not isinstance(request, dict):
         raise BadRequest("not_an_object", "the request must be a JSON object")
+    if _nesting(request) > MAX_NESTING:
+        raise BadRequest("invalid_json", f"the request nests arrays and objects more than {MAX_NESTING} levels deep")
     try:  # JSON may spell a lone surrogate ("\ud800"), which is not text and cannot be written
         json.dumps(request, ensure_ascii=False).encode("utf-8")
     except UnicodeEncodeError as e:
@@ -86,6 +91,18 @@ def parse_request(raw: bytes) -> dict[str, Any]:
     if not isinstance(request.get("model_turns", []), list):
         raise BadRequest("invalid_field", "model_turns must be a list")
     return request
+
+
+def _nesting(value: Any) -> int:
+    """How deep arrays and objects go inside one another ({} is 1); without recursion."""
+    deepest, todo = 0, [(value, 1)]
+    while todo:
+        value, depth = todo.pop()
+        children = value.values() if isinstance(value, dict) else value if isinstance(value, list) else None
+        if children is not None:
+            deepest = max(deepest, depth)
+            todo.extend((child, depth + 1) for child in children if isinstance(child, dict | list))
+    return deepest
 
 
 def render_turn(turn: Any) -> str:

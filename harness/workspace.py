@@ -6,7 +6,8 @@ Each tool updates the same dict, so changes carry over from step to step.
     read_file(path)                      the file's text
     write_file(path, content)            create or overwrite
     patch_file(path, old_str, new_str)   replace old_str, which must occur exactly once
-    finish(message)                      end the run with this message
+    finish(message)                      end the run with this message (one that is not a
+                                         string: its JSON text, never Python's repr)
 
 patch_file changes nothing unless old_str occurs exactly once: with no match, or with
 several, the observation says how many times it occurs and asks for a unique old_str.
@@ -15,6 +16,8 @@ trailing `/`), or a control character (NUL, newline) is refused with an observat
 """
 
 from __future__ import annotations
+
+import json
 
 import regex
 
@@ -93,7 +96,8 @@ class Workspace:
 
 
 def finish(message: str) -> str:
-    return message if isinstance(message, str) else str(message)
+    """The message, or a message that is not a string as JSON text (never Python's repr)."""
+    return message if isinstance(message, str) else json.dumps(message, ensure_ascii=False)
 
 
 TOOL_NAMES = ("read_file", "write_file", "patch_file", "finish")

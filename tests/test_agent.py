@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import json
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -218,3 +220,30 @@ def test_the_agent_never_touches_the_disk(tmp_path, monkeypatch):
     monkeypatch.chdir(tmp_path)
     run_ok(model_turns=[turn("write_file", path="written.txt", content="x"), turn("finish", message="ok")])
     assert list(Path(tmp_path).iterdir()) == []
+
+
+@pytest.mark.parametrize(
+    ("message", "final"),
+    [(["hi"], '["hi"]'), ({"a": 1}, '{"a": 1}'), (3, "3"), (None, "null"), ("plain", "plain")],
+)
+def test_a_finish_message_that_is_not_a_string_is_its_json_text_never_a_python_repr(message, final):
+    answer = run_ok(model_turns=[turn("finish", message=message)])
+    assert (answer["status"], answer["final_message"]) == ("completed", final)
+
+
+def finish_nested(depth: int) -> bytes:
+    """A request whose finish message is `depth` arrays inside one another, as raw JSON."""
+    return b'{"op": "run_agent", "task": "t", "model_turns": [{"thought": "d", "action": {"tool": "finish", "args": {"message": %s}}}]}' % (b"[" * depth + b"]" * depth)
+
+
+def test_arguments_nested_to_the_limit_finish_with_their_json_and_deeper_is_a_bad_request():
+    # request 1, model_turns 2, the turn 3, action 4, args 5: the message may nest 95 more
+    result = call(finish_nested(95))
+    assert json.loads(result.stdout)["final_message"] == "[" * 95 + "]" * 95
+    result = call(finish_nested(96))
+    assert result.exit_code == 2, result.stdout
+    assert json.loads(result.stdout)["error"]["code"] == "invalid_json" and "100 levels" in result.stderr
+    # ~970 levels, through the command itself: JSON's parser accepts it at the top, the loop did not
+    proc = subprocess.run([sys.executable, "-m", "harness", "agent"], input=finish_nested(970), capture_output=True)
+    assert proc.returncode == 2 and json.loads(proc.stdout)["error"]["code"] == "invalid_json", proc.stdout[:200]
+    assert b'{"message"' not in proc.stdout  # never the raw argument text as a message
