@@ -17,6 +17,7 @@ trailing `/`), or a control character (NUL, newline) is refused with an observat
 
 from __future__ import annotations
 
+import heapq
 import json
 
 import regex
@@ -25,6 +26,12 @@ from harness.tools import Tool, ToolError
 
 _DRIVE = regex.compile(r"[A-Za-z]:")
 _CONTROL = regex.compile(r"[\x00-\x1f\x7f]")
+_LISTED = 10  # file names a missing-file observation lists
+_NAME_SHOWN = 100  # characters of one name it shows
+
+
+def _preview(name: str) -> str:
+    return repr(name) if len(name) <= _NAME_SHOWN else repr(name[:_NAME_SHOWN]) + f"… ({len(name)} characters)"
 
 
 def _check(path: object) -> str:
@@ -55,9 +62,17 @@ class Workspace:
     def _existing(self, path: object) -> str:
         path = _check(path)
         if path not in self.files:
-            known = ", ".join(sorted(self.files)) or "none"
-            raise ToolError(f"no file named {path!r} (files: {known})")
+            raise ToolError(f"no file named {_preview(path)} ({self._listing()})")
         return path
+
+    def _listing(self) -> str:
+        """How many files there are, and the first few names: bounded, however many there are."""
+        if not self.files:
+            return "the workspace has no files"
+        names = heapq.nsmallest(_LISTED, self.files)  # the first few in order, without sorting them all
+        more = len(self.files) - len(names)
+        listed = ", ".join(_preview(name) for name in names) + (f", and {more} more" if more else "")
+        return f"{len(self.files)} file{'s' * (len(self.files) != 1)}: {listed}"
 
     def read_file(self, path: str) -> str:
         return self.files[self._existing(path)]
