@@ -136,7 +136,7 @@ class Writer:
         """Code's lines always start on a line of their own, and never hold a control token:
         a tool result with `<|im_end|>` in it must not end the model's turn."""
         if text:
-            fresh = not self.buffer.text or self.buffer.text.endswith("\n")
+            fresh = not len(self.buffer) or self.buffer.endswith("\n")  # (without joining the buffer)
             self.write(Author.CODE, ("" if fresh else "\n") + neutralise(text))
 
     def answered(self, call: Call) -> None:
