@@ -9,6 +9,7 @@ Each command imports what it uses when it runs, so `harness --help` stays fast.
 
 from __future__ import annotations
 
+import math
 import os
 import sys
 from collections.abc import Iterator
@@ -201,6 +202,13 @@ ModelOption = Annotated[
     str | None,
     typer.Option("--model", "-m", help="scripted (default), local[:PATH.gguf], or openai:NAME (a completions server)."),
 ]
+def _seconds(value: float | None) -> float | None:
+    """A number of seconds: NaN passes every range check (it compares false), so say so."""
+    if value is not None and math.isnan(value):
+        raise typer.BadParameter("nan is not a number of seconds; give one from 0 to 10")
+    return value
+
+
 BaseUrlOption = Annotated[
     str | None,
     typer.Option("--base-url", help="The server's URL for openai:NAME (default: $HARNESS_BASE_URL)."),
@@ -217,7 +225,7 @@ def run(
     no_stop: Annotated[bool, typer.Option("--no-stop", help="Turn the stop sequences off: see what the model writes when nothing cuts it.")] = False,
     max_steps: Annotated[int | None, typer.Option(min=0, help="Model calls before the run stops (default: the scenario's).")] = None,
     live: Annotated[bool, typer.Option("--live", help="Draw the run as it streams, slowly enough to watch.")] = False,
-    delay: Annotated[float | None, typer.Option(min=0, max=10, help="Seconds to wait after each piece of streamed text (implies --live).")] = None,
+    delay: Annotated[float | None, typer.Option(min=0, max=10, callback=_seconds, help="Seconds to wait after each piece of streamed text (implies --live).")] = None,
     cost: Annotated[bool, typer.Option("--cost", help="After the run, a table of what each model call was sent.")] = False,
     model: ModelOption = None,
     base_url: BaseUrlOption = None,

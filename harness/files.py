@@ -1,4 +1,12 @@
-"""Writing a file the user asked for, without ever losing one they had. The rule, once:
+"""The files a user names: reading an input, and writing an output without ever losing a
+file they had.
+
+Reading: harness reads only a regular file (or a link to one). A FIFO, a device or a
+socket is refused by its kind, looked at before it is opened, so `harness show FIFO`
+cannot hang waiting for a writer; the kind is checked again on the open file, in case
+the name was swapped meanwhile (opened non-blocking, so that check cannot hang either).
+
+Writing: the rule, once:
 
     harness replaces a file only if it is a regular file that begins with harness's own
     header for that kind of output (a transcript, an HTML page, Markdown notes)
@@ -13,12 +21,40 @@ from __future__ import annotations
 
 import os
 import stat
-import tempfile
 from pathlib import Path
 
 from harness.errors import HarnessError
 
 _PEEK = 4096  # bytes read to recognise a header
+_NOT_REGULAR = "is not a regular file (a FIFO, a device or a socket); harness reads only regular files"
+
+
+def read_input(path: Path, error: type[HarnessError] = HarnessError) -> str:
+    """A file the user gave as input, as text ("\\r" kept as it is); any problem is one
+    `error` naming the file."""
+    where = str(path)
+    try:
+        mode = os.stat(path).st_mode  # follows a link: a link to a regular file is read
+        if stat.S_ISDIR(mode):
+            raise error(where, "is a folder, not a file")
+        if not stat.S_ISREG(mode):
+            raise error(where, _NOT_REGULAR)
+        fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | getattr(os, "O_NOCTTY", 0))
+    except FileNotFoundError:
+        raise error(where, "no such file") from None
+    except OSError as e:
+        raise error(where, f"cannot read the file ({e.strerror})") from None
+    with os.fdopen(fd, "rb") as f:
+        if not stat.S_ISREG(os.fstat(f.fileno()).st_mode):  # swapped for a FIFO after the first look
+            raise error(where, _NOT_REGULAR)
+        try:
+            data = f.read()
+        except OSError as e:
+            raise error(where, f"cannot read the file ({e.strerror})") from None
+    try:
+        return data.decode("utf-8")
+    except UnicodeDecodeError as e:
+        raise error(where, f"the file is not UTF-8 text (byte {e.start})") from None
 
 
 def check_target(path: Path, header: str, option: str) -> None:
@@ -47,6 +83,8 @@ def check_target(path: Path, header: str, option: str) -> None:
 
 def write_file(path: Path, text: str, header: str, option: str) -> None:
     """Write all or nothing; re-check the target right before the rename."""
+    import tempfile  # here, not at the top: every run reads its inputs through this module
+
     if not text.startswith(header):
         raise ValueError(f"refusing to write {option} output that does not begin with its header")
     tmp = None

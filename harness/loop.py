@@ -151,7 +151,7 @@ class Writer:
                 self.codes_turn = True
                 if self.frames.before_code:
                     self.write(Author.DEVELOPER, self.frames.before_code)
-            fresh = not self.buffer.text or self.buffer.text.endswith("\n")
+            fresh = not len(self.buffer) or self.buffer.endswith("\n")  # (without joining the buffer)
             self.write(Author.CODE, ("" if fresh else "\n") + neutralise(text))
 
     def cue(self, text: str) -> None:

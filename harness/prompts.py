@@ -35,6 +35,7 @@ from typing import NamedTuple
 import regex
 
 from harness.errors import TemplateError
+from harness.files import read_input
 
 NAME = regex.compile(r"[A-Za-z0-9][A-Za-z0-9_.-]{0,63}")
 FRAME_KEYS = ("before_code", "after_code", "cue")
@@ -83,20 +84,14 @@ def by_path(relative: str, folder: Path, field: str = "prompt_file") -> Path:
     path = (root / relative).resolve()
     if not path.is_relative_to(root):
         raise TemplateError(field, f"{relative!r} leaves the scenario's folder")
-    if not path.is_file():
+    if not path.exists() or path.is_dir():  # a FIFO or a device is refused by render, unopened
         raise TemplateError(field, f"no file {relative!r} in {folder}")
     return path
 
 
 def render(path: Path, variables: dict[str, str]) -> Filled:
     """The template at `path` with its $variables filled in, and its frames."""
-    try:
-        text = path.read_text(encoding="utf-8")
-    except OSError as e:
-        raise TemplateError(str(path), f"cannot read the template ({e.strerror})") from None
-    except UnicodeDecodeError:
-        raise TemplateError(str(path), "the template is not UTF-8 text") from None
-    return fill(text, variables, str(path))
+    return fill(read_input(path, TemplateError), variables, str(path))  # only a regular file
 
 
 def fill(text: str, variables: dict[str, str], where: str) -> Filled:

@@ -33,6 +33,9 @@ from harness.scenario import Scenario, ToolSpec
 from harness.workspace import TOOL_NAMES
 
 DEFAULT_MAX_STEPS = Limits().max_steps
+MAX_NESTING = 100  # arrays and objects inside one another in a turn; deeper, its arguments
+# could not be read back from its Action line (JSON's parser gives up near 1,000 levels,
+# sooner inside the loop), and they would reach the tool as raw text
 
 STATUS = {
     StopReason.FINAL_ANSWER: ("completed", None),
@@ -68,10 +71,15 @@ def parse_request(raw: bytes) -> dict[str, Any]:
         raise BadRequest("invalid_json", f"the request is not JSON ({e})") from None
     if not isinstance(request, dict):
         raise BadRequest("not_an_object", "the request must be a JSON object")
-    try:  # JSON may spell a lone surrogate ("\ud800"), which is not text and cannot be written
-        json.dumps(request, ensure_ascii=False).encode("utf-8")
+    # JSON may spell a lone surrogate ("\ud800"), which is not text and cannot be written. Only
+    # a \uD... escape can make one (UTF-8 input cannot), so most requests skip the look.
+    try:
+        if "\\ud" in text or "\\uD" in text:
+            json.dumps(request, ensure_ascii=False).encode("utf-8")
     except UnicodeEncodeError as e:
         raise BadRequest("invalid_json", f"the request holds a lone surrogate ({e.object[e.start]!r}), which is not text") from None
+    except RecursionError:
+        raise BadRequest("invalid_json", f"the request nests arrays and objects more than {MAX_NESTING} levels deep") from None
     if request.get("op") != "run_agent":
         raise BadRequest("unknown_op", f'op must be "run_agent", not {json.dumps(request.get("op"))}')
     steps = request.get("max_steps", DEFAULT_MAX_STEPS)
@@ -83,9 +91,25 @@ def parse_request(raw: bytes) -> dict[str, Any]:
     workspace = request.get("workspace", {})
     if not isinstance(workspace, dict) or not all(isinstance(v, str) for v in workspace.values()):
         raise BadRequest("invalid_field", "workspace must be an object mapping paths to strings")
-    if not isinstance(request.get("model_turns", []), list):
+    turns = request.get("model_turns", [])
+    if not isinstance(turns, list):
         raise BadRequest("invalid_field", "model_turns must be a list")
+    for i, turn in enumerate(turns[:steps]):  # only the turns a run can reach are read at all
+        if _nesting(turn) > MAX_NESTING:
+            raise BadRequest("invalid_field", f"model_turns[{i}] nests arrays and objects more than {MAX_NESTING} levels deep")
     return request
+
+
+def _nesting(value: Any) -> int:
+    """How deep arrays and objects go inside one another ({} is 1); without recursion."""
+    deepest, todo = 0, [(value, 1)]
+    while todo:
+        value, depth = todo.pop()
+        children = value.values() if isinstance(value, dict) else value if isinstance(value, list) else None
+        if children is not None:
+            deepest = max(deepest, depth)
+            todo.extend((child, depth + 1) for child in children if isinstance(child, dict | list))
+    return deepest
 
 
 def render_turn(turn: Any) -> str:
@@ -106,13 +130,16 @@ def render_turn(turn: Any) -> str:
 
 
 def scenario_for(request: dict[str, Any]) -> Scenario:
+    steps = request.get("max_steps", DEFAULT_MAX_STEPS)
     return Scenario(
         question=request.get("task", ""),
-        completions=tuple(render_turn(turn) for turn in request.get("model_turns", [])),
+        # A run takes at most max_steps turns (and with exactly that many, it stops on the
+        # step limit, as with more), so the turns past them are never written as text.
+        completions=tuple(render_turn(turn) for turn in request.get("model_turns", [])[:steps]),
         title="run_agent request",
         prompt="agent",
         tools=tuple(ToolSpec(name) for name in TOOL_NAMES),
-        max_steps=request.get("max_steps", DEFAULT_MAX_STEPS),
+        max_steps=steps,
         unknown_tool_limit=0,  # off: a bad turn is a step, and the run goes on
         format_error_limit=0,
         repeat_limit=0,

@@ -21,8 +21,9 @@ from typing import NamedTuple
 
 from harness import prompts
 from harness.dialects import get_dialect
-from harness.errors import HarnessError, TranscriptFormatError
+from harness.errors import TranscriptFormatError
 from harness.events import StopReason
+from harness.files import read_input
 from harness.loop import UNLIMITED, Emit, Setup, nobody, run
 from harness.model import FailingModel, InterruptedModel, Model, ScriptedModel
 from harness.run_record import RunRecord, load_record
@@ -119,15 +120,5 @@ def open_run(target: str) -> RunRecord:
 
 
 def read_text(path: Path) -> str:
-    """A file as text, "\\r" kept as it is; one HarnessError naming the file if it cannot be."""
-    if path.is_dir():
-        raise HarnessError(str(path), "is a folder, not a file")
-    try:
-        with open(path, encoding="utf-8", newline="") as f:
-            return f.read()
-    except FileNotFoundError:
-        raise HarnessError(str(path), "no such file") from None
-    except OSError as e:
-        raise HarnessError(str(path), f"cannot read the file ({e.strerror})") from None
-    except UnicodeDecodeError as e:
-        raise HarnessError(str(path), f"the file is not UTF-8 text (byte {e.start})") from None
+    """A saved transcript as text; only a regular file is read (harness/files.py)."""
+    return read_input(path)

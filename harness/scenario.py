@@ -38,6 +38,7 @@ import regex
 from harness import prompts
 from harness.dialects import DIALECTS
 from harness.errors import HarnessError, ScenarioError
+from harness.files import read_input
 from harness.limits import Limits
 from harness.prompts import data_dir
 from harness.tools import BUILTINS, TRAITS, Tool, canned, from_function, import_function
@@ -131,10 +132,10 @@ class Scenario:
 def find_scenario(name: str) -> Path:
     """A path to a .toml file, or the name of a shipped scenario (`nimbus`)."""
     path = Path(name)
-    if path.is_file():
-        return path
     if path.is_dir():
         raise ScenarioError(name, "is a folder; give a scenario .toml file")
+    if path.exists():  # a FIFO or a device too: load_scenario refuses it by its kind, unopened
+        return path
     shipped = data_dir("transcripts") / f"{name}.toml"
     if path.suffix == "" and shipped.is_file():
         return shipped
@@ -142,15 +143,11 @@ def find_scenario(name: str) -> Path:
 
 
 def load_scenario(path: Path) -> Scenario:
+    text = read_input(path, ScenarioError)  # only a regular file (harness/files.py)
+    if text.startswith("\ufeff"):
+        raise ScenarioError(str(path), "the file begins with a byte-order mark; save it as UTF-8 without one")
     try:
-        text = path.read_text(encoding="utf-8")
-        if text.startswith("\ufeff"):
-            raise ScenarioError(str(path), "the file begins with a byte-order mark; save it as UTF-8 without one")
         data = tomllib.loads(text)
-    except OSError as e:
-        raise ScenarioError(str(path), f"cannot read the file ({e.strerror})") from None
-    except UnicodeDecodeError:
-        raise ScenarioError(str(path), "the file is not UTF-8 text") from None
     except tomllib.TOMLDecodeError as e:
         raise ScenarioError(str(path), f"malformed TOML: {e}") from None
     return _parse(data, str(path), path.parent)

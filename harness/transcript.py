@@ -54,13 +54,19 @@ class Span:
 class Transcript:
     """Append-only spans; `text` is their plain concatenation (the buffer).
 
-    The buffer is kept as one string that grows in place, and the spans as the offsets
-    where each author's run begins, so appending costs what the new text costs, however
-    long the buffer already is (no copy of the buffer, no copy of the last span).
+    The buffer is kept as the pieces appended, in order, and joined only when somebody
+    asks for `text`; the joined text is kept until the next append. So an append costs
+    what its own text costs, however long the buffer is, and however many others hold
+    the text: no piece is ever copied twice on the way in. `text` costs one join of the
+    pieces that came since it was last asked for, onto the text it gave then (the loop
+    asks once per model call, as it sends the model the whole buffer). The spans are the
+    offsets where each author's run begins.
     """
 
     def __init__(self, spans: Iterable[Span] = ()) -> None:
-        self._text = ""
+        self._joined = ""  # the buffer as last asked for
+        self._pieces: list[str] = []  # appended since: (the buffer) = _joined + "".join(_pieces)
+        self._length = 0
         self._authors: list[Author] = []  # one per span
         self._starts: list[int] = []  # where each span begins in the buffer
         for span in spans:
@@ -69,10 +75,28 @@ class Transcript:
 
     @property
     def text(self) -> str:
-        return self._text
+        if self._pieces:
+            new, self._pieces = "".join(self._pieces), []
+            # One concatenation per ask. When nobody kept the text given last time (a model
+            # is done with its prompt once it has answered), CPython grows it in place, and
+            # the ask costs only what is new; when somebody did, it is one copy of the
+            # buffer for this ask, never one per append.
+            joined, self._joined = self._joined, ""
+            joined += new
+            self._joined = joined
+        return self._joined
 
     def __len__(self) -> int:
-        return len(self._text)
+        return self._length
+
+    def endswith(self, suffix: str) -> bool:
+        """Does the buffer end with `suffix`? Read from the last pieces, without joining them."""
+        tail = ""
+        for piece in reversed(self._pieces):
+            tail = piece[-len(suffix) :] + tail if suffix else tail
+            if len(tail) >= len(suffix):
+                return tail.endswith(suffix)
+        return (self._joined[-len(suffix) :] + tail).endswith(suffix) if suffix else True
 
     def append(self, author: Author, text: str) -> None:
         if type(author) is not Author:
@@ -83,14 +107,12 @@ class Transcript:
 
     def _new_span(self, author: Author) -> None:
         self._authors.append(author)
-        self._starts.append(len(self._text))
+        self._starts.append(self._length)
 
     def _grow(self, text: str) -> None:
-        # CPython extends a string in place when nothing else refers to it; taking it out
-        # of the attribute first makes that so (a plain `self._text += text` copies it).
-        buffer, self._text = self._text, ""
-        buffer += text
-        self._text = buffer
+        if text:
+            self._pieces.append(text)
+            self._length += len(text)
 
     @property
     def last_author(self) -> Author | None:
@@ -98,8 +120,9 @@ class Transcript:
 
     @property
     def spans(self) -> list[Span]:
-        ends = [*self._starts[1:], len(self._text)]
-        return [Span(a, self._text[s:e]) for a, s, e in zip(self._authors, self._starts, ends)]
+        text = self.text
+        ends = [*self._starts[1:], len(text)]
+        return [Span(a, text[s:e]) for a, s, e in zip(self._authors, self._starts, ends)]
 
     def texts_by(self, author: Author) -> list[str]:
         """The text of each span by one author, in order (for replay: the model's turns)."""
@@ -108,7 +131,7 @@ class Transcript:
     def __eq__(self, other: object) -> bool:
         if not isinstance(other, Transcript):
             return NotImplemented
-        return (self._authors, self._starts, self._text) == (other._authors, other._starts, other._text)
+        return (self._authors, self._starts, self.text) == (other._authors, other._starts, other.text)
 
     def __repr__(self) -> str:
         return f"Transcript(spans={self.spans!r})"

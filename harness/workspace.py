@@ -6,7 +6,8 @@ Each tool updates the same dict, so changes carry over from step to step.
     read_file(path)                      the file's text
     write_file(path, content)            create or overwrite
     patch_file(path, old_str, new_str)   replace old_str, which must occur exactly once
-    finish(message)                      end the run with this message
+    finish(message)                      end the run with this message (one that is not a
+                                         string: its JSON text, never Python's repr)
 
 patch_file changes nothing unless old_str occurs exactly once: with no match, or with
 several, the observation says how many times it occurs and asks for a unique old_str.
@@ -16,12 +17,21 @@ trailing `/`), or a control character (NUL, newline) is refused with an observat
 
 from __future__ import annotations
 
+import heapq
+import json
+
 import regex
 
 from harness.tools import Tool, ToolError
 
 _DRIVE = regex.compile(r"[A-Za-z]:")
 _CONTROL = regex.compile(r"[\x00-\x1f\x7f]")
+_LISTED = 10  # file names a missing-file observation lists
+_NAME_SHOWN = 100  # characters of one name it shows
+
+
+def _preview(name: str) -> str:
+    return repr(name) if len(name) <= _NAME_SHOWN else repr(name[:_NAME_SHOWN]) + f"… ({len(name)} characters)"
 
 
 def _check(path: object) -> str:
@@ -52,9 +62,17 @@ class Workspace:
     def _existing(self, path: object) -> str:
         path = _check(path)
         if path not in self.files:
-            known = ", ".join(sorted(self.files)) or "none"
-            raise ToolError(f"no file named {path!r} (files: {known})")
+            raise ToolError(f"no file named {_preview(path)} ({self._listing()})")
         return path
+
+    def _listing(self) -> str:
+        """How many files there are, and the first few names: bounded, however many there are."""
+        if not self.files:
+            return "the workspace has no files"
+        names = heapq.nsmallest(_LISTED, self.files)  # the first few in order, without sorting them all
+        more = len(self.files) - len(names)
+        listed = ", ".join(_preview(name) for name in names) + (f", and {more} more" if more else "")
+        return f"{len(self.files)} file{'s' * (len(self.files) != 1)}: {listed}"
 
     def read_file(self, path: str) -> str:
         return self.files[self._existing(path)]
@@ -93,7 +111,8 @@ class Workspace:
 
 
 def finish(message: str) -> str:
-    return message if isinstance(message, str) else str(message)
+    """The message, or a message that is not a string as JSON text (never Python's repr)."""
+    return message if isinstance(message, str) else json.dumps(message, ensure_ascii=False)
 
 
 TOOL_NAMES = ("read_file", "write_file", "patch_file", "finish")

@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import json
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -99,7 +101,7 @@ def test_write_then_read_and_overwrite(tmp_path):
     [
         (turn("patch_file", path="f", old_str="zzz", new_str="y"), "old_str does not occur in f; nothing was changed"),
         (turn("patch_file", path="f", old_str="a", new_str="y"), "old_str occurs 2 times in f; nothing was changed"),
-        (turn("read_file", path="missing.py"), "no file named 'missing.py' (files: f)"),
+        (turn("read_file", path="missing.py"), "no file named 'missing.py' (1 file: 'f')"),
         (turn("read_file", path="/etc/passwd"), "'/etc/passwd' is absolute"),
         (turn("write_file", path="../escape", content="x"), "'../escape' has a '..' segment"),
         (turn("write_file", path="a/../../b", content="x"), "'a/../../b' has a '..' segment"),
@@ -219,3 +221,58 @@ def test_the_agent_never_touches_the_disk(tmp_path, monkeypatch):
     monkeypatch.chdir(tmp_path)
     run_ok(model_turns=[turn("write_file", path="written.txt", content="x"), turn("finish", message="ok")])
     assert list(Path(tmp_path).iterdir()) == []
+
+
+@pytest.mark.parametrize(
+    ("message", "final"),
+    [(["hi"], '["hi"]'), ({"a": 1}, '{"a": 1}'), (3, "3"), (None, "null"), ("plain", "plain")],
+)
+def test_a_finish_message_that_is_not_a_string_is_its_json_text_never_a_python_repr(message, final):
+    answer = run_ok(model_turns=[turn("finish", message=message)])
+    assert (answer["status"], answer["final_message"]) == ("completed", final)
+
+
+def finish_nested(depth: int) -> bytes:
+    """A request whose finish message is `depth` arrays inside one another, as raw JSON."""
+    return b'{"op": "run_agent", "task": "t", "model_turns": [{"thought": "d", "action": {"tool": "finish", "args": {"message": %s}}}]}' % (b"[" * depth + b"]" * depth)
+
+
+def test_arguments_nested_to_the_limit_finish_with_their_json_and_deeper_is_a_bad_request():
+    # the turn 1, action 2, args 3: the message may nest 97 more
+    result = call(finish_nested(97))
+    assert json.loads(result.stdout)["final_message"] == "[" * 97 + "]" * 97
+    result = call(finish_nested(98))
+    assert result.exit_code == 2, result.stdout
+    assert json.loads(result.stdout)["error"]["code"] == "invalid_field" and "model_turns[0]" in result.stderr and "100 levels" in result.stderr
+    # ~970 levels, through the command itself: JSON's parser accepts it at the top, the loop did not
+    proc = subprocess.run([sys.executable, "-m", "harness", "agent"], input=finish_nested(970), capture_output=True)
+    assert proc.returncode == 2 and json.loads(proc.stdout)["error"]["code"] in ("invalid_json", "invalid_field"), proc.stdout[:200]
+    assert b'{"message"' not in proc.stdout  # never the raw argument text as a message
+
+
+def test_a_missing_file_in_a_big_workspace_says_how_many_and_lists_a_bounded_few(tmp_path):
+    saved = tmp_path / "big.txt"
+    files = {f"src/module_{i:05}.py": "x" for i in range(10_000)}
+    request = {"op": "run_agent", "task": "t", "workspace": files, "model_turns": [turn("read_file", path="nope.py")]}
+    assert call(request, "--transcript", str(saved)).exit_code == 0
+    observation = next(line for line in saved.read_text(encoding="utf-8").splitlines() if "Observation:" in line)
+    assert "no file named 'nope.py' (10000 files: 'src/module_00000.py', " in observation
+    assert "'src/module_00009.py', and 9990 more)" in observation and len(observation) < 400
+
+
+def test_a_missing_file_with_a_huge_name_is_named_in_a_bounded_observation(tmp_path):
+    saved = tmp_path / "huge.txt"
+    request = {"op": "run_agent", "task": "t", "workspace": {"b" * 50_000: ""}, "model_turns": [turn("read_file", path="a" * 50_000)]}
+    assert call(request, "--transcript", str(saved)).exit_code == 0
+    observation = next(line for line in saved.read_text(encoding="utf-8").splitlines() if "Observation:" in line)
+    assert "(50000 characters)" in observation and len(observation) < 400
+
+
+def test_turns_past_max_steps_are_never_read(monkeypatch):
+    # a million turns cost what max_steps of them cost: the rest are not rendered
+    from harness import protocol
+
+    rendered = []
+    monkeypatch.setattr(protocol, "render_turn", lambda turn, real=protocol.render_turn: rendered.append(1) or real(turn))
+    answer = run_ok(max_steps=3, workspace={"a": "x"}, model_turns=[turn("read_file", path="a")] * 100_000)
+    assert (answer["status"], answer["steps"], len(rendered)) == ("max_steps_exceeded", 3, 3)

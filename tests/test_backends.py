@@ -268,7 +268,9 @@ def test_without_the_local_extra_one_line_says_how_to_install_it(monkeypatch):
     monkeypatch.setitem(sys.modules, "llama_cpp", None)  # as if it were not installed: import fails
     with pytest.raises(HarnessError) as caught:
         model_from_spec("local")
-    assert str(caught.value) == "--model: a local model needs llama-cpp-python, which is not installed: pip install 'harness[local]'"
+    from harness.install import extra
+
+    assert str(caught.value) == f"--model: a local model needs llama-cpp-python, which is not installed: {extra('local')}"
 
 
 def test_a_missing_gguf_file_is_named(tmp_path):

