@@ -1,7 +1,7 @@
 """The server backend against a fake OpenAI-compatible server, and the backend choice.
 
-The fake is a real HTTP server on 127.0.0.1 (a free port) that replays canned
-server-sent events, so every failure a user can meet — nothing listening, a stuck server,
+The fake (tests/loopback.py) is a real HTTP server on 127.0.0.1 (a free port) that replays
+canned server-sent events, so every failure a user can meet — nothing listening, a stuck server,
 an HTTP error, a malformed event, a stream cut off, a context overflow — is produced over
 a real socket. No model weights: these run in the README's test command.
 """
@@ -13,11 +13,7 @@ import os
 import socket
 import subprocess
 import sys
-import threading
-import time
 from collections.abc import Iterator
-from dataclasses import dataclass, field
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 import pytest
 
@@ -26,80 +22,9 @@ from harness.backends.control import PATTERN, neutralise
 from harness.backends.server import ServerModel
 from harness.errors import HarnessError
 from harness.model import ModelError, TokenUsage
+from tests.loopback import GOOD, USAGE, FakeServer, Reply, sse, text  # noqa: F401 (imported from here by other tests)
 
 KEY = "sk-test-0123456789abcdef"
-
-
-def sse(*events: object) -> list[bytes]:
-    """Each event as one `data:` line; strings are sent as they are."""
-    return [f"data: {e if isinstance(e, str) else json.dumps(e)}\n\n".encode() for e in events]
-
-
-def text(t: str, finish: str | None = None) -> dict:
-    return {"choices": [{"index": 0, "text": t, "finish_reason": finish}]}
-
-
-USAGE = {"choices": [], "usage": {"prompt_tokens": 12, "completion_tokens": 3, "prompt_tokens_details": {"cached_tokens": 8}}}
-GOOD = sse(text("Thought: "), text("add."), text("", "stop"), USAGE, "[DONE]")
-
-
-@dataclass
-class Reply:
-    status: int = 200
-    chunks: list[bytes] = field(default_factory=lambda: list(GOOD))
-    pause: float = 0.0  # seconds before each chunk
-    cut_off: bool = False  # close the socket mid-stream, without ending the chunked body
-    content_type: str = "text/event-stream"
-
-
-class FakeServer:
-    """Answers every POST with `self.reply`; remembers each request and whether the client left."""
-
-    def __init__(self) -> None:
-        self.reply = Reply()
-        self.requests: list[tuple[dict, dict]] = []  # (headers, JSON body)
-        self.client_left = threading.Event()
-        fake = self
-
-        class Handler(BaseHTTPRequestHandler):
-            protocol_version = "HTTP/1.1"
-
-            def log_message(self, *args: object) -> None:
-                pass
-
-            def do_POST(self) -> None:
-                body = json.loads(self.rfile.read(int(self.headers["Content-Length"])))
-                fake.requests.append((dict(self.headers), body))
-                reply = fake.reply
-                self.send_response(reply.status)
-                self.send_header("Content-Type", reply.content_type)
-                self.send_header("Transfer-Encoding", "chunked")
-                self.end_headers()
-                try:
-                    for chunk in reply.chunks:
-                        time.sleep(reply.pause)
-                        self.wfile.write(b"%x\r\n%s\r\n" % (len(chunk), chunk))
-                        self.wfile.flush()
-                    if reply.cut_off:
-                        self.close_connection = True
-                        return
-                    self.wfile.write(b"0\r\n\r\n")
-                except (BrokenPipeError, ConnectionResetError):
-                    fake.client_left.set()
-
-        class Server(ThreadingHTTPServer):
-            def handle_error(self, request: object, client_address: object) -> None:
-                if not isinstance(sys.exc_info()[1], ConnectionError):  # a client that left is no error here
-                    super().handle_error(request, client_address)
-
-        self.httpd = Server(("127.0.0.1", 0), Handler)
-        self.httpd.daemon_threads = True
-        self.url = f"http://127.0.0.1:{self.httpd.server_port}/v1"
-        threading.Thread(target=self.httpd.serve_forever, args=(0.05,), daemon=True).start()
-
-    def close(self) -> None:
-        self.httpd.shutdown()
-        self.httpd.server_close()
 
 
 @pytest.fixture
