@@ -22,6 +22,7 @@ from dataclasses import asdict, dataclass
 from typing import NamedTuple
 
 from harness.backends.control import neutralise
+from harness.backends.entry import encodable
 from harness.decisions import Action, Rejection
 from harness.dialects import Dialect
 from harness.events import (
@@ -174,6 +175,7 @@ class Writer:
         self.tell(ActionParsed, step, number, action.tool, action.raw)
         self.tell(ToolStarted, step, number, action.tool)
         result, ok = tools.run(action.tool, action.args, action.kwargs)
+        result = encodable(result)  # a Python tool's "\ud800" cannot be written: it enters as U+FFFD
         self.tell(ToolResult, step, number, action.tool, result, ok)
         self._ran.append(action.tool)
         return result, ok

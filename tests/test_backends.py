@@ -176,11 +176,11 @@ def test_the_base_url_comes_from_the_environment(monkeypatch):
 @pytest.mark.parametrize(
     ("spec", "base_url", "says"),
     [
-        ("gpt", None, "--model: unknown model 'gpt' (use local, local:PATH or openai:NAME)"),
+        ("gpt", None, "--model: unknown model 'gpt' (use local, local:PATH, openai:NAME or chat:NAME)"),
         ("openai:", None, "--model: openai:NAME needs the server's model name"),
         ("local:", None, "--model: local:PATH needs a GGUF file"),
         ("scripted", None, "--model: scripted plays a scenario's own completions"),
-        ("local", "http://x/v1", "--base-url: only an openai:NAME model talks to a server"),
+        ("local", "http://x/v1", "--base-url: only an openai:NAME or chat:NAME model talks to a server"),
     ],
 )
 def test_a_bad_spec_is_one_clear_error(spec, base_url, says):

@@ -158,3 +158,115 @@ class _closed_url:
     def __exit__(self, *exc: object) -> None:
         pass
 
+
+
+# --- secrets: the key and a URL's password are scrubbed where text enters ----------------
+
+def no_secret(*outputs: bytes) -> None:
+    """Not even the start of the key's secret part (what a message cut before scrubbing leaks)."""
+    for output in outputs:
+        assert KEY[8:12].encode() not in output and b"hunter2" not in output
+
+
+def test_the_key_echoed_in_the_completion_is_scrubbed_even_split_across_events(fake, tmp_path):
+    head, tail = KEY[:11], KEY[11:]
+    fake.serve(
+        Reply(chunks=sse(text(f"Thought: my key is Bearer {head}"), text(f"{tail}.\nFinal Answer: {KEY}\n"), text("", "stop"), "[DONE]"))
+    )
+    result, saved = live_run(fake, tmp_path)
+    assert result.returncode == 0, result.stderr
+    no_secret(result.stdout, result.stderr, saved.read_bytes())
+    assert "my key is Bearer ***." in saved.read_text() and '# final_answer: "***"' in saved.read_text()
+    shows_and_replays(saved)
+
+
+@pytest.mark.parametrize(
+    ("reply", "says"),
+    [
+        (Reply(chunks=sse(text("Hi"), "not json: $AUTH")), "not JSON: 'not json: Bearer ***'"),
+        (Reply(content_type="text/html; $AUTH"), "answered with text/html; Bearer ***"),
+        (Reply(401, [b'{"error": {"message": "' + b"x" * 170 + b' bad key: $AUTH"}}'], content_type="application/json"), "bad key: Bearer ***"),
+        (Reply(chunks=sse({"error": {"message": "you sent $AUTH"}})), "mid-stream: you sent Bearer ***"),
+    ],
+    ids=["a non-JSON event", "a quoted header", "a long 401 body", "an error event"],
+)
+def test_the_key_echoed_in_an_error_is_scrubbed_before_the_message_is_cut(fake, tmp_path, reply, says):
+    fake.reply = reply
+    result, saved = live_run(fake, tmp_path)
+    assert result.returncode == 3
+    [line] = errors(result)
+    assert says in line
+    no_secret(result.stdout, result.stderr, saved.read_bytes())
+    shows_and_replays(saved)
+
+
+def test_a_urls_password_is_in_no_output(fake, tmp_path):
+    url = fake.url.replace("http://", "http://user:hunter2@")
+    fake.serve(Reply(chunks=sse(text("Thought: the URL had hunter2 in it.\nFinal Answer: 1\n"), text("", "stop"), "[DONE]")))
+    saved = tmp_path / "run.txt"
+    result = harness("run", "calculator", "--model", "openai:m", "--base-url", url, "--save", str(saved), "-f", "tagged")
+    assert result.returncode == 0, result.stderr
+    no_secret(result.stdout, result.stderr, saved.read_bytes())
+    for bad in ("ftp://user:hunter2@host/v1", "http://user:hunter2@[::1/v1", "http://user:hunter2@host:80a/v1"):
+        refused = harness("run", "calculator", "--model", "openai:m", "--base-url", bad)
+        assert refused.returncode == 2 and refused.stderr.decode().startswith("error: --base-url: ")
+        no_secret(refused.stdout, refused.stderr)
+
+
+# --- bad input: one line, exit 2 -------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("key", "base_url", "says"),
+    [
+        ("sk-caf\u00e9-123456", None, "error: HARNESS_API_KEY: the API key holds"),
+        ("sk-abc\n123456", None, "error: HARNESS_API_KEY: the API key holds"),
+        (KEY, "http://[::1/v1", "error: --base-url: 'http://[::1/v1' is not a URL"),
+        (KEY, "http://127.0.0.1:41519a/v1", "error: --base-url: 'http://127.0.0.1:41519a/v1' is not a URL"),
+        (KEY, "http://127.0.0.1:1/v 1", "error: --base-url: 'http://127.0.0.1:1/v 1' holds a space"),
+    ],
+)
+def test_a_bad_key_or_base_url_is_one_line_and_exit_2(tmp_path, key, base_url, says):
+    args = ["run", "calculator", "--model", "openai:m", "--save", str(tmp_path / "x.txt")]
+    result = harness(*args, *(["--base-url", base_url] if base_url else []), key=key)
+    assert result.returncode == 2, result.stderr
+    lines = result.stderr.decode().splitlines()
+    assert len(lines) == 1 and lines[0].startswith(says), lines
+    assert not (tmp_path / "x.txt").exists()
+
+
+def test_a_lone_surrogate_from_a_python_tool_is_written_as_the_replacement_character(tmp_path):
+    (tmp_path / "tools.py").write_text('def odd(x):\n    """Odd text."""\n    return "a\\ud800b"\n', encoding="utf-8")
+    completions = ["Thought: ask.\\nAction: odd(1)\\n", "Final Answer: done\\n"]
+    scenario = tmp_path / "odd.toml"
+    scenario.write_text(
+        f'question = "q"\ncompletions = [{", ".join(json.dumps(c) for c in completions)}]\n[tools.odd]\npython = "tools:odd"\n'.replace("\\\\n", "\\n"),
+        encoding="utf-8",
+    )
+    saved = tmp_path / "odd.txt"
+    for fmt in ("rich", "tagged", "json", "events"):
+        result = harness("run", str(scenario), "--save", str(saved), "-f", fmt)
+        assert result.returncode == 0, result.stderr
+        assert "a\ufffdb" in result.stdout.decode("utf-8")
+    assert "Observation: a\ufffdb" in saved.read_text(encoding="utf-8")
+    shows_and_replays(saved, ("rich", "tagged", "json", "events"))
+
+
+@pytest.mark.parametrize("field", ["prompt", "prompt_file"])
+@pytest.mark.parametrize("value", ["a\x00b.txt", "p" * 5000, "p" * 300 + ".txt"], ids=["NUL", "5000 chars", "a 300-char part"])
+def test_a_prompt_name_holding_nul_or_thousands_of_characters_is_one_line_in_a_scenario_and_a_saved_file(tmp_path, field, value):
+    scenario = tmp_path / "s.toml"
+    scenario.write_text(f'question = "q"\n{field} = {json.dumps(value)}\n', encoding="utf-8")
+    refused = harness("run", str(scenario))
+    lines = refused.stderr.decode().splitlines()
+    assert refused.returncode == 2 and len(lines) == 1 and f"{field}: " in lines[0] and len(lines[0]) < 300, lines
+    saved = tmp_path / "run.txt"
+    assert harness("run", "calculator", "--save", str(saved)).returncode == 0
+    head, meta, rest = saved.read_text(encoding="utf-8").partition("\n# scenario: ")
+    data, newline, records = rest.partition("\n")
+    data = json.loads(data) | {field: value}
+    saved.write_text(head + meta + json.dumps(data) + newline + records, encoding="utf-8")
+    for command in (["show"], ["replay", "--check"], ["step", "--frame", "0"]):
+        result = harness(*command, str(saved))
+        lines = result.stderr.decode().splitlines()
+        assert result.returncode == 2 and len(lines) == 1 and lines[0].startswith("error: ") and len(lines[0]) < 400, (command, lines)
