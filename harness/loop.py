@@ -43,7 +43,7 @@ from harness.events import (
 from harness.governor import Governor
 from harness.limits import Limits, Tally
 from harness.notices import more_rejections
-from harness.model import Model, ModelError, ModelExhausted, TokenUsage
+from harness.model import Model, ModelError, ModelExhausted, Sent, TokenUsage
 from harness.run_record import CallRecord, RunRecord
 from harness.stop import StopScanner
 from harness.tools import Registry
@@ -117,7 +117,7 @@ class Writer:
         self.buffer, self.dialect, self.emit = buffer, dialect, emit
         self.listening = emit is not nobody
         self.calls: list[CallRecord] = []  # the model calls that are over
-        self._call: tuple[str, str, dict | None] | None = None  # the current one: cut, cut_by, tokens
+        self._call: tuple[str, str, dict | None, int | None] | None = None  # the current one: cut, cut_by, tokens, messages
         self._ran: list[str] = []  # its tools that ran
         self._told: list[str] = []  # its notices' codes
         self.sent = 0  # prompt characters sent so far
@@ -145,7 +145,7 @@ class Writer:
         ended, step = call.ended, call.ended.step
         self.write(Author.MODEL, ended.text)
         counted = None if call.tokens is None else asdict(call.tokens)
-        self._next_call((ended.cut, ended.cut_by, counted))
+        self._next_call((ended.cut, ended.cut_by, counted, call.messages))
         self.emit(ended)
         self.sent += call.prompt_chars
         self.tell(Usage, step, call.prompt_chars, len(ended.text), self.sent)
@@ -156,7 +156,7 @@ class Writer:
     def canceled(self, shown: str) -> None:
         """Ctrl-C mid-completion: what the user had seen of it stays in the buffer."""
         self.write(Author.MODEL, shown)
-        self._next_call(("", "", None))
+        self._next_call(("", "", None, None))
 
     def notices(self, step: int, rejections: Sequence[Rejection]) -> None:
         """One notice per rejection, up to a bound: a reply of 100,000 bad lines gets a
@@ -180,11 +180,11 @@ class Writer:
         self._ran.append(action.tool)
         return result, ok
 
-    def _next_call(self, call: tuple[str, str, dict | None] | None) -> None:
+    def _next_call(self, call: tuple[str, str, dict | None, int | None] | None) -> None:
         """Close the current call's record (what ran, what was told) and open the next."""
         if self._call is not None:
-            cut, cut_by, tokens = self._call
-            self.calls.append(CallRecord(cut, cut_by, tuple(self._ran), tuple(self._told), tokens))
+            cut, cut_by, tokens, messages = self._call
+            self.calls.append(CallRecord(cut, cut_by, tuple(self._ran), tuple(self._told), tokens, messages))
         self._call, self._ran, self._told = call, [], []
 
     def stop(self, reason: StopReason, steps: int, answer: str | None = None, detail: str = "") -> RunRecord:
@@ -197,6 +197,7 @@ class Call(NamedTuple):
     ended: CompletionEnded
     prompt_chars: int  # the whole buffer was sent
     tokens: TokenUsage | None  # the model's own counts, if it gave them
+    messages: int | None = None  # a chat endpoint: the buffer was sent as this many messages
 
 
 def complete(model: Model, step: int, setup: Setup, emit: Emit) -> Call:
@@ -215,11 +216,16 @@ def complete(model: Model, step: int, setup: Setup, emit: Emit) -> Call:
         if (shown := governor.feed(text)) and listening:
             emit(TextDelta(shown))
 
-    chunks = model.stream(setup.transcript.text, stops if setup.send_stop else ())
+    sent, told = None, stops if setup.send_stop else ()
+    by_author = getattr(model, "stream_spans", None)  # a chat endpoint reads who wrote what
+    chunks = by_author(setup.transcript, told) if by_author else model.stream(setup.transcript.text, told)
     try:
         for chunk in chunks:
-            if type(chunk) is not str:  # a backend that counts ends with its TokenUsage
-                tokens = chunk
+            if type(chunk) is not str:  # a backend that counts gives a TokenUsage; a chat one, a Sent
+                if type(chunk) is Sent:
+                    sent = chunk.messages
+                else:
+                    tokens = chunk
             elif scanner.stopped:  # peeking: read past the cut only to show what it prevented
                 scanner.feed(chunk)
                 if 0 <= setup.peek <= scanner.cut_chars - len(scanner.matched or ""):
@@ -243,4 +249,4 @@ def complete(model: Model, step: int, setup: Setup, emit: Emit) -> Call:
     else:
         cut = scanner.cut if setup.peek < 0 else scanner.cut[: len(scanner.matched or "") + setup.peek]
         ended = CompletionEnded(step, text, cut, "stop" if cut else "", decided)
-    return Call(ended, prompt_chars, tokens)
+    return Call(ended, prompt_chars, tokens, sent)

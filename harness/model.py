@@ -36,10 +36,21 @@ class TokenUsage:
     completion_tokens: int | None = None
 
 
+@dataclass(frozen=True)
+class Sent:
+    """What a chat backend says it sent, as the first item of its stream: the buffer as this
+    many messages (harness.backends.messages). The run records it per call."""
+
+    messages: int
+
+
 class Model(Protocol):
     """The one method every backend implements. Chunks are text; a backend that can count
     tokens may yield a TokenUsage in its stream (the last one counts). Failures are raised
-    as ModelError."""
+    as ModelError.
+
+    A backend that needs the authors too (a chat endpoint) has `stream_spans(transcript,
+    stop)` as well, and the loop calls that instead."""
 
     def stream(self, prompt: str, stop: Sequence[str]) -> Iterator[str | TokenUsage]: ...
 

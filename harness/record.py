@@ -20,6 +20,7 @@ from pathlib import Path
 from typing import NamedTuple
 
 from harness import prompts
+from harness.backends.messages import ChatScript
 from harness.dialects import get_dialect
 from harness.errors import HarnessError, TranscriptFormatError
 from harness.events import StopReason
@@ -50,6 +51,8 @@ def build(scenario: Scenario) -> Built:
         model = FailingModel(model, *scenario.model_error)
     if scenario.interrupt is not None:
         model = InterruptedModel(model, *scenario.interrupt)
+    if scenario.endpoint == "chat":  # a chat run replayed: the same messages, counted by the same rule
+        model = ChatScript(model)
     # A script costs nothing to read on: what the stop sequence prevented is shown whole.
     setup = Setup(buffer, dialect, tools, scenario.limits, scenario.use_stop, peek=UNLIMITED)
     return Built(setup, model, workspace)
@@ -63,6 +66,8 @@ def run_scenario(scenario: Scenario, emit: Emit = nobody, model: Model | None = 
     setup, scripted, workspace = build(scenario)
     if model is not None:
         setup.peek, setup.send_stop = peek, peek == 0
+        # How this run reached the model, written down for its replay.
+        scenario = scenario.but(endpoint="chat" if hasattr(model, "stream_spans") else "completions")
     record = run(setup, model or scripted, emit)
     last = record.transcript.last_author
     if record.stop_reason is StopReason.CANCELED and scenario.interrupt is None and last is Author.MODEL:

@@ -35,6 +35,7 @@ class CallRecord:
     ran: tuple[str, ...] = ()  # the tools that ran, in order
     notices: tuple[str, ...] = ()  # the codes of the notices code wrote
     tokens: dict[str, int | None] | None = None  # prompt_tokens, evaluated_tokens, completion_tokens
+    messages: int | None = None  # through a chat endpoint: the buffer was sent as this many messages
 
     def to_meta(self) -> dict[str, Any]:
         out: dict[str, Any] = {"ran": list(self.ran), "notices": list(self.notices)}
@@ -42,6 +43,8 @@ class CallRecord:
             out["cut_by"] = self.cut_by
         if self.tokens is not None:
             out["tokens"] = self.tokens
+        if self.messages is not None:
+            out["messages"] = self.messages
         return out
 
 
@@ -139,7 +142,10 @@ def _calls(value: Any, model_calls: int, cuts: dict[int, str], fail) -> tuple[Ca
             isinstance(tokens, dict) and all(v is None or type(v) is int for v in tokens.values())
         ):
             raise fail("calls", f"entry {i}: tokens must map names to whole numbers")
-        out.append(CallRecord(cuts.get(i, ""), cut_by, tuple(ran), tuple(told), tokens))
+        messages = entry.get("messages")
+        if messages is not None and (type(messages) is not int or messages < 1):
+            raise fail("calls", f"entry {i}: messages must be a whole number, 1 or more")
+        out.append(CallRecord(cuts.get(i, ""), cut_by, tuple(ran), tuple(told), tokens, messages))
     return tuple(out)
 
 

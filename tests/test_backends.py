@@ -241,3 +241,86 @@ def test_nothing_neutralised_still_looks_like_a_control_token():
         assert PATTERN.search(neutralise(raw)) is None
 
     check()
+
+
+# --- bounds: a runaway call costs bounded time and memory --------------------------------
+
+
+def test_a_runaway_stream_is_stopped_at_max_chars_with_flat_memory(server, monkeypatch):
+    import tracemalloc
+
+    monkeypatch.setenv("HARNESS_API_KEY", KEY)
+    server.reply = Reply(chunks=[], repeat=sse(text("word " * 50))[0])
+    model = ServerModel("m", server.url, max_chars=2_000_000)
+    tracemalloc.start()
+    try:
+        message = failure(model)
+        peak = tracemalloc.get_traced_memory()[1]
+    finally:
+        tracemalloc.stop()
+    assert "passed 2,000,000 characters" in message
+    assert peak < 8_000_000, f"{peak:,} bytes at the peak for a stream of 2 MB: the text is not kept"
+
+
+def test_a_line_without_an_end_is_stopped_with_flat_memory(server, monkeypatch):
+    import tracemalloc
+
+    server.reply = Reply(chunks=[b"data: "], repeat=b"x" * 65536)
+    model = ServerModel("m", server.url, max_chars=10_000)
+    tracemalloc.start()
+    try:
+        message = failure(model)
+        peak = tracemalloc.get_traced_memory()[1]
+    finally:
+        tracemalloc.stop()
+    assert "a line longer than 145,536 bytes" in message and peak < 2_000_000
+
+
+def test_the_time_limit_is_for_the_whole_call_not_each_read(server):
+    import time
+
+    server.reply = Reply(chunks=sse(text("Thought: slow"), text("", "stop")), drip=0.2)  # a byte every 0.2 s: no read waits long
+    model = ServerModel("m", server.url, max_seconds=1.5, timeout=1.0)
+    started = time.monotonic()
+    assert "time limit of 1.5 s" in failure(model)
+    assert time.monotonic() - started < 3
+
+
+def test_a_server_that_sends_nothing_is_stopped_at_the_time_limit(server):
+    server.reply = Reply(chunks=sse(text("x")), pause=30)
+    assert "time limit of 1 s" in failure(ServerModel("m", server.url, max_seconds=1, timeout=60))
+
+
+def test_max_tokens_is_sent(server):
+    list(ServerModel("m", server.url, max_tokens=7).stream("Q\n", ()))
+    assert server.requests[0][1]["max_tokens"] == 7
+
+
+# --- text enters once: scrubbed, encodable -------------------------------------------------
+
+
+def test_a_secret_split_at_any_point_of_a_stream_never_comes_out():
+    from hypothesis import given
+    from hypothesis import strategies as st
+
+    from harness.backends.entry import Entry
+
+    secret = "sk-abcdef123456"
+
+    @given(st.text(alphabet="sk-abcdef123456 x", max_size=40), st.lists(st.integers(0, 60), max_size=6))
+    def check(around: str, cuts: list[int]) -> None:
+        whole = around + secret + around
+        points = sorted({min(c, len(whole)) for c in cuts})
+        pieces = [whole[a:b] for a, b in zip([0, *points], [*points, len(whole)])]
+        scrub = Entry([secret]).stream()
+        out = "".join(scrub.feed(p) for p in pieces) + scrub.finish()
+        assert secret not in out and out == Entry([secret]).scrub(whole)
+
+    check()
+
+
+def test_lone_surrogates_become_the_replacement_character():
+    from harness.backends.entry import encodable
+
+    assert encodable("a\ud800b\udfff") == "a\ufffdb\ufffd"
+    assert encodable("plain é 😀") == "plain é 😀"
