@@ -13,11 +13,23 @@ import os
 import sys
 from enum import StrEnum
 from pathlib import Path
-from typing import TYPE_CHECKING, Annotated, Any, NamedTuple
+from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 from typer.core import TyperGroup
 
+from harness.cli_models import (
+    BaseUrlOption,
+    CallOptions,
+    MaxChars,
+    MaxSeconds,
+    MaxTokens,
+    ModelOption,
+    Strict,
+    WaitForServer,
+    live_model_from,
+    tell_stderr,
+)
 from harness.errors import HarnessError
 
 if TYPE_CHECKING:
@@ -151,65 +163,6 @@ def _write(path: Path, text: str, header: str, option: str) -> None:
     typer.echo(f"wrote {path}", err=True)
 
 
-def _model(spec: str | None, base_url: str | None, bounds: CallOptions | None = None):
-    """The model a run talks to: None for the scenario's own script."""
-    options = bounds or CallOptions()
-    if spec is None or spec == "scripted":
-        if base_url is not None:
-            raise HarnessError("--base-url", "goes with --model openai:NAME or chat:NAME")
-        if options.given():
-            raise HarnessError(options.given()[0], "goes with a live --model")
-        return None
-    from harness.backends import model_from_spec
-
-    model = model_from_spec(spec, base_url, **options.for_model())
-    if options.wait_for_server is not None:
-        if not hasattr(model, "wait"):
-            raise HarnessError("--wait-for-server", "goes with a server: openai:NAME or chat:NAME")
-        model.wait(options.wait_for_server)
-    return model
-
-
-def _tell_stderr(record: RunRecord, model: Any) -> None:
-    """Whatever --format writes on stdout, why a live run failed, and what was dropped on
-    arrival, are said on stderr: a CI log shows them even when stdout is the transcript."""
-    from harness.escape import for_terminal
-
-    for note in getattr(model, "notes", ()):
-        typer.echo(f"note: {for_terminal(note)}", err=True)
-    if record.stop_reason == "model_error" and model is not None:
-        typer.echo(f"error: model_error: {for_terminal(record.detail)}", err=True)
-
-
-ModelOption = Annotated[
-    str | None,
-    typer.Option("--model", "-m", help="scripted (default), local[:PATH.gguf], openai:NAME (a completions server) or chat:NAME (a chat endpoint)."),
-]
-BaseUrlOption = Annotated[
-    str | None,
-    typer.Option("--base-url", help="The server's URL for openai:NAME or chat:NAME (default: $HARNESS_BASE_URL)."),
-]
-MaxTokens = Annotated[int | None, typer.Option("--max-tokens", min=1, help="Tokens the model may write per call (default 512).")]
-MaxChars = Annotated[int | None, typer.Option("--max-chars", min=1, help="Characters read from one call before it is stopped (default 100,000).")]
-MaxSeconds = Annotated[float | None, typer.Option("--max-seconds", min=0.1, max=86400, help="Seconds one whole call may take before it is stopped (default 300).")]
-Strict = Annotated[bool | None, typer.Option("--strict/--no-strict", help="A strict server (OpenAI's own): no llama.cpp knobs, at most 4 stops (default: strict for api.openai.com).", show_default=False)]
-WaitForServer = Annotated[float | None, typer.Option("--wait-for-server", min=0, max=3600, help="Wait up to SECONDS for the server to answer before the first call (one still starting).")]
-
-
-class CallOptions(NamedTuple):
-    max_tokens: int | None = None
-    max_chars: int | None = None
-    max_seconds: float | None = None
-    strict: bool | None = None
-    wait_for_server: float | None = None
-
-    def for_model(self) -> dict[str, Any]:
-        return {k: v for k, v in self._asdict().items() if k != "wait_for_server" and v is not None}
-
-    def given(self) -> list[str]:
-        return ["--" + k.replace("_", "-") for k, v in self._asdict().items() if v is not None]
-
-
 @app.command()
 def run(
     scenario: Annotated[str, typer.Argument(help="A scenario .toml file, or the name of a shipped one (see `harness list`).")],
@@ -243,7 +196,7 @@ def run(
         spec = spec.but(max_steps=max_steps)
     if no_stop:
         spec = spec.but(use_stop=False)
-    live_model = _model(model, base_url, CallOptions(max_tokens, max_chars, max_seconds, strict, wait_for_server))
+    live_model = live_model_from(model, base_url, CallOptions(max_tokens, max_chars, max_seconds, strict, wait_for_server))
     if peek is not None and live_model is None:
         raise HarnessError("--peek", "goes with a live --model; a script is always read whole")
     if save is not None:
@@ -255,7 +208,7 @@ def run(
     if format is Format.events:
         emit = _print_event
     record = run_scenario(spec, _despite_a_closed_pipe(emit) if emit else nobody, live_model, peek or 0)
-    _tell_stderr(record, live_model)
+    tell_stderr(record, live_model)
     if save is not None:
         _write(save, record.saved, HEADER, "--save")
     if format in (Format.tagged, Format.json):
@@ -297,9 +250,9 @@ def replay(
     from harness.record import read_text
     from harness.record import replay as replay_text
 
-    live_model = _model(model, base_url, CallOptions(max_tokens, max_chars, max_seconds, strict, wait_for_server))
+    live_model = live_model_from(model, base_url, CallOptions(max_tokens, max_chars, max_seconds, strict, wait_for_server))
     result = replay_text(read_text(saved), str(saved), model=live_model)
-    _tell_stderr(result.record, live_model)
+    tell_stderr(result.record, live_model)
     if not check:
         _show(format, result.record)
         return

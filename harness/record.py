@@ -15,7 +15,7 @@ differs from the saved one by a byte, the check fails.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import NamedTuple
 
@@ -109,7 +109,12 @@ def replay(
     """Run a saved transcript again; with `model`, live instead of from its recorded turns.
     A template or tool of its own is looked for in `base`, by default the file's folder."""
     saved = load_record(text, source, base or Path(source).parent)
-    return Replay(text, run_scenario(scenario_of(saved, source), emit, model))
+    fresh = run_scenario(scenario_of(saved, source), emit, model)
+    if model is None:  # the model's token counts are facts only the recording knows: kept
+        counts = [call.tokens for call in saved.calls]
+        calls = (replace(c, tokens=counts[i]) if i < len(counts) else c for i, c in enumerate(fresh.calls))
+        fresh = fresh.but(calls=tuple(calls))
+    return Replay(text, fresh)
 
 
 def open_run(target: str) -> RunRecord:

@@ -10,7 +10,8 @@ down in the test, so every failure a user can meet is produced over a real socke
     Reply(401, [b'{"error": "bad key $AUTH"}'])                  `$AUTH` echoes the key sent
 
 `serve(a, b, ...)` queues one reply per request (then empty streams); every request is kept
-(`requests`: headers and JSON body; `paths`). GET answers 200 with a model list, as
+(`requests`: headers and JSON body; `paths`). POSTs to `/extras/...` (llama-cpp-python's
+token count) get `extras_reply`, by default 404. GET answers 200 with a model list, as
 `/v1/models` does, so a client waiting for the server sees it ready. No model weights.
 """
 
@@ -64,6 +65,8 @@ class FakeServer:
         self.queue: list[Reply] | None = None
         self.requests: list[tuple[dict, dict]] = []  # (headers, JSON body)
         self.paths: list[str] = []
+        self.extras: list[dict] = []  # bodies POSTed to /extras/... (llama-cpp-python's token counts)
+        self.extras_reply: tuple[int, object] = (404, {"detail": "Not Found"})
         self.client_left = threading.Event()
         fake = self
 
@@ -74,8 +77,11 @@ class FakeServer:
                 pass
 
             def do_GET(self) -> None:
-                body = json.dumps({"object": "list", "data": [{"id": "m", "object": "model"}]}).encode()
-                self.send_response(200)
+                self._json(200, {"object": "list", "data": [{"id": "m", "object": "model"}]})
+
+            def _json(self, status: int, data: object) -> None:
+                body = json.dumps(data).encode()
+                self.send_response(status)
                 self.send_header("Content-Type", "application/json")
                 self.send_header("Content-Length", str(len(body)))
                 self.end_headers()
@@ -83,6 +89,9 @@ class FakeServer:
 
             def do_POST(self) -> None:
                 body = json.loads(self.rfile.read(int(self.headers["Content-Length"])))
+                if "/extras/" in self.path:  # llama-cpp-python's own endpoints: not this server's
+                    fake.extras.append(body)
+                    return self._json(*fake.extras_reply)
                 fake.requests.append((dict(self.headers), body))
                 fake.paths.append(self.path)
                 reply = fake.next_reply()

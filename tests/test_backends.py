@@ -324,3 +324,20 @@ def test_lone_surrogates_become_the_replacement_character():
 
     assert encodable("a\ud800b\udfff") == "a\ufffdb\ufffd"
     assert encodable("plain é 😀") == "plain é 😀"
+
+
+def test_a_server_that_streams_no_counts_is_asked_for_the_prompts_tokens(server):
+    """As llama-cpp-python's server: no usage in its streams, a count at /extras/tokenize/count."""
+    server.extras_reply = (200, {"count": 17})
+    server.reply = Reply(chunks=sse(text("Hi"), text(".", "stop"), "[DONE]"))
+    model = ServerModel("m", server.url)
+    assert list(model.stream("Q\n", ())) == ["Hi", ".", TokenUsage(17)]  # asked once the first stream ended
+    assert list(model.stream("Q\nQ\n", ())) == [TokenUsage(17), "Hi", "."]  # then before each call
+    assert server.extras == [{"model": "m", "input": "Q\n"}, {"model": "m", "input": "Q\nQ\n"}]
+
+
+def test_a_server_without_a_count_endpoint_is_asked_once(server):
+    server.reply = Reply(chunks=sse(text("Hi"), text(".", "stop"), "[DONE]"))
+    model = ServerModel("m", server.url)
+    assert list(model.stream("Q\n", ())) == ["Hi", "."] and list(model.stream("Q\n", ())) == ["Hi", "."]
+    assert len(server.extras) == 1

@@ -270,3 +270,40 @@ def test_a_prompt_name_holding_nul_or_thousands_of_characters_is_one_line_in_a_s
         result = harness(*command, str(saved))
         lines = result.stderr.decode().splitlines()
         assert result.returncode == 2 and len(lines) == 1 and lines[0].startswith("error: ") and len(lines[0]) < 400, (command, lines)
+
+
+# --- ready when the server is ------------------------------------------------------------------
+
+
+def test_wait_for_server_retries_the_first_connection_until_the_server_listens(tmp_path):
+    import threading
+
+    with _closed_url() as url:
+        port = int(url.rsplit(":", 1)[1].split("/")[0])
+    late: list[FakeServer] = []
+
+    def start_late() -> None:
+        import time
+
+        time.sleep(1.5)
+        server = FakeServer(port)
+        server.serve(Reply(chunks=sse(text("Final Answer: 42\n"), text("", "stop"), "[DONE]")))
+        late.append(server)
+
+    starter = threading.Thread(target=start_late)
+    starter.start()
+    try:
+        saved = tmp_path / "run.txt"
+        result = harness("run", "calculator", "--model", "openai:m", "--base-url", url, "--wait-for-server", "20", "--save", str(saved), "-f", "tagged")
+        assert result.returncode == 0, result.stderr
+        assert b"Final Answer: 42" in result.stdout
+    finally:
+        starter.join()
+        for server in late:
+            server.close()
+
+
+def test_without_waiting_a_server_not_yet_listening_is_model_error_that_says_how_to_wait(tmp_path):
+    with _closed_url() as url:
+        result = harness("run", "calculator", "--model", "openai:m", "--base-url", url, "--wait-for-server", "0.5")
+    assert result.returncode == 3 and "--wait-for-server SECONDS" in errors(result)[0]

@@ -92,13 +92,27 @@ def test_the_server_never_returns_the_stop_string(server):
     assert "Observation:" not in kept
 
 
-def test_token_counts_are_never_made_up(server):
-    """llama-cpp-python's server (0.3) ignores stream_options.include_usage and sends no
-    counts while streaming, so the stream is all text: no TokenUsage is invented for it.
-    (Servers that do count — llama.cpp's own llama-server, vLLM — end with one; the fake
-    server in test_backends.py checks that it is read.)"""
-    chunks = list(server.stream(CHATML, ()))
-    assert chunks and all(isinstance(c, str) for c in chunks)
+def test_token_counts_come_from_the_servers_own_tokenizer(server, vocab):
+    """llama-cpp-python's server (0.3) ignores stream_options.include_usage and streams no
+    counts, so the prompt is counted at its /extras/tokenize/count: the same number its
+    own tokenizer gives, and no completion count is made up."""
+    model = ServerModel("smollm2", server.base_url, max_tokens=16)
+    first, second = list(model.stream(CHATML, ())), list(model.stream(CHATML, ()))
+    expected = len(vocab.tokenize(CHATML.encode(), add_bos=True, special=True))
+    assert usage(first) == usage(second) == TokenUsage(expected)
+    assert isinstance(second[0], TokenUsage)  # asked before the call, so a stream closed early keeps it
+
+
+def test_the_chat_endpoint_streams_the_messages_answer(server):
+    from harness.backends.chat import ChatModel
+    from harness.transcript import Author, Transcript
+
+    chat = ChatModel("smollm2", server.base_url, max_tokens=32)
+    buffer = Transcript()
+    buffer.append(Author.DEVELOPER, "Name three colours, one per line.")
+    chunks = list(chat.stream_spans(buffer, ("\n\n",)))
+    assert chunks[0].messages == 1 and texts(chunks).strip()
+    assert "\n\n" not in texts(chunks)  # the server was told the stop
 
 
 def test_a_stream_closed_early_leaves_the_server_ready_for_the_next_call(server):
@@ -255,3 +269,20 @@ def test_every_control_token_of_the_vocabulary_is_neutralised(vocab, llama_cpp):
         text = vocab.detokenize([token], special=True).decode()
         ids = vocab.tokenize(neutralise(text).encode(), add_bos=False, special=True)
         assert not any(llama_cpp.llama_vocab_is_control(v, t) for t in ids), f"{text!r} survives neutralise"
+
+
+def test_the_local_model_keeps_its_token_counts_when_the_loop_closes_the_stream_early(local, tmp_path):
+    """--peek: the client cuts at the stop, reads a little more and closes the stream; the
+    counts came before the text, so the record has them."""
+    from harness.loop import Setup, run
+    from harness.dialects import DefaultDialect
+    from harness.tools import Registry
+    from harness.transcript import Author, Transcript
+
+    buffer = Transcript()
+    buffer.append(Author.DEVELOPER, PATTERN)
+    local.reset()
+    record = run(Setup(buffer, DefaultDialect(), Registry([]), peek=8, send_stop=False), local)
+    first = record.calls[0]
+    assert first.cut_by == "stop" and first.tokens is not None
+    assert first.tokens["prompt_tokens"] == len(local.tokenize(PATTERN))

@@ -37,6 +37,7 @@ import httpx
 
 from harness.backends import wire
 from harness.backends.bounds import Bounds, Budget, Watchdog
+from harness.backends.counts import PromptCounter
 from harness.backends.entry import Entry
 from harness.backends.urls import check_base_url, hidden
 from harness.errors import HarnessError
@@ -95,6 +96,7 @@ class ServerModel:
         headers = {"Accept-Encoding": "identity"} | ({"Authorization": f"Bearer {self._key}"} if self._key else {})
         limit = httpx.Timeout(min(timeout, max_seconds), connect=min(connect_timeout, max_seconds))
         self._client = httpx.Client(headers=headers, timeout=limit)
+        self._counter = None if self.chat else PromptCounter(self._client, self.base_url, model)
 
     def __repr__(self) -> str:
         return f"{type(self).__name__}({self.model!r}, {self.where!r})"
@@ -114,7 +116,26 @@ class ServerModel:
         return body
 
     def stream(self, prompt: str, stop: Sequence[str]) -> Iterator[str | TokenUsage]:
-        return self._stream(self.request(prompt, stop), len(prompt))
+        return self._counted(prompt, self._stream(self.request(prompt, stop), len(prompt)))
+
+    def _counted(self, prompt: str, chunks: Iterator[str | TokenUsage]) -> Iterator[str | TokenUsage]:
+        """A server that streams no counts is asked for the prompt's (harness.backends.counts)."""
+        counter, usage, notes = self._counter, None, []
+        if counter is not None and counter.state == "ask":
+            if (early := counter.count(prompt, notes)) is not None:
+                yield early  # before the text: a stream closed early keeps it
+        try:
+            for chunk in chunks:
+                if type(chunk) is not str:
+                    usage = chunk
+                yield chunk
+        finally:
+            getattr(chunks, "close", lambda: None)()
+        if counter is not None and counter.state == "unknown":
+            counter.streamed(usage)
+            if usage is None and (late := counter.count(prompt, notes)) is not None:
+                yield late
+        self._note(notes)
 
     def close(self) -> None:
         self._client.close()
