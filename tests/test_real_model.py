@@ -286,3 +286,51 @@ def test_the_local_model_keeps_its_token_counts_when_the_loop_closes_the_stream_
     first = record.calls[0]
     assert first.cut_by == "stop" and first.tokens is not None
     assert first.tokens["prompt_tokens"] == len(local.tokenize(PATTERN))
+
+
+# --- the README's real-model lines, pasted one by one into a fresh shell ----------------------
+
+
+def readme_server_lines(port: int) -> list[str]:
+    from pathlib import Path
+
+    text = (Path(__file__).parent.parent / "README.md").read_text(encoding="utf-8")
+    start = text.index("until it answers:\n\n") + len("until it answers:\n\n")
+    block = text[start : text.index("\n\n", start)]
+    return [line.strip().replace("8080", str(port)) for line in block.splitlines()]
+
+
+def test_the_readmes_server_lines_work_pasted_one_by_one_into_a_fresh_shell(gguf, tmp_path):
+    """In tmux, an interactive bash with nothing set, in a folder whose .venv is this one's:
+    each line is typed and waited for, as a reader pasting them would."""
+    import shutil
+    from pathlib import Path
+
+    if shutil.which("tmux") is None:
+        need("tmux is not installed")
+    (tmp_path / ".venv").symlink_to(Path(sys.prefix))
+    session, lines = f"readme-{os.getpid()}", readme_server_lines(free_port())
+    shell = f"env -i HOME={tmp_path} PATH=/usr/bin:/bin TERM=xterm bash --norc --noprofile -i"
+    subprocess.run(["tmux", "new-session", "-d", "-s", session, "-x", "250", "-y", "50", "-c", str(tmp_path), shell], check=True)
+    try:
+        for n, line in enumerate(lines, 1):
+            for keys in (line, f"echo __done_{n}__ rc=$?"):
+                subprocess.run(["tmux", "send-keys", "-t", session, "-l", keys], check=True)
+                subprocess.run(["tmux", "send-keys", "-t", session, "Enter"], check=True)
+            deadline = time.monotonic() + 240
+            while True:
+                shown = pane(session)
+                done = [row for row in shown.splitlines() if row.startswith(f"__done_{n}__ rc=")]  # its output, not the echo typed
+                if done:
+                    break
+                assert time.monotonic() < deadline, f"line {n} did not finish: {line}\n{shown[-2000:]}"
+                time.sleep(0.5)
+            assert done == [f"__done_{n}__ rc=0"], f"line {n} failed: {line}\n{shown[-2000:]}"
+        assert shown.count("ok: replaying") == 2, shown[-3000:]
+        assert len(shown.splitlines()) < 200  # the server's loading log went to server.log, not the terminal
+    finally:
+        subprocess.run(["tmux", "kill-session", "-t", session], check=False)
+
+
+def pane(session: str) -> str:
+    return subprocess.run(["tmux", "capture-pane", "-p", "-t", session, "-S", "-5000"], capture_output=True, text=True).stdout
