@@ -227,8 +227,14 @@ def run(
 def show(
     saved: Annotated[Path, typer.Argument(help="A saved transcript (from run --save).")],
     format: FormatOption = Format.rich,
+    messages: Annotated[bool, typer.Option("--messages", help="A chat run: the messages each call sent, as the server got them.")] = False,
 ) -> None:
     """Print a saved transcript."""
+    if messages:
+        from harness.backends.messages import sent_text
+
+        typer.echo(sent_text(_saved(saved), str(saved)), nl=False)
+        return
     _show(format, _saved(saved))
 
 

@@ -125,3 +125,27 @@ def test_strict_is_an_option_of_the_command(fake, tmp_path):
     assert "repeat_penalty" not in fake.requests[0][1]
     refused = invoke("run", "calculator", "--model", "local", "--strict")
     assert refused.exit_code == 2 and refused.stderr == "error: --strict: goes with a server: openai:NAME or chat:NAME\n"
+
+
+def test_show_messages_prints_what_each_call_of_a_chat_run_sent(tmp_path):
+    scenario = tmp_path / "s.toml"
+    completions = json.dumps(["Thought: add.\nAction: calculator(1 + 1)\n", "Final Answer: 2\n"])
+    scenario.write_text(f'question = "1+1?"\nendpoint = "chat"\ncompletions = {completions}\n[tools.calculator]\n', encoding="utf-8")
+    saved = tmp_path / "s.txt"
+    assert invoke("run", str(scenario), "--save", str(saved)).exit_code == 0
+    shown = invoke("show", str(saved), "--messages")
+    assert shown.exit_code == 0, shown.output
+    lines = shown.stdout.splitlines()
+    assert lines[0] == "call 1 sent 1 message:" and lines[1].startswith("  user      | Answer the question below.")
+    call_2 = lines.index("call 2 sent 3 messages:")
+    assert lines[call_2 + 1 :][-5:] == [
+        "  assistant | Thought: add.",
+        "            | Action: calculator(1 + 1)",
+        "            | ",
+        "  user      | Observation: 2",
+        "            | ",
+    ]
+    plain = tmp_path / "plain.txt"
+    assert invoke("run", "calculator", "--save", str(plain)).exit_code == 0
+    refused = invoke("show", str(plain), "--messages")
+    assert refused.exit_code == 2 and "did not go through a chat endpoint" in refused.stderr

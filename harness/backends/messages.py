@@ -26,12 +26,15 @@ them (`prompt = "default"`) for `--model chat:NAME`.
 from __future__ import annotations
 
 from collections.abc import Iterable, Iterator, Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from harness.backends.control import PATTERN
 from harness.errors import HarnessError
 from harness.model import Sent, TokenUsage
 from harness.transcript import Author, Span, Transcript
+
+if TYPE_CHECKING:
+    from harness.run_record import RunRecord
 
 ROLE = {Author.MODEL: "assistant", Author.CODE: "user", Author.DEVELOPER: "user"}
 
@@ -52,6 +55,33 @@ def messages(spans: Iterable[Span]) -> list[dict[str, str]]:
         else:
             out.append({"role": role, "content": span.text})
     return out
+
+
+def per_call(spans: Iterable[Span]) -> list[list[dict[str, str]]]:
+    """The messages each model call was sent: the rule applied to the spans before its turn."""
+    out: list[list[dict[str, str]]] = []
+    before: list[Span] = []
+    for span in spans:
+        if span.author is Author.MODEL:
+            out.append(messages(before))
+        before.append(span)
+    return out
+
+
+def sent_text(record: RunRecord, source: str) -> str:
+    """What `harness show FILE --messages` prints: each call's messages, role by role,
+    every line of a message's content after its role (shown, never obeyed, by a terminal)."""
+    from harness.escape import for_terminal
+
+    if record.scenario is None or record.scenario.endpoint != "chat":
+        raise HarnessError(f"{source}: --messages", "this run did not go through a chat endpoint: each call was sent the buffer as one text")
+    out = []
+    for number, sent in enumerate(per_call(record.transcript.spans), 1):
+        out.append(f"call {number} sent {len(sent)} message{'s' if len(sent) != 1 else ''}:\n")
+        for message in sent:
+            lines = message["content"].split("\n")
+            out += [f"  {message['role'] if i == 0 else '':<9} | {for_terminal(line)}\n" for i, line in enumerate(lines)]
+    return "".join(out)
 
 
 def with_count(sent: list[dict[str, str]], chunks: Iterator[Any]) -> Iterator[Any]:
