@@ -16,9 +16,9 @@ if TYPE_CHECKING:
     from harness.run_record import RunRecord
 
 
-def live_model_from(spec: str | None, base_url: str | None, bounds: CallOptions | None = None):
+def live_model_from(spec: str | None, base_url: str | None, options: CallOptions | None = None):
     """The model a run talks to: None for the scenario's own script."""
-    options = bounds or CallOptions()
+    options = options or CallOptions()
     if spec is None or spec == "scripted":
         if base_url is not None:
             raise HarnessError("--base-url", "goes with --model openai:NAME or chat:NAME")
@@ -27,12 +27,7 @@ def live_model_from(spec: str | None, base_url: str | None, bounds: CallOptions 
         return None
     from harness.backends import model_from_spec
 
-    model = model_from_spec(spec, base_url, **options.for_model())
-    if options.wait_for_server is not None:
-        if not hasattr(model, "wait"):
-            raise HarnessError("--wait-for-server", "goes with a server: openai:NAME or chat:NAME")
-        model.wait(options.wait_for_server)
-    return model
+    return model_from_spec(spec, base_url, **options.for_model())
 
 
 def tell_stderr(record: RunRecord, model: Any) -> None:
@@ -69,7 +64,7 @@ class CallOptions(NamedTuple):
     wait_for_server: float | None = None
 
     def for_model(self) -> dict[str, Any]:
-        return {k: v for k, v in self._asdict().items() if k != "wait_for_server" and v is not None}
+        return {k: v for k, v in self._asdict().items() if v is not None}
 
     def given(self) -> list[str]:
         return ["--" + k.replace("_", "-") for k, v in self._asdict().items() if v is not None]

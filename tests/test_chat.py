@@ -125,6 +125,10 @@ def test_strict_is_an_option_of_the_command(fake, tmp_path):
     assert "repeat_penalty" not in fake.requests[0][1]
     refused = invoke("run", "calculator", "--model", "local", "--strict")
     assert refused.exit_code == 2 and refused.stderr == "error: --strict: goes with a server: openai:NAME or chat:NAME\n"
+    refused = invoke("run", "calculator", "--model", "local", "--wait-for-server", "5")
+    assert refused.exit_code == 2 and refused.stderr == "error: --wait-for-server: goes with a server: openai:NAME or chat:NAME\n"
+    refused = invoke("run", "calculator", "--max-seconds", "5")
+    assert refused.exit_code == 2 and refused.stderr == "error: --max-seconds: goes with a live --model\n"
 
 
 def test_show_messages_prints_what_each_call_of_a_chat_run_sent(tmp_path):

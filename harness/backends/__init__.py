@@ -6,8 +6,8 @@
     model_from_spec("local:models/qwen2.5-0.5b-instruct.gguf")      # llama.cpp in process, any GGUF
 
 Options (each a command-line option of the same name) bound every call: `max_tokens`,
-`max_chars`, `max_seconds` (harness.backends.bounds); `strict` leaves llama.cpp's knobs
-out of a server's requests. Each backend is imported only when it is chosen, so `harness
+`max_chars`, `max_seconds` (harness.backends.bounds); for a server, `strict` leaves llama.cpp's knobs
+out of its requests, and `wait_for_server` (seconds) lets the first call wait for it. Each backend is imported only when it is chosen, so `harness
 --help` does not pay for httpx or llama.cpp, and the local extra stays optional.
 `scripted` is not built here: its completions come from the scenario.
 """
@@ -37,8 +37,9 @@ def model_from_spec(spec: str, base_url: str | None = None, **options: Any) -> M
         return Server(rest, base_url, **options)
     if base_url is not None:
         raise HarnessError("--base-url", f"only an openai:NAME or chat:NAME model talks to a server, not {spec!r}")
-    if options.pop("strict", None):
-        raise HarnessError("--strict", "goes with a server: openai:NAME or chat:NAME")
+    for server_only in ("strict", "wait_for_server"):
+        if options.pop(server_only, None) is not None:
+            raise HarnessError("--" + server_only.replace("_", "-"), "goes with a server: openai:NAME or chat:NAME")
     if kind == "local":
         if colon and not rest:
             raise HarnessError("--model", "local:PATH needs a GGUF file after the colon (or plain `local` for SmolLM2)")

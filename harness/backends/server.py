@@ -70,6 +70,7 @@ class ServerModel:
         top_p: float = 1.0,
         seed: int | None = 0,
         strict: bool | None = None,  # None: strict for api.openai.com
+        wait_for_server: float | None = None,  # the first call first waits up to this long for the server
         extra: Mapping[str, Any] | None = None,  # default: LLAMA_CPP_PARAMS unless strict
         timeout: float = 120.0,  # seconds to wait for the next byte (reading a long prompt takes a while)
         connect_timeout: float = 5.0,
@@ -90,6 +91,7 @@ class ServerModel:
             **(extra if extra is not None else {} if self.strict else LLAMA_CPP_PARAMS),
         }
         self.timeout, self.connect_timeout = timeout, connect_timeout
+        self._wait = wait_for_server
         self.notes: list[str] = []  # what was dropped on arrival (a malformed token count), once each
         self._key = _api_key()
         self.entry = Entry([self._key, *_url_secrets(self.base_url)])
@@ -142,7 +144,7 @@ class ServerModel:
 
     def wait(self, seconds: float) -> bool:
         """Until the server answers anything at all (GET /models), or `seconds` pass: True if it did.
-        For a server still starting (`--wait-for-server`); the run's first call says what is wrong."""
+        For a server still starting (`--wait-for-server`); the call after it says what is wrong."""
         deadline = time.monotonic() + seconds
         while True:
             try:
@@ -155,6 +157,9 @@ class ServerModel:
 
     def _stream(self, body: dict[str, Any], prompt_chars: int) -> Iterator[str | TokenUsage]:
         url = f"{self.base_url}/{self.path}"
+        if self._wait is not None:  # a server still starting: the first call waits for it, once
+            self.wait(self._wait)
+            self._wait = None
         budget, watchdog, scrub = Budget(self.bounds), Watchdog(self.bounds.max_seconds), self.entry.stream()
         text_chars, events, finished, had_choices, usage = 0, 0, False, False, None
         try:
