@@ -153,3 +153,23 @@ def test_show_messages_prints_what_each_call_of_a_chat_run_sent(tmp_path):
     assert invoke("run", "calculator", "--save", str(plain)).exit_code == 0
     refused = invoke("show", str(plain), "--messages")
     assert refused.exit_code == 2 and "did not go through a chat endpoint" in refused.stderr
+
+
+def test_every_buffer_splits_into_alternating_messages_that_join_back_into_it():
+    from hypothesis import given
+    from hypothesis import strategies as st
+
+    authors = st.sampled_from([Author.DEVELOPER, Author.MODEL, Author.CODE])
+    spans = st.lists(st.tuples(authors, st.text(alphabet="ab\n ", max_size=5)), max_size=12)
+
+    @given(spans)
+    def check(pieces: list[tuple[Author, str]]) -> None:
+        buffer = Transcript()
+        for author, text in pieces:
+            buffer.append(author, text)
+        sent = messages(buffer.spans)
+        assert "".join(m["content"] for m in sent) == buffer.text
+        assert all(a["role"] != b["role"] for a, b in zip(sent, sent[1:]))
+        assert len([m for m in sent if m["role"] == "assistant"]) == len(buffer.texts_by(Author.MODEL))
+
+    check()
