@@ -21,6 +21,18 @@ from typing import TYPE_CHECKING, Annotated, Any
 import typer
 from typer.core import TyperGroup
 
+from harness.cli_models import (
+    BaseUrlOption,
+    CallOptions,
+    MaxChars,
+    MaxSeconds,
+    MaxTokens,
+    ModelOption,
+    Strict,
+    WaitForServer,
+    live_model_from,
+    tell_stderr,
+)
 from harness.errors import HarnessError
 
 if TYPE_CHECKING:
@@ -187,32 +199,11 @@ def _write(path: Path, text: str, header: str, option: str) -> None:
     typer.echo(f"wrote {path}", err=True)
 
 
-def _model(spec: str | None, base_url: str | None):
-    """The model a run talks to: None for the scenario's own script."""
-    if spec is None or spec == "scripted":
-        if base_url is not None:
-            raise HarnessError("--base-url", "goes with --model openai:NAME")
-        return None
-    from harness.backends import model_from_spec
-
-    return model_from_spec(spec, base_url)
-
-
-ModelOption = Annotated[
-    str | None,
-    typer.Option("--model", "-m", help="scripted (default), local[:PATH.gguf], or openai:NAME (a completions server)."),
-]
 def _seconds(value: float | None) -> float | None:
     """A number of seconds: NaN passes every range check (it compares false), so say so."""
     if value is not None and math.isnan(value):
         raise typer.BadParameter("nan is not a number of seconds; give one from 0 to 10")
     return value
-
-
-BaseUrlOption = Annotated[
-    str | None,
-    typer.Option("--base-url", help="The server's URL for openai:NAME (default: $HARNESS_BASE_URL)."),
-]
 
 
 @app.command()
@@ -230,6 +221,11 @@ def run(
     model: ModelOption = None,
     base_url: BaseUrlOption = None,
     peek: Annotated[int | None, typer.Option(min=1, help="With a live model: read N characters past the stop, only to show what it prevented.")] = None,
+    max_tokens: MaxTokens = None,
+    max_chars: MaxChars = None,
+    max_seconds: MaxSeconds = None,
+    strict: Strict = None,
+    wait_for_server: WaitForServer = None,
 ) -> None:
     """Run a scenario on its scripted model, or on a live one, and print the transcript."""
     from harness.loop import nobody
@@ -245,7 +241,7 @@ def run(
         spec = spec.but(max_steps=max_steps)
     if no_stop:
         spec = spec.but(use_stop=False)
-    live_model = _model(model, base_url)
+    live_model = live_model_from(model, base_url, CallOptions(max_tokens, max_chars, max_seconds, strict, wait_for_server))
     if peek is not None and live_model is None:
         raise HarnessError("--peek", "goes with a live --model; a script is always read whole")
     if save is not None:
@@ -257,6 +253,7 @@ def run(
     if format is Format.events:
         emit = _print_event
     record = run_scenario(spec, _despite_a_closed_pipe(emit) if emit else nobody, live_model, peek or 0)
+    tell_stderr(record, live_model)
     if save is not None:
         _write(save, record.saved, HEADER, "--save")
     if format in (Format.tagged, Format.json):
@@ -275,8 +272,14 @@ def run(
 def show(
     saved: Annotated[Path, typer.Argument(help="A saved transcript (from run --save).")],
     format: FormatOption = Format.rich,
+    messages: Annotated[bool, typer.Option("--messages", help="A chat run: the messages each call sent, as the server got them.")] = False,
 ) -> None:
     """Print a saved transcript."""
+    if messages:
+        from harness.backends.messages import sent_text
+
+        typer.echo(sent_text(_saved(saved), str(saved)), nl=False)
+        return
     _show(format, _saved(saved))
 
 
@@ -287,14 +290,21 @@ def replay(
     format: FormatOption = Format.rich,
     model: ModelOption = None,
     base_url: BaseUrlOption = None,
+    max_tokens: MaxTokens = None,
+    max_chars: MaxChars = None,
+    max_seconds: MaxSeconds = None,
+    strict: Strict = None,
+    wait_for_server: WaitForServer = None,
 ) -> None:
     """Run the loop again from a saved transcript: its model turns are the script (or a live --model)."""
     from harness.diff import transcript_diff
     from harness.record import read_text
     from harness.record import replay as replay_text
 
+    live_model = live_model_from(model, base_url, CallOptions(max_tokens, max_chars, max_seconds, strict, wait_for_server))
     with _scenario_hint(saved):
-        result = replay_text(read_text(saved), str(saved), model=_model(model, base_url))
+        result = replay_text(read_text(saved), str(saved), model=live_model)
+    tell_stderr(result.record, live_model)
     if not check:
         _show(format, result.record)
         return
@@ -345,7 +355,7 @@ def _open(target: str, no_stop: bool = False, model: str | None = None, base_url
         flag = "--no-stop" if no_stop else "--model"
         raise HarnessError(flag, f"goes with a scenario; {target} is a saved run and is shown as it was run")
     spec = load_scenario(find_scenario(target))
-    return run_scenario(spec.but(use_stop=False) if no_stop else spec, model=_model(model, base_url))
+    return run_scenario(spec.but(use_stop=False) if no_stop else spec, model=live_model_from(model, base_url))
 
 
 NoStopOption = Annotated[bool, typer.Option("--no-stop", help="Run the scenario without its stop sequences, as `run --no-stop`.")]

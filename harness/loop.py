@@ -23,6 +23,7 @@ from dataclasses import asdict, dataclass
 from typing import NamedTuple
 
 from harness.backends.control import neutralise
+from harness.backends.entry import encodable
 from harness.decisions import Action, Rejection
 from harness.dialects import Dialect
 from harness.events import (
@@ -43,7 +44,7 @@ from harness.events import (
 from harness.governor import Governor
 from harness.limits import Limits, Tally
 from harness.notices import more_rejections, repeated_call
-from harness.model import Model, ModelError, ModelExhausted, TokenUsage
+from harness.model import Model, ModelError, ModelExhausted, Sent, TokenUsage
 from harness.prompts import Frames
 from harness.run_record import CallRecord, RunRecord
 from harness.stop import StopScanner
@@ -125,7 +126,7 @@ class Writer:
         self.listening = emit is not nobody
         self.codes_turn = False  # code has written since the model's last turn
         self.calls: list[CallRecord] = []  # the model calls that are over
-        self._call: tuple | None = None  # the current one: cut, cut_by, tokens, what the user did not see
+        self._call: tuple | None = None  # the current one: cut, cut_by, tokens, what the user did not see, messages
         self._ran: list[str] = []  # its tools that ran
         self._told: list[str] = []  # its notices' codes
         self.sent = 0  # prompt characters sent so far
@@ -168,7 +169,7 @@ class Writer:
         ended, step = call.ended, call.ended.step
         self.write(Author.MODEL, ended.text)
         counted = None if call.tokens is None else asdict(call.tokens)
-        self._next_call((ended.cut, ended.cut_by, counted, unseen(ended.text, ended.round)))
+        self._next_call((ended.cut, ended.cut_by, counted, unseen(ended.text, ended.round), call.messages))
         self.emit(ended)
         self.sent += call.prompt_chars
         self.tell(Usage, step, call.prompt_chars, len(ended.text), self.sent)
@@ -179,7 +180,7 @@ class Writer:
     def canceled(self, shown: str) -> None:
         """Ctrl-C mid-completion: what the user had seen of it stays in the buffer."""
         self.write(Author.MODEL, shown)
-        self._next_call(("", "", None, ()))
+        self._next_call(("", "", None, (), None))
 
     def notices(self, step: int, rejections: Sequence[Rejection]) -> None:
         """One notice per rejection, up to a bound: a reply of 100,000 bad lines gets a
@@ -198,6 +199,7 @@ class Writer:
         self.tell(ActionParsed, step, number, action.tool, action.raw)
         self.tell(ToolStarted, step, number, action.tool)
         result, ok = tools.run(action.tool, action.args, action.kwargs)
+        result = encodable(result)  # a Python tool's "\ud800" cannot be written: it enters as U+FFFD
         self.tell(ToolResult, step, number, action.tool, result, ok)
         self._ran.append(action.tool)
         return result, ok
@@ -205,8 +207,8 @@ class Writer:
     def _next_call(self, call: tuple | None) -> None:
         """Close the current call's record (what ran, what was told) and open the next."""
         if self._call is not None:
-            cut, cut_by, tokens, hidden = self._call
-            self.calls.append(CallRecord(cut, cut_by, tuple(self._ran), tuple(self._told), tokens, hidden))
+            cut, cut_by, tokens, hidden, messages = self._call
+            self.calls.append(CallRecord(cut, cut_by, tuple(self._ran), tuple(self._told), tokens, hidden, messages))
         self._call, self._ran, self._told = call, [], []
 
     def stop(self, reason: StopReason, steps: int, answer: str | None = None, detail: str = "") -> RunRecord:
@@ -219,6 +221,7 @@ class Call(NamedTuple):
     ended: CompletionEnded
     prompt_chars: int  # the whole buffer was sent
     tokens: TokenUsage | None  # the model's own counts, if it gave them
+    messages: int | None = None  # a chat endpoint: the buffer was sent as this many messages
 
 
 def complete(model: Model, step: int, setup: Setup, emit: Emit) -> Call:
@@ -237,11 +240,16 @@ def complete(model: Model, step: int, setup: Setup, emit: Emit) -> Call:
         if (shown := governor.feed(text)) and listening:
             emit(TextDelta(shown))
 
-    chunks = model.stream(setup.transcript.text, stops if setup.send_stop else ())
+    sent, told = None, stops if setup.send_stop else ()
+    by_author = getattr(model, "stream_spans", None)  # a chat endpoint reads who wrote what
+    chunks = by_author(setup.transcript, told) if by_author else model.stream(setup.transcript.text, told)
     try:
         for chunk in chunks:
-            if type(chunk) is not str:  # a backend that counts ends with its TokenUsage
-                tokens = chunk
+            if type(chunk) is not str:  # a backend that counts gives a TokenUsage; a chat one, a Sent
+                if type(chunk) is Sent:
+                    sent = chunk.messages
+                else:
+                    tokens = chunk
             elif scanner.stopped:  # peeking: read past the cut only to show what it prevented
                 scanner.feed(chunk)
                 if 0 <= setup.peek <= scanner.cut_chars - len(scanner.matched or ""):
@@ -265,4 +273,4 @@ def complete(model: Model, step: int, setup: Setup, emit: Emit) -> Call:
     else:
         cut = scanner.cut if setup.peek < 0 else scanner.cut[: len(scanner.matched or "") + setup.peek]
         ended = CompletionEnded(step, text, cut, "stop" if cut else "", decided)
-    return Call(ended, prompt_chars, tokens)
+    return Call(ended, prompt_chars, tokens, sent)

@@ -28,16 +28,29 @@ class ModelExhausted(ModelError):
 
 @dataclass(frozen=True)
 class TokenUsage:
-    """What a backend that can count reports about one call, as the last item of its stream."""
+    """What a backend that can count reports about one call, as an item of its stream
+    (anywhere in it: the last one counts)."""
 
     prompt_tokens: int  # the whole prompt, in the model's own tokens
     evaluated_tokens: int | None = None  # of those, how many it had to process (the rest came from its cache)
     completion_tokens: int | None = None
 
 
+@dataclass(frozen=True)
+class Sent:
+    """What a chat backend says it sent, as the first item of its stream: the buffer as this
+    many messages (harness.backends.messages). The run records it per call."""
+
+    messages: int
+
+
 class Model(Protocol):
     """The one method every backend implements. Chunks are text; a backend that can count
-    tokens may end its stream with one TokenUsage. Failures are raised as ModelError."""
+    tokens may yield a TokenUsage in its stream (the last one counts). Failures are raised
+    as ModelError.
+
+    A backend that needs the authors too (a chat endpoint) has `stream_spans(transcript,
+    stop)` as well, and the loop calls that instead."""
 
     def stream(self, prompt: str, stop: Sequence[str]) -> Iterator[str | TokenUsage]: ...
 

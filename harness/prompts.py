@@ -68,7 +68,7 @@ def data_dir(name: str) -> Path:
 def by_name(name: str, field: str = "prompt") -> Path:
     """prompts/NAME.txt; a name with a path in it is refused."""
     if not NAME.fullmatch(name) or ".." in name:
-        raise TemplateError(field, f"{name!r} is not a template name (letters, digits, - _ . only; no path)")
+        raise TemplateError(field, f"{_quoted(name)} is not a template name (letters, digits, - _ . only; no path)")
     path = data_dir("prompts") / f"{name}.txt"
     if not path.is_file():
         known = ", ".join(sorted(p.stem for p in data_dir("prompts").glob("*.txt")))
@@ -78,15 +78,30 @@ def by_name(name: str, field: str = "prompt") -> Path:
 
 def by_path(relative: str, folder: Path, field: str = "prompt_file") -> Path:
     """A template file inside `folder` (the scenario's folder), named relative to it."""
+    shown = _quoted(relative)
+    if len(relative) > PATH_MAX or any(ord(c) < 32 or ord(c) == 127 for c in relative):
+        raise TemplateError(field, f"{shown} is not a file name (at most {PATH_MAX} characters, no control characters)")
     if not relative or Path(relative).is_absolute() or relative.startswith(("/", "\\")) or ":" in relative:
-        raise TemplateError(field, f"{relative!r} must be a path relative to the scenario's folder")
-    root = folder.resolve()
-    path = (root / relative).resolve()
-    if not path.is_relative_to(root):
-        raise TemplateError(field, f"{relative!r} leaves the scenario's folder")
-    if not path.exists() or path.is_dir():  # a FIFO or a device is refused by render, unopened
-        raise TemplateError(field, f"no file {relative!r} in {folder}")
+        raise TemplateError(field, f"{shown} must be a path relative to the scenario's folder")
+    try:
+        root = folder.resolve()
+        path = (root / relative).resolve()
+        if not path.is_relative_to(root):
+            raise TemplateError(field, f"{shown} leaves the scenario's folder")
+        if not path.exists() or path.is_dir():  # a FIFO or a device is refused by render, unopened
+            raise TemplateError(field, f"no file {shown} in {folder}")
+    except (OSError, ValueError) as e:  # a name the file system refuses (too long a part, say)
+        raise TemplateError(field, f"{shown} cannot be looked up ({getattr(e, 'strerror', None) or e})") from None
     return path
+
+
+PATH_MAX = 1024  # characters of a prompt_file; a name that long is a mistake or an attack
+
+
+def _quoted(name: str) -> str:
+    """A name from a scenario or a saved file, for a one-line message: repr'd, cut at 60."""
+    shown = repr(name)
+    return shown if len(shown) <= 60 else shown[:59] + "…"
 
 
 def render(path: Path, variables: dict[str, str]) -> Filled:

@@ -15,11 +15,12 @@ differs from the saved one by a byte, the check fails.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import NamedTuple
 
 from harness import prompts
+from harness.backends.messages import ChatScript
 from harness.dialects import get_dialect
 from harness.errors import TranscriptFormatError
 from harness.events import StopReason
@@ -52,6 +53,8 @@ def build(scenario: Scenario) -> Built:
         model = FailingModel(model, *scenario.model_error)
     if scenario.interrupt is not None:
         model = InterruptedModel(model, *scenario.interrupt)
+    if scenario.endpoint == "chat":  # a chat run replayed: the same messages, counted by the same rule
+        model = ChatScript(model)
     # A script costs nothing to read on: what the stop sequence prevented is shown whole.
     setup = Setup(buffer, dialect, tools, scenario.limits, scenario.use_stop, peek=UNLIMITED, frames=filled.frames)
     return Built(setup, model, workspace)
@@ -65,6 +68,8 @@ def run_scenario(scenario: Scenario, emit: Emit = nobody, model: Model | None = 
     setup, scripted, workspace = build(scenario)
     if model is not None:
         setup.peek, setup.send_stop = peek, peek == 0
+        # How this run reached the model, written down for its replay.
+        scenario = scenario.but(endpoint="chat" if hasattr(model, "stream_spans") else "completions")
     record = run(setup, model or scripted, emit)
     last = record.transcript.last_author
     if record.stop_reason is StopReason.CANCELED and scenario.interrupt is None and last is Author.MODEL:
@@ -106,7 +111,12 @@ def replay(
     """Run a saved transcript again; with `model`, live instead of from its recorded turns.
     A template or tool of its own is looked for in `base`, by default the file's folder."""
     saved = load_record(text, source, base or Path(source).parent)
-    return Replay(text, run_scenario(scenario_of(saved, source), emit, model))
+    fresh = run_scenario(scenario_of(saved, source), emit, model)
+    if model is None:  # the model's token counts are facts only the recording knows: kept
+        counts = [call.tokens for call in saved.calls]
+        calls = (replace(c, tokens=counts[i]) if i < len(counts) else c for i, c in enumerate(fresh.calls))
+        fresh = fresh.but(calls=tuple(calls))
+    return Replay(text, fresh)
 
 
 def open_run(target: str) -> RunRecord:

@@ -36,6 +36,7 @@ class CallRecord:
     notices: tuple[str, ...] = ()  # the codes of the notices code wrote
     tokens: dict[str, int | None] | None = None  # prompt_tokens, evaluated_tokens, completion_tokens
     hidden: tuple[tuple[int, int, str], ...] = ()  # (start, end, lane) of the completion: in the buffer, never shown (harness.unseen)
+    messages: int | None = None  # through a chat endpoint: the buffer was sent as this many messages
 
     def to_meta(self) -> dict[str, Any]:
         out: dict[str, Any] = {"ran": list(self.ran), "notices": list(self.notices)}
@@ -45,6 +46,8 @@ class CallRecord:
             out["tokens"] = self.tokens
         if self.hidden:
             out["hidden"] = [list(h) for h in self.hidden]
+        if self.messages is not None:
+            out["messages"] = self.messages
         return out
 
 
@@ -147,7 +150,10 @@ def _calls(value: Any, replies: list[str], cuts: dict[int, str], fail) -> tuple[
         hidden = _hidden(entry.get("hidden", []), len(replies[i - 1]))
         if hidden is None:
             raise fail("calls", f"entry {i}: hidden must list [start, end, \"action\" or \"answer\"], in order, within the reply")
-        out.append(CallRecord(cuts.get(i, ""), cut_by, tuple(ran), tuple(told), tokens, hidden))
+        messages = entry.get("messages")
+        if messages is not None and (type(messages) is not int or messages < 1):
+            raise fail("calls", f"entry {i}: messages must be a whole number, 1 or more")
+        out.append(CallRecord(cuts.get(i, ""), cut_by, tuple(ran), tuple(told), tokens, hidden, messages))
     return tuple(out)
 
 

@@ -4,6 +4,8 @@
     prompt = "default"                       # prompts/default.txt (by name; see harness.prompts)
     # prompt_file = "prompts/mine.txt"       # or a template of your own, beside the scenario
     dialect = "default"                      # or "react-paper"
+    # endpoint = "chat"                      # the buffer sent as chat messages (see
+                                             # harness.backends.messages); a live run records it
     question = "Why do my Nimbus uploads fail?"
     max_steps = 15                           # also unknown_tool_limit, format_error_limit, repeat_limit
     completions = ["Thought: ...\\nAction: check_quota(nimbus)\\n", "..."]
@@ -45,6 +47,7 @@ from harness.tools import BUILTINS, TRAITS, Tool, canned, from_function, import_
 from harness.workspace import TOOL_NAMES, Workspace
 
 _LIMITS = Limits()
+ENDPOINTS = ("completions", "chat")
 
 
 @dataclass(frozen=True)
@@ -98,6 +101,7 @@ class Scenario:
     model_error: tuple[int, str] | None = None  # (step, message): the model fails at that call
     use_stop: bool = True  # False: no stop sequence (`--no-stop`; turns that come already cut)
     workspace: dict[str, str] | None = None  # in-memory files for the workspace tools
+    endpoint: str = "completions"  # "chat": the buffer goes as messages (harness.backends.messages)
     source: str = field(default="", compare=False)  # where it was read from, for messages
     base: Path | None = field(default=None, compare=False)  # its folder: prompt_file and Python tools live here
 
@@ -111,6 +115,8 @@ class Scenario:
         del data["completions"], data["source"], data["base"]
         if self.prompt_file is None:  # files written before prompt_file existed stay the same
             del data["prompt_file"]
+        if self.endpoint == "completions":  # so do files of runs that did not go through chat
+            del data["endpoint"]
         data["tools"] = {spec.name: spec.to_meta() for spec in self.tools}
         return data
 
@@ -209,6 +215,9 @@ def _parse(data: dict[str, Any], where: str, base: Path | None) -> Scenario:
             raise ScenarioError(f"{where}: tools", f"{name!r} is not a tool name (a letter or _, then letters, digits, _)")
         if name in TOOL_NAMES and workspace is None:
             raise fail(f"tools.{name}", "needs a [workspace] table of files to work on")
+    endpoint = text("endpoint", "completions")
+    if endpoint not in ENDPOINTS:
+        raise fail("endpoint", f"must be one of {', '.join(ENDPOINTS)}")
     chunk_size = count("chunk_size", 8)
     if chunk_size < 1:
         raise fail("chunk_size", "must be 1 or more")
@@ -229,6 +238,7 @@ def _parse(data: dict[str, Any], where: str, base: Path | None) -> Scenario:
         model_error=_pair(data, "model_error", ("step", "message"), str, where),
         use_stop=_flag(data, "use_stop", where),
         workspace=workspace,
+        endpoint=endpoint,
         source=where,
         base=base,
     )

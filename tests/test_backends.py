@@ -1,7 +1,7 @@
 """The server backend against a fake OpenAI-compatible server, and the backend choice.
 
-The fake is a real HTTP server on 127.0.0.1 (a free port) that replays canned
-server-sent events, so every failure a user can meet — nothing listening, a stuck server,
+The fake (tests/loopback.py) is a real HTTP server on 127.0.0.1 (a free port) that replays
+canned server-sent events, so every failure a user can meet — nothing listening, a stuck server,
 an HTTP error, a malformed event, a stream cut off, a context overflow — is produced over
 a real socket. No model weights: these run in the README's test command.
 """
@@ -13,11 +13,7 @@ import os
 import socket
 import subprocess
 import sys
-import threading
-import time
 from collections.abc import Iterator
-from dataclasses import dataclass, field
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 import pytest
 
@@ -26,80 +22,9 @@ from harness.backends.control import PATTERN, neutralise
 from harness.backends.server import ServerModel
 from harness.errors import HarnessError
 from harness.model import ModelError, TokenUsage
+from tests.loopback import GOOD, USAGE, FakeServer, Reply, sse, text  # noqa: F401 (imported from here by other tests)
 
 KEY = "sk-test-0123456789abcdef"
-
-
-def sse(*events: object) -> list[bytes]:
-    """Each event as one `data:` line; strings are sent as they are."""
-    return [f"data: {e if isinstance(e, str) else json.dumps(e)}\n\n".encode() for e in events]
-
-
-def text(t: str, finish: str | None = None) -> dict:
-    return {"choices": [{"index": 0, "text": t, "finish_reason": finish}]}
-
-
-USAGE = {"choices": [], "usage": {"prompt_tokens": 12, "completion_tokens": 3, "prompt_tokens_details": {"cached_tokens": 8}}}
-GOOD = sse(text("Thought: "), text("add."), text("", "stop"), USAGE, "[DONE]")
-
-
-@dataclass
-class Reply:
-    status: int = 200
-    chunks: list[bytes] = field(default_factory=lambda: list(GOOD))
-    pause: float = 0.0  # seconds before each chunk
-    cut_off: bool = False  # close the socket mid-stream, without ending the chunked body
-    content_type: str = "text/event-stream"
-
-
-class FakeServer:
-    """Answers every POST with `self.reply`; remembers each request and whether the client left."""
-
-    def __init__(self) -> None:
-        self.reply = Reply()
-        self.requests: list[tuple[dict, dict]] = []  # (headers, JSON body)
-        self.client_left = threading.Event()
-        fake = self
-
-        class Handler(BaseHTTPRequestHandler):
-            protocol_version = "HTTP/1.1"
-
-            def log_message(self, *args: object) -> None:
-                pass
-
-            def do_POST(self) -> None:
-                body = json.loads(self.rfile.read(int(self.headers["Content-Length"])))
-                fake.requests.append((dict(self.headers), body))
-                reply = fake.reply
-                self.send_response(reply.status)
-                self.send_header("Content-Type", reply.content_type)
-                self.send_header("Transfer-Encoding", "chunked")
-                self.end_headers()
-                try:
-                    for chunk in reply.chunks:
-                        time.sleep(reply.pause)
-                        self.wfile.write(b"%x\r\n%s\r\n" % (len(chunk), chunk))
-                        self.wfile.flush()
-                    if reply.cut_off:
-                        self.close_connection = True
-                        return
-                    self.wfile.write(b"0\r\n\r\n")
-                except (BrokenPipeError, ConnectionResetError):
-                    fake.client_left.set()
-
-        class Server(ThreadingHTTPServer):
-            def handle_error(self, request: object, client_address: object) -> None:
-                if not isinstance(sys.exc_info()[1], ConnectionError):  # a client that left is no error here
-                    super().handle_error(request, client_address)
-
-        self.httpd = Server(("127.0.0.1", 0), Handler)
-        self.httpd.daemon_threads = True
-        self.url = f"http://127.0.0.1:{self.httpd.server_port}/v1"
-        threading.Thread(target=self.httpd.serve_forever, args=(0.05,), daemon=True).start()
-
-    def close(self) -> None:
-        self.httpd.shutdown()
-        self.httpd.server_close()
 
 
 @pytest.fixture
@@ -251,11 +176,11 @@ def test_the_base_url_comes_from_the_environment(monkeypatch):
 @pytest.mark.parametrize(
     ("spec", "base_url", "says"),
     [
-        ("gpt", None, "--model: unknown model 'gpt' (use local, local:PATH or openai:NAME)"),
+        ("gpt", None, "--model: unknown model 'gpt' (use local, local:PATH, openai:NAME or chat:NAME)"),
         ("openai:", None, "--model: openai:NAME needs the server's model name"),
         ("local:", None, "--model: local:PATH needs a GGUF file"),
         ("scripted", None, "--model: scripted plays a scenario's own completions"),
-        ("local", "http://x/v1", "--base-url: only an openai:NAME model talks to a server"),
+        ("local", "http://x/v1", "--base-url: only an openai:NAME or chat:NAME model talks to a server"),
     ],
 )
 def test_a_bad_spec_is_one_clear_error(spec, base_url, says):
@@ -318,3 +243,103 @@ def test_nothing_neutralised_still_looks_like_a_control_token():
         assert PATTERN.search(neutralise(raw)) is None
 
     check()
+
+
+# --- bounds: a runaway call costs bounded time and memory --------------------------------
+
+
+def test_a_runaway_stream_is_stopped_at_max_chars_with_flat_memory(server, monkeypatch):
+    import tracemalloc
+
+    monkeypatch.setenv("HARNESS_API_KEY", KEY)
+    server.reply = Reply(chunks=[], repeat=sse(text("word " * 50))[0])
+    model = ServerModel("m", server.url, max_chars=2_000_000)
+    tracemalloc.start()
+    try:
+        message = failure(model)
+        peak = tracemalloc.get_traced_memory()[1]
+    finally:
+        tracemalloc.stop()
+    assert "passed 2,000,000 characters" in message
+    assert peak < 8_000_000, f"{peak:,} bytes at the peak for a stream of 2 MB: the text is not kept"
+
+
+def test_a_line_without_an_end_is_stopped_with_flat_memory(server, monkeypatch):
+    import tracemalloc
+
+    server.reply = Reply(chunks=[b"data: "], repeat=b"x" * 65536)
+    model = ServerModel("m", server.url, max_chars=10_000)
+    tracemalloc.start()
+    try:
+        message = failure(model)
+        peak = tracemalloc.get_traced_memory()[1]
+    finally:
+        tracemalloc.stop()
+    assert "a line longer than 145,536 bytes" in message and peak < 2_000_000
+
+
+def test_the_time_limit_is_for_the_whole_call_not_each_read(server):
+    import time
+
+    server.reply = Reply(chunks=sse(text("Thought: slow"), text("", "stop")), drip=0.2)  # a byte every 0.2 s: no read waits long
+    model = ServerModel("m", server.url, max_seconds=1.5, timeout=1.0)
+    started = time.monotonic()
+    assert "time limit of 1.5 s" in failure(model)
+    assert time.monotonic() - started < 3
+
+
+def test_a_server_that_sends_nothing_is_stopped_at_the_time_limit(server):
+    server.reply = Reply(chunks=sse(text("x")), pause=30)
+    assert "time limit of 1 s" in failure(ServerModel("m", server.url, max_seconds=1, timeout=60))
+
+
+def test_max_tokens_is_sent(server):
+    list(ServerModel("m", server.url, max_tokens=7).stream("Q\n", ()))
+    assert server.requests[0][1]["max_tokens"] == 7
+
+
+# --- text enters once: scrubbed, encodable -------------------------------------------------
+
+
+def test_a_secret_split_at_any_point_of_a_stream_never_comes_out():
+    from hypothesis import given
+    from hypothesis import strategies as st
+
+    from harness.backends.entry import Entry
+
+    secret = "sk-abcdef123456"
+
+    @given(st.text(alphabet="sk-abcdef123456 x", max_size=40), st.lists(st.integers(0, 60), max_size=6))
+    def check(around: str, cuts: list[int]) -> None:
+        whole = around + secret + around
+        points = sorted({min(c, len(whole)) for c in cuts})
+        pieces = [whole[a:b] for a, b in zip([0, *points], [*points, len(whole)])]
+        scrub = Entry([secret]).stream()
+        out = "".join(scrub.feed(p) for p in pieces) + scrub.finish()
+        assert secret not in out and out == Entry([secret]).scrub(whole)
+
+    check()
+
+
+def test_lone_surrogates_become_the_replacement_character():
+    from harness.backends.entry import encodable
+
+    assert encodable("a\ud800b\udfff") == "a\ufffdb\ufffd"
+    assert encodable("plain é 😀") == "plain é 😀"
+
+
+def test_a_server_that_streams_no_counts_is_asked_for_the_prompts_tokens(server):
+    """As llama-cpp-python's server: no usage in its streams, a count at /extras/tokenize/count."""
+    server.extras_reply = (200, {"count": 17})
+    server.reply = Reply(chunks=sse(text("Hi"), text(".", "stop"), "[DONE]"))
+    model = ServerModel("m", server.url)
+    assert list(model.stream("Q\n", ())) == ["Hi", ".", TokenUsage(17)]  # asked once the first stream ended
+    assert list(model.stream("Q\nQ\n", ())) == [TokenUsage(17), "Hi", "."]  # then before each call
+    assert server.extras == [{"model": "m", "input": "Q\n"}, {"model": "m", "input": "Q\nQ\n"}]
+
+
+def test_a_server_without_a_count_endpoint_is_asked_once(server):
+    server.reply = Reply(chunks=sse(text("Hi"), text(".", "stop"), "[DONE]"))
+    model = ServerModel("m", server.url)
+    assert list(model.stream("Q\n", ())) == ["Hi", "."] and list(model.stream("Q\n", ())) == ["Hi", "."]
+    assert len(server.extras) == 1

@@ -65,6 +65,18 @@ def test_a_live_run_cuts_at_the_stop_saves_and_replays_offline(fake, tmp_path):
     assert invoke("replay", str(saved), "--check").exit_code == 0
 
 
+def test_a_run_with_the_servers_token_counts_replays_offline_keeping_them(fake, tmp_path):
+    from tests.loopback import USAGE
+
+    fake.serve(*(Reply(chunks=answer[:-1] + sse(USAGE, "[DONE]")) for answer in replies("Thought: 6 times 7.\nAction: calculator(6 * 7)\n", "Final Answer: 42\n")))
+    saved = tmp_path / "counted.txt"
+    assert invoke("run", "calculator", "--model", "openai:m", "--base-url", fake.url, "--save", str(saved)).exit_code == 0
+    record = load_record(read_text(saved), str(saved))
+    assert [c.tokens for c in record.calls] == [{"prompt_tokens": 12, "evaluated_tokens": 4, "completion_tokens": 3}] * 2
+    fake.close()
+    assert invoke("replay", str(saved), "--check").exit_code == 0  # facts of the recording are kept
+
+
 def test_peek_reads_past_the_stop_only_to_record_what_it_prevented(fake, tmp_path):
     serve(fake, replies(SCRIPT_1, "Final Answer: 42\n"))
     saved = tmp_path / "peek.txt"
@@ -127,3 +139,16 @@ def test_a_real_model_run_ends_with_a_named_reason_and_replays_offline(real_serv
     events = invoke("run", "live-distance", "--model", "openai:smollm2", "--base-url", real_server, "--max-steps", "1", "-f", "events")
     names = [json.loads(line)["event"] for line in events.stdout.splitlines()]
     assert names[0] == "appended" and "text_delta" in names and names[-1] == "stopped"
+
+
+def test_a_real_chat_run_sends_messages_and_replays_offline(real_server, tmp_path):
+    """llama.cpp's own server, through /v1/chat/completions: its chat template frames the messages."""
+    saved = tmp_path / "chat.txt"
+    result = invoke("run", "calculator", "--model", "chat:smollm2", "--base-url", real_server, "--max-steps", "2", "--max-tokens", "48", "--save", str(saved))
+    assert result.exit_code in (0, MODEL_FAILED), result.output
+    record = load_record(read_text(saved), str(saved))
+    assert record.scenario.endpoint == "chat" and record.calls[0].messages == 1
+    assert all(c.messages == 2 * i + 1 for i, c in enumerate(record.calls))  # user, then assistant + user per call
+    for completion in record.transcript.texts_by(Author.MODEL):  # the stops, enforced by the client too
+        assert not any(line.startswith("Observation:") for line in completion.split("\n"))
+    assert replay(saved.read_text(encoding="utf-8"), str(saved)).matches

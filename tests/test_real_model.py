@@ -48,8 +48,9 @@ def texts(chunks: list) -> str:
 
 
 def usage(chunks: list) -> TokenUsage:
-    assert isinstance(chunks[-1], TokenUsage), f"the stream did not end with its token counts: {chunks[-3:]}"
-    return chunks[-1]
+    counts = [c for c in chunks if isinstance(c, TokenUsage)]
+    assert counts, f"the stream gave no token counts: {chunks[-3:]}"
+    return counts[-1]
 
 
 @pytest.fixture(scope="module")
@@ -95,13 +96,27 @@ def test_the_server_never_returns_the_stop_string(server):
     assert "Observation:" not in kept
 
 
-def test_token_counts_are_never_made_up(server):
-    """llama-cpp-python's server (0.3) ignores stream_options.include_usage and sends no
-    counts while streaming, so the stream is all text: no TokenUsage is invented for it.
-    (Servers that do count — llama.cpp's own llama-server, vLLM — end with one; the fake
-    server in test_backends.py checks that it is read.)"""
-    chunks = list(server.stream(CHATML, ()))
-    assert chunks and all(isinstance(c, str) for c in chunks)
+def test_token_counts_come_from_the_servers_own_tokenizer(server, vocab):
+    """llama-cpp-python's server (0.3) ignores stream_options.include_usage and streams no
+    counts, so the prompt is counted at its /extras/tokenize/count: the same number its
+    own tokenizer gives, and no completion count is made up."""
+    model = ServerModel("smollm2", server.base_url, max_tokens=16)
+    first, second = list(model.stream(CHATML, ())), list(model.stream(CHATML, ()))
+    expected = len(vocab.tokenize(CHATML.encode(), add_bos=True, special=True))
+    assert usage(first) == usage(second) == TokenUsage(expected)
+    assert isinstance(second[0], TokenUsage)  # asked before the call, so a stream closed early keeps it
+
+
+def test_the_chat_endpoint_streams_the_messages_answer(server):
+    from harness.backends.chat import ChatModel
+    from harness.transcript import Author, Transcript
+
+    chat = ChatModel("smollm2", server.base_url, max_tokens=32)
+    buffer = Transcript()
+    buffer.append(Author.DEVELOPER, "Name three colours, one per line.")
+    chunks = list(chat.stream_spans(buffer, ("\n\n",)))
+    assert chunks[0].messages == 1 and texts(chunks).strip()
+    assert "\n\n" not in texts(chunks)  # the server was told the stop
 
 
 def test_a_stream_closed_early_leaves_the_server_ready_for_the_next_call(server):
@@ -310,3 +325,68 @@ def test_a_small_instruct_model_solves_a_shipped_scenario_through_a_tool_and_it_
     assert "calculator" in [tool for call in record.calls for tool in call.ran]
     again = subprocess.run([*harness, "replay", str(saved), "--check"], capture_output=True, text=True, timeout=120)
     assert again.returncode == 0, again.stdout + again.stderr
+
+
+def test_the_local_model_keeps_its_token_counts_when_the_loop_closes_the_stream_early(local, tmp_path):
+    """--peek: the client cuts at the stop, reads a little more and closes the stream; the
+    counts came before the text, so the record has them."""
+    from harness.loop import Setup, run
+    from harness.dialects import DefaultDialect
+    from harness.tools import Registry
+    from harness.transcript import Author, Transcript
+
+    buffer = Transcript()
+    buffer.append(Author.DEVELOPER, PATTERN)
+    local.reset()
+    record = run(Setup(buffer, DefaultDialect(), Registry([]), peek=8, send_stop=False), local)
+    first = record.calls[0]
+    assert first.cut_by == "stop" and first.tokens is not None
+    assert first.tokens["prompt_tokens"] == len(local.tokenize(PATTERN))
+
+
+# --- the README's real-model lines, pasted one by one into a fresh shell ----------------------
+
+
+def readme_server_lines(port: int) -> list[str]:
+    from pathlib import Path
+
+    text = (Path(__file__).parent.parent / "README.md").read_text(encoding="utf-8")
+    start = text.index("until it answers:\n\n") + len("until it answers:\n\n")
+    block = text[start : text.index("\n\n", start)]
+    return [line.strip().replace("8080", str(port)) for line in block.splitlines()]
+
+
+def test_the_readmes_server_lines_work_pasted_one_by_one_into_a_fresh_shell(gguf, tmp_path):
+    """In tmux, an interactive bash with nothing set, in a folder whose .venv is this one's:
+    each line is typed and waited for, as a reader pasting them would."""
+    import shutil
+    from pathlib import Path
+
+    if shutil.which("tmux") is None:
+        need("tmux is not installed")
+    (tmp_path / ".venv").symlink_to(Path(sys.prefix))
+    session, lines = f"readme-{os.getpid()}", readme_server_lines(free_port())
+    shell = f"env -i HOME={tmp_path} PATH=/usr/bin:/bin TERM=xterm bash --norc --noprofile -i"
+    subprocess.run(["tmux", "new-session", "-d", "-s", session, "-x", "250", "-y", "50", "-c", str(tmp_path), shell], check=True)
+    try:
+        for n, line in enumerate(lines, 1):
+            for keys in (line, f"echo __done_{n}__ rc=$?"):
+                subprocess.run(["tmux", "send-keys", "-t", session, "-l", keys], check=True)
+                subprocess.run(["tmux", "send-keys", "-t", session, "Enter"], check=True)
+            deadline = time.monotonic() + 240
+            while True:
+                shown = pane(session)
+                done = [row for row in shown.splitlines() if row.startswith(f"__done_{n}__ rc=")]  # its output, not the echo typed
+                if done:
+                    break
+                assert time.monotonic() < deadline, f"line {n} did not finish: {line}\n{shown[-2000:]}"
+                time.sleep(0.5)
+            assert done == [f"__done_{n}__ rc=0"], f"line {n} failed: {line}\n{shown[-2000:]}"
+        assert shown.count("ok: replaying") == 2, shown[-3000:]
+        assert len(shown.splitlines()) < 200  # the server's loading log went to server.log, not the terminal
+    finally:
+        subprocess.run(["tmux", "kill-session", "-t", session], check=False)
+
+
+def pane(session: str) -> str:
+    return subprocess.run(["tmux", "capture-pane", "-p", "-t", session, "-S", "-5000"], capture_output=True, text=True).stdout

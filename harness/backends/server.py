@@ -4,209 +4,282 @@
     for chunk in model.stream(buffer, stop=("Observation:",)):   # str chunks, then a TokenUsage
         ...
 
-One call is one POST to `{base_url}/completions` with `stream: true`; the server answers
-with server-sent events, one `data: {json}` line per piece of text, and `data: [DONE]`:
+One call is one POST to `{base_url}/completions` with `stream: true`; the answer is read
+as server-sent events (harness.backends.wire checks every field). The prompt is the
+buffer, byte for byte: this is the *completions* endpoint, so no template is added here
+(a chat template is text in a prompt file; for a chat endpoint see harness.backends.chat).
 
-    data: {"choices": [{"text": "Thought:", "finish_reason": null}]}
-    data: {"choices": [{"text": "", "finish_reason": "stop"}]}
-    data: {"choices": [], "usage": {"prompt_tokens": 412, "completion_tokens": 31}}
-    data: [DONE]
+Every sampling parameter is sent with every request, because servers' defaults differ
+from each other and from their own libraries (llama.cpp's server: repeat_penalty 1.1);
+so are llama.cpp's own knobs, set to "off", unless the server is strict (OpenAI's own API
+rejects them): `strict=True`, `--strict` on the command line, or a base URL on
+api.openai.com. A strict server is sent at most 4 stop strings (OpenAI's limit); the
+client-side scanner enforces all of them anyway.
 
-The prompt is the buffer, byte for byte: this is the *completions* endpoint, not chat, so
-no template is added here (a chat template is text in a prompt file). Every sampling
-parameter is sent with every request, because servers' defaults differ from each other
-and from their own libraries (llama.cpp's server: repeat_penalty 1.1). Every failure is a
-ModelError whose one line says what happened and what to do; the API key (read only from
-HARNESS_API_KEY or OPENAI_API_KEY) never appears in one, nor in repr().
+Each call is bounded (harness.backends.bounds: tokens, characters, seconds), and every
+piece of text the server sends enters through one Entry (harness.backends.entry): lone
+surrogates replaced, the API key (read only from HARNESS_API_KEY or OPENAI_API_KEY) and
+the URL's password scrubbed, before it reaches the buffer, a message or repr().
 
-Left out: the chat endpoint, retries (a failed call ends the run: model_error), n > 1,
-logprobs, tokenizing (a server tells us its token counts, if it wants to).
+Left out: retries (a failed call ends the run: model_error), n > 1, logprobs,
+compressed answers (harness asks for none and refuses one).
 """
 
 from __future__ import annotations
 
-import json
 import os
+import time
 from collections.abc import Iterator, Mapping, Sequence
 from typing import Any
-from urllib.parse import urlsplit, urlunsplit
+from urllib.parse import unquote, urlsplit
 
 import httpx
 
+from harness.backends import wire
+from harness.backends.bounds import Bounds, Budget, Watchdog
+from harness.backends.counts import PromptCounter
+from harness.backends.entry import Entry
+from harness.backends.urls import check_base_url, hidden
 from harness.errors import HarnessError
 from harness.model import ModelError, TokenUsage
 
 DEFAULT_BASE_URL = "http://127.0.0.1:8080/v1"
 
-# Sent as well by default: llama.cpp's own sampling knobs, set to "off" so that the server
-# samples exactly as the parameters above say. A strict server that rejects unknown fields
-# (OpenAI's own) wants `extra={}`.
+# Sent as well unless the server is strict: llama.cpp's own sampling knobs, set to "off",
+# so that the server samples exactly as the parameters above say.
 LLAMA_CPP_PARAMS: Mapping[str, Any] = {"repeat_penalty": 1.0, "top_k": 0, "min_p": 0.0}
+STRICT_STOPS = 4  # OpenAI's API takes at most 4 stop strings
+ERROR_BODY = 65536  # bytes of an error answer read, at most
 
 TOO_LONG = "longer than the model's context; give the server a larger one (llama.cpp: --n_ctx) or lower max_steps"
 
 
 class ServerModel:
+    path = "completions"  # after the base URL
+    chat = False  # the events carry choices[].text
+
     def __init__(
         self,
         model: str,
         base_url: str | None = None,
         *,
         temperature: float = 0.0,
-        max_tokens: int = 512,
+        max_tokens: int = Bounds.max_tokens,
+        max_chars: int = Bounds.max_chars,
+        max_seconds: float = Bounds.max_seconds,
         top_p: float = 1.0,
         seed: int | None = 0,
-        extra: Mapping[str, Any] = LLAMA_CPP_PARAMS,
+        strict: bool | None = None,  # None: strict for api.openai.com
+        wait_for_server: float | None = None,  # the first call first waits up to this long for the server
+        extra: Mapping[str, Any] | None = None,  # default: LLAMA_CPP_PARAMS unless strict
         timeout: float = 120.0,  # seconds to wait for the next byte (reading a long prompt takes a while)
         connect_timeout: float = 5.0,
     ) -> None:
         self.model = model
-        self.base_url = (base_url or os.environ.get("HARNESS_BASE_URL") or DEFAULT_BASE_URL).rstrip("/")
-        parts = urlsplit(self.base_url)
-        if parts.scheme not in ("http", "https") or not parts.hostname:
-            raise HarnessError("--base-url", f"{self.base_url!r} is not an http:// or https:// URL with a host")
+        self.base_url = check_base_url((base_url or os.environ.get("HARNESS_BASE_URL") or DEFAULT_BASE_URL).rstrip("/"))
+        self.where = hidden(self.base_url)  # the base URL as messages show it: no user:password
+        host = urlsplit(self.base_url).hostname or ""
+        self.strict = strict if strict is not None else host == "api.openai.com" or host.endswith(".openai.com")
+        self.bounds = Bounds(max_tokens, max_chars, max_seconds)
         self.params: dict[str, Any] = {
             "temperature": temperature,
-            "max_tokens": max_tokens,
+            self._max_tokens_name(): max_tokens,
             "top_p": top_p,
             "presence_penalty": 0.0,
             "frequency_penalty": 0.0,
             **({"seed": seed} if seed is not None else {}),
-            **extra,
+            **(extra if extra is not None else {} if self.strict else LLAMA_CPP_PARAMS),
         }
         self.timeout, self.connect_timeout = timeout, connect_timeout
-        self._key = os.environ.get("HARNESS_API_KEY") or os.environ.get("OPENAI_API_KEY") or ""
-        headers = {"Authorization": f"Bearer {self._key}"} if self._key else {}
-        self._client = httpx.Client(headers=headers, timeout=httpx.Timeout(timeout, connect=connect_timeout))
+        self._wait = wait_for_server
+        self.notes: list[str] = []  # what was dropped on arrival (a malformed token count), once each
+        self._key = _api_key()
+        self.entry = Entry([self._key, *_url_secrets(self.base_url)])
+        headers = {"Accept-Encoding": "identity"} | ({"Authorization": f"Bearer {self._key}"} if self._key else {})
+        limit = httpx.Timeout(min(timeout, max_seconds), connect=min(connect_timeout, max_seconds))
+        self._client = httpx.Client(headers=headers, timeout=limit)
+        self._counter = None if self.chat else PromptCounter(self._client, self.base_url, model)
 
     def __repr__(self) -> str:
-        return f"ServerModel({self.model!r}, {self.where!r})"
+        return f"{type(self).__name__}({self.model!r}, {self.where!r})"
 
-    @property
-    def where(self) -> str:
-        """The base URL as messages show it: without a user:password part."""
-        parts = urlsplit(self.base_url)
-        return urlunsplit(parts._replace(netloc=parts.netloc.rpartition("@")[2]))
+    def _max_tokens_name(self) -> str:
+        return "max_tokens"
 
     def request(self, prompt: str, stop: Sequence[str]) -> dict[str, Any]:
         """The JSON body of one call: everything the server is told, nothing hidden."""
         body: dict[str, Any] = {"model": self.model, "prompt": prompt, **self.params, "stream": True}
+        return self._finish_body(body, stop)
+
+    def _finish_body(self, body: dict[str, Any], stop: Sequence[str]) -> dict[str, Any]:
         body["stream_options"] = {"include_usage": True}  # servers that do not know it ignore it
         if stop:
-            body["stop"] = list(stop)
+            body["stop"] = list(stop)[:STRICT_STOPS] if self.strict else list(stop)
         return body
 
     def stream(self, prompt: str, stop: Sequence[str]) -> Iterator[str | TokenUsage]:
-        return self._stream(self.request(prompt, stop), len(prompt))
+        return self._counted(prompt, self._stream(self.request(prompt, stop), len(prompt)))
+
+    def _counted(self, prompt: str, chunks: Iterator[str | TokenUsage]) -> Iterator[str | TokenUsage]:
+        """A server that streams no counts is asked for the prompt's (harness.backends.counts)."""
+        counter, usage, notes = self._counter, None, []
+        if counter is not None and counter.state == "ask":
+            if (early := counter.count(prompt, notes)) is not None:
+                yield early  # before the text: a stream closed early keeps it
+        try:
+            for chunk in chunks:
+                if type(chunk) is not str:
+                    usage = chunk
+                yield chunk
+        finally:
+            getattr(chunks, "close", lambda: None)()
+        if counter is not None and counter.state == "unknown":
+            counter.streamed(usage)
+            if usage is None and (late := counter.count(prompt, notes)) is not None:
+                yield late
+        self._note(notes)
 
     def close(self) -> None:
         self._client.close()
 
+    def wait(self, seconds: float) -> bool:
+        """Until the server answers anything at all (GET /models), or `seconds` pass: True if it did.
+        For a server still starting (`--wait-for-server`); the call after it says what is wrong."""
+        deadline = time.monotonic() + seconds
+        while True:
+            try:
+                self._client.get(f"{self.base_url}/models", timeout=min(2.0, max(0.1, seconds))).close()
+                return True
+            except httpx.HTTPError:
+                if time.monotonic() >= deadline:
+                    return False
+                time.sleep(min(0.25, max(0.0, deadline - time.monotonic())))
+
     def _stream(self, body: dict[str, Any], prompt_chars: int) -> Iterator[str | TokenUsage]:
-        url = f"{self.base_url}/completions"
-        text_chars, finished, usage = 0, False, None
+        url = f"{self.base_url}/{self.path}"
+        if self._wait is not None:  # a server still starting: the first call waits for it, once
+            self.wait(self._wait)
+            self._wait = None
+        budget, watchdog, scrub = Budget(self.bounds), Watchdog(self.bounds.max_seconds), self.entry.stream()
+        text_chars, events, finished, had_choices, usage = 0, 0, False, False, None
         try:
             # `with` is the try/finally: closing this generator early (the loop does, once the
             # client-side stop scanner cuts) closes the response and with it the connection,
             # so the server stops generating.
             with self._client.stream("POST", url, json=body) as response:
+                watchdog.watch(response)
                 if response.status_code != 200:
                     raise self._status_error(response)
-                kind = _short(response.headers.get("content-type", ""), 60) or "no content type"
-                if not kind.startswith("text/event-stream"):
-                    what = "does it serve /completions with stream: true?"
-                    raise ModelError(f"{self.where} answered with {kind}, not a stream of events: {what}")
-                for data in _events(response.iter_lines()):
+                self._check_headers(response)
+                max_line = 8 * self.bounds.max_chars + 65536  # room for JSON's escapes around the text
+                for data in wire.data_lines(wire.lines(response.iter_raw(), max_line)):
+                    budget.spend(0)  # the clock, checked with every event
                     if data == "[DONE]":
                         break
-                    event = _parse(data)
+                    events += 1
+                    event = wire.parse_event(data, self.entry)
                     if "error" in event:
-                        raise ModelError(self._scrub(f"the server reported an error mid-stream: {_short(event['error'])}"))
-                    if event.get("usage"):
-                        usage = _usage(event["usage"])
-                    for choice in event.get("choices") or ():
-                        if text := choice.get("text") or "":
-                            text_chars += len(text)
-                            yield text
-                        finished = finished or choice.get("finish_reason") is not None
+                        raise ModelError(f"the server reported an error mid-stream: {self._error_message(event['error'])}")
+                    piece = wire.piece(event, self.chat)
+                    if piece.usage is not None:
+                        usage = wire.usage(piece.usage, notes := [])
+                        self._note(notes)
+                    if piece.text:
+                        text_chars += len(piece.text)
+                        budget.spend(len(piece.text))
+                        if shown := scrub.feed(piece.text):
+                            yield shown
+                    finished, had_choices = finished or piece.finished, had_choices or piece.had_choices
+        except ModelError:
+            if watchdog.fired:
+                raise budget.late() from None
+            raise
         except (httpx.ConnectError, httpx.ConnectTimeout):
-            where = "set --base-url or HARNESS_BASE_URL"
+            where = "set --base-url or HARNESS_BASE_URL, or --wait-for-server SECONDS while it starts"
             raise ModelError(f"cannot connect to {self.where}: is the server running? ({where})") from None
         except httpx.TimeoutException:
+            if watchdog.fired or budget.left() == 0:
+                raise budget.late() from None
             what = "the server is stuck or too slow for this prompt"
             raise ModelError(f"{self.where} sent nothing for {self.timeout:g} s: {what}") from None
         except httpx.TransportError as e:
+            if watchdog.fired:
+                raise budget.late() from None
             what = f"({type(e).__name__}): did the server stop?"
             raise ModelError(f"the connection to {self.where} broke mid-stream {what}") from None
-        if not finished and text_chars == 0:  # llama.cpp's answer to a prompt longer than its context
+        finally:
+            watchdog.cancel()
+        if tail := scrub.finish():
+            yield tail
+        if events == 0 and text_chars == 0:  # llama.cpp's answer to a prompt longer than its context
             raise ModelError(
-                f"the server closed the stream without text or a finish reason: the prompt ({prompt_chars} characters) "
+                f"the server closed the stream without sending an event: the prompt ({prompt_chars} characters) "
                 f"is probably {TOO_LONG}"
             )
+        if not had_choices:
+            raise ModelError(f"the server's {events} events held no choices: does it serve /{self.path} (OpenAI's format)?")
         if not finished:
             raise ModelError(f"the stream ended after {text_chars} characters without a finish reason: did the server stop?")
         if usage is not None:
             yield usage
 
+    def _check_headers(self, response: httpx.Response) -> None:
+        kind = self.entry.detail(response.headers.get("content-type", ""), 60) or "no content type"
+        if not kind.startswith("text/event-stream"):
+            what = f"does it serve /{self.path} with stream: true?"
+            raise ModelError(f"{self.where} answered with {kind}, not a stream of events: {what}")
+        encoding = response.headers.get("content-encoding", "identity").strip().lower()
+        if encoding not in ("", "identity"):
+            shown = self.entry.detail(encoding, 40)
+            raise ModelError(f"{self.where} compressed its answer (Content-Encoding: {shown}) though harness asked for none")
+
     def _status_error(self, response: httpx.Response) -> ModelError:
         status = response.status_code
-        detail = _short(_error_text(response.read()))
+        body = bytearray()
+        try:
+            for chunk in response.iter_raw():
+                body += chunk
+                if len(body) >= ERROR_BODY:
+                    break
+        except httpx.HTTPError:
+            pass  # what came is enough to say what happened
+        detail = wire.error_text(bytes(body[:ERROR_BODY]), self.entry)
         hint = {
             401: "check HARNESS_API_KEY",
             403: "check HARNESS_API_KEY",
-            404: "check the base URL (it ends in /v1) and the model name",
+            404: f"check the base URL (it ends in /v1) and the model name; does the server serve /{self.path}?",
         }.get(status, "the server refused the request" if status < 500 else "the server failed")
         if "context" in detail.lower():
             hint = f"the prompt is probably {TOO_LONG}"
-        return ModelError(self._scrub(f"{self.where} answered HTTP {status}: {detail or '(no message)'}; {hint}"))
+        return ModelError(f"{self.where} answered HTTP {status}: {detail or '(no message)'}; {hint}")
 
-    def _scrub(self, message: str) -> str:
-        """A server may echo the key in its message; it never reaches ours."""
-        return message.replace(self._key, "***") if self._key else message
+    def _error_message(self, error: Any) -> str:
+        if isinstance(error, dict):
+            error = error.get("message", error)
+        return self.entry.detail(error)
 
-
-def _events(lines: Iterator[str]) -> Iterator[str]:
-    """The `data:` payloads of a server-sent event stream (comments and `event:` lines skipped)."""
-    for line in lines:
-        if line.startswith("data:"):
-            yield line[5:].strip()
-
-
-def _parse(data: str) -> dict[str, Any]:
-    try:
-        event = json.loads(data)
-    except json.JSONDecodeError:
-        what = "is the base URL an OpenAI-compatible server?"
-        raise ModelError(f"the server sent an event that is not JSON: {_short(data)!r}; {what}") from None
-    if not isinstance(event, dict):
-        raise ModelError(f"the server sent an event that is not a JSON object: {_short(data)!r}")
-    return event
+    def _note(self, notes: list[str]) -> None:
+        for note in notes:
+            if note not in self.notes:
+                self.notes.append(note)
 
 
-def _usage(usage: dict[str, Any]) -> TokenUsage | None:
-    prompt = usage.get("prompt_tokens")
-    if not isinstance(prompt, int):
-        return None
-    cached = (usage.get("prompt_tokens_details") or {}).get("cached_tokens")
-    return TokenUsage(prompt, prompt - cached if isinstance(cached, int) else None, usage.get("completion_tokens"))
+def _api_key() -> str:
+    for name in ("HARNESS_API_KEY", "OPENAI_API_KEY"):
+        if key := os.environ.get(name, ""):
+            if not all(33 <= ord(c) < 127 for c in key):  # what an HTTP header can carry, no spaces
+                what = "a newline, a space, a control or a non-ASCII character"
+                raise HarnessError(name, f"the API key holds {what}; an API key is printable ASCII (check how it was set)")
+            return key
+    return ""
 
 
-def _error_text(body: bytes) -> str:
-    """The server's own message: OpenAI's {"error": {"message"}}, FastAPI's {"detail"}, or the text."""
-    text = body.decode("utf-8", "replace")
-    try:
-        data = json.loads(text)
-    except json.JSONDecodeError:
-        return text
-    if isinstance(data, dict):
-        error = data.get("error", data.get("detail", data))
-        return error.get("message", json.dumps(error)) if isinstance(error, dict) else str(error)
-    return text
+def _url_secrets(url: str) -> list[str]:
+    """The user:password of a URL and the password, as written and decoded."""
+    parts = urlsplit(url)
+    userinfo = parts.netloc.rpartition("@")[0]
+    if not userinfo:
+        return []
+    password = userinfo.partition(":")[2]
+    return [s for s in {userinfo, unquote(userinfo), password, unquote(password)} if s]
 
-
-def _short(value: Any, limit: int = 200) -> str:
-    """One line of at most `limit` characters."""
-    if isinstance(value, dict):
-        value = value.get("message", value)
-    text = " ".join(str(value).split())
-    return text if len(text) <= limit else text[: limit - 1] + "…"

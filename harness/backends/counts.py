@@ -1,0 +1,47 @@
+"""Token counts from a completions server that does not stream them.
+
+llama-cpp-python's server ignores `stream_options.include_usage`: its streams carry no
+token counts, so `--cost` could only estimate. It does count on request, though:
+
+    POST {server}/extras/tokenize/count  {"model": "smollm2", "input": PROMPT}  ->  {"count": 412}
+
+and it tokenizes that input exactly as it tokenizes a completion's prompt (special tokens
+parsed, BOS added). So a ServerModel whose first stream ended without counts asks there
+once; if the server answers, it asks before every later call (so a stream the loop closes
+early keeps its count), and if not, it never asks again. Only the prompt is counted: the
+completion's tokens are not known without the server's own count, and none is made up.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import httpx
+
+from harness.backends import wire
+from harness.model import TokenUsage
+
+PATH = "/extras/tokenize/count"
+
+
+class PromptCounter:
+    def __init__(self, client: httpx.Client, base_url: str, model: str) -> None:
+        root = base_url[: -len("/v1")] if base_url.endswith("/v1") else base_url
+        self.url, self.model, self._client = root + PATH, model, client
+        self.state = "unknown"  # "server": its streams count; "ask": this endpoint does; "none"
+
+    def streamed(self, usage: TokenUsage | None) -> None:
+        """What a finished stream told: the server counts in its stream, or it does not."""
+        if usage is not None:
+            self.state = "server"
+
+    def count(self, prompt: str, notes: list[str]) -> TokenUsage | None:
+        """The prompt's tokens, from the server, or None (and never asked again) if it cannot."""
+        try:
+            response = self._client.post(self.url, json={"model": self.model, "input": prompt}, timeout=10.0)
+            data: Any = response.json() if response.status_code == 200 else None
+        except (httpx.HTTPError, ValueError):
+            data = None
+        counted = wire.usage({"prompt_tokens": data.get("count")}, notes) if isinstance(data, dict) else None
+        self.state = "ask" if counted is not None else "none"
+        return counted

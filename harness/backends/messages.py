@@ -1,0 +1,108 @@
+"""The chat endpoint's messages: the same buffer, split by author, by one rule kept here.
+
+A chat API takes a list of messages instead of one text, and the server's own chat
+template frames them (`<|im_start|>user ... <|im_end|>`). harness still keeps one
+growing buffer in which every byte has an author; for a chat endpoint it is cut at the
+changes of author, and each piece becomes a message:
+
+    the developer's and code's text before the model's first turn  ->  "user"
+    each model turn                                                ->  "assistant"
+    code's text after it (observations, notices, cues)             ->  "user"
+    the developer's text after it (a template's turn frames)       ->  "user", with code's
+
+Pieces next to each other that get the same role are one message, so a call sends
+user, assistant, user, ... — the turns a chat template expects — and every byte of the
+buffer is in exactly one message, in order: joined again, the contents are the buffer.
+
+Why "user" and not "system" for the developer's opening text: it holds the question,
+every chat template has a user turn (some, like Gemma's, have no system role), and a
+conversation must open with one. Why refuse a control token (`<|im_start|>`) in the
+developer's text: with a chat endpoint the server writes the frames; a template that
+writes its own (prompts/chatml.txt, or turn frames) would frame every turn twice, and the
+server's tokenizer reads those strings as real control tokens. Use a template without
+them (`prompt = "default"`) for `--model chat:NAME`.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Iterator, Sequence
+from typing import TYPE_CHECKING, Any
+
+from harness.backends.control import PATTERN
+from harness.errors import HarnessError
+from harness.model import Sent, TokenUsage
+from harness.transcript import Author, Span, Transcript
+
+if TYPE_CHECKING:
+    from harness.run_record import RunRecord
+
+ROLE = {Author.MODEL: "assistant", Author.CODE: "user", Author.DEVELOPER: "user"}
+
+
+def messages(spans: Iterable[Span]) -> list[dict[str, str]]:
+    """The buffer's spans as chat messages, by the rule above."""
+    out: list[dict[str, str]] = []
+    for span in spans:
+        if span.author is Author.DEVELOPER and (token := PATTERN.search(span.text)):
+            raise HarnessError(
+                "--model chat:NAME",
+                f"the prompt template writes the control token {token.group()!r}, but a chat endpoint frames "
+                "the turns itself: use a template without control tokens or turn frames (e.g. prompt = \"default\")",
+            )
+        role = ROLE[span.author]
+        if out and out[-1]["role"] == role:
+            out[-1]["content"] += span.text
+        else:
+            out.append({"role": role, "content": span.text})
+    return out
+
+
+def per_call(spans: Iterable[Span]) -> list[list[dict[str, str]]]:
+    """The messages each model call was sent: the rule applied to the spans before its turn."""
+    out: list[list[dict[str, str]]] = []
+    before: list[Span] = []
+    for span in spans:
+        if span.author is Author.MODEL:
+            out.append(messages(before))
+        before.append(span)
+    return out
+
+
+def sent_text(record: RunRecord, source: str) -> str:
+    """What `harness show FILE --messages` prints: each call's messages, role by role,
+    every line of a message's content after its role (shown, never obeyed, by a terminal)."""
+    from harness.escape import for_terminal
+
+    if record.scenario is None or record.scenario.endpoint != "chat":
+        raise HarnessError(f"{source}: --messages", "this run did not go through a chat endpoint: each call was sent the buffer as one text")
+    out = []
+    for number, sent in enumerate(per_call(record.transcript.spans), 1):
+        out.append(f"call {number} sent {len(sent)} message{'s' if len(sent) != 1 else ''}:\n")
+        for message in sent:
+            lines = message["content"].split("\n")
+            out += [f"  {message['role'] if i == 0 else '':<9} | {for_terminal(line)}\n" for i, line in enumerate(lines)]
+    return "".join(out)
+
+
+def with_count(sent: list[dict[str, str]], chunks: Iterator[Any]) -> Iterator[Any]:
+    """A call's stream, told first how many messages it sent."""
+    yield Sent(len(sent))
+    try:
+        yield from chunks
+    finally:
+        getattr(chunks, "close", lambda: None)()
+
+
+class ChatScript:
+    """A scripted model replaying a chat run: the recorded turns, and for each call the
+    messages count the rule gives now (so a change of the rule is drift a replay shows)."""
+
+    def __init__(self, model: Any) -> None:
+        self.model = model
+
+    def stream_spans(self, transcript: Transcript, stop: Sequence[str]) -> Iterator[str | TokenUsage | Sent]:
+        sent = messages(transcript.spans)
+        return with_count(sent, self.model.stream(transcript.text, stop))  # a script that ran out says so first
+
+    def stream(self, prompt: str, stop: Sequence[str]) -> Iterator[str | TokenUsage]:
+        return self.model.stream(prompt, stop)

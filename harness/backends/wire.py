@@ -1,0 +1,159 @@
+"""The wire format of OpenAI-compatible servers, read once and checked where it is read.
+
+A streamed answer is server-sent events, one `data: {json}` line per piece:
+
+    data: {"choices": [{"text": "Thought:", "finish_reason": null}]}                 /completions
+    data: {"choices": [{"delta": {"content": "Thought:"}, "finish_reason": null}]}   /chat/completions
+    data: {"choices": [], "usage": {"prompt_tokens": 412, "completion_tokens": 31}}
+    data: [DONE]
+
+Every field harness reads is checked here: anything of another shape is a ModelError that
+names the field and what came (`choices[0].text is a number (42), not a string`), so a
+malformed answer ends the run in model_error, never in a traceback. Lines are cut into
+at most `max_line` bytes, so one endless line cannot grow memory.
+
+One exception, by choice: token counts (`usage`) are facts the run does not need. A count
+that is not a whole number from 0 to 10^12 (`"nine"`, `true`, `1e999`, `-1`), or a `usage`
+of the wrong shape, is dropped with a note naming the field, and the run goes on; so a
+file harness writes never holds a count it would refuse to read.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterator
+from typing import Any, NamedTuple
+
+from harness.backends.entry import Entry
+from harness.model import ModelError, TokenUsage
+
+MAX_COUNT = 10**12
+
+
+def lines(chunks: Iterator[bytes], max_line: int) -> Iterator[str]:
+    """The lines of a byte stream (without "\\n" or "\\r"), decoded as UTF-8 (bad bytes: U+FFFD)."""
+    pending = bytearray()
+    for chunk in chunks:
+        pending += chunk
+        start = 0
+        while (end := pending.find(b"\n", start)) >= 0:
+            yield pending[start:end].rstrip(b"\r").decode("utf-8", "replace")
+            start = end + 1
+        del pending[:start]
+        if len(pending) > max_line:
+            raise ModelError(f"the server sent a line longer than {max_line:,} bytes; the call was stopped")
+    if pending:
+        yield pending.rstrip(b"\r").decode("utf-8", "replace")
+
+
+def data_lines(stream: Iterator[str]) -> Iterator[str]:
+    """The `data:` payloads of a server-sent event stream (comments and `event:` lines skipped)."""
+    for line in stream:
+        if line.startswith("data:"):
+            yield line[5:].strip()
+
+
+def kind(value: Any) -> str:
+    """What a JSON value is, for a message: 'a number (42)', 'a list', 'null'."""
+    if value is None:
+        return "null"
+    if isinstance(value, bool):
+        return f"a boolean ({str(value).lower()})"
+    if isinstance(value, (int, float)):
+        return f"a number ({value!r})"
+    if isinstance(value, str):
+        return "a string"
+    return "a list" if isinstance(value, list) else "an object"
+
+
+class Piece(NamedTuple):
+    text: str  # completion text in this event ("" for none)
+    finished: bool  # a choice said why it ended
+    usage: Any  # the raw `usage` value, or None
+    had_choices: bool  # the event had a `choices` list
+
+
+def parse_event(data: str, entry: Entry) -> dict[str, Any]:
+    try:
+        event = json.loads(data)
+    except (ValueError, RecursionError):
+        what = "is the base URL an OpenAI-compatible server?"
+        raise ModelError(f"the server sent an event that is not JSON: {entry.detail(data)!r}; {what}") from None
+    if not isinstance(event, dict):
+        raise ModelError(f"the server sent an event that is {kind(event)}, not a JSON object")
+    return event
+
+
+def piece(event: dict[str, Any], chat: bool) -> Piece:
+    """The text, finish and usage of one event, every field checked."""
+    choices = event.get("choices")
+    if choices is None:
+        return Piece("", False, event.get("usage"), False)
+    if not isinstance(choices, list):
+        raise ModelError(f"the server's event is malformed: choices is {kind(choices)}, not a list")
+    texts, finished = [], False
+    for i, choice in enumerate(choices):
+        if not isinstance(choice, dict):
+            raise ModelError(f"the server's event is malformed: choices[{i}] is {kind(choice)}, not an object")
+        if chat:
+            field, delta = f"choices[{i}].delta.content", choice.get("delta")
+            if delta is None:
+                delta = {}
+            if not isinstance(delta, dict):
+                raise ModelError(f"the server's event is malformed: choices[{i}].delta is {kind(delta)}, not an object")
+            value = delta.get("content")
+        else:
+            field, value = f"choices[{i}].text", choice.get("text")
+        if value is not None and not isinstance(value, str):
+            raise ModelError(f"the server's event is malformed: {field} is {kind(value)}, not a string")
+        reason = choice.get("finish_reason")
+        if reason is not None and not isinstance(reason, str):
+            raise ModelError(f"the server's event is malformed: choices[{i}].finish_reason is {kind(reason)}, not a string")
+        texts.append(value or "")
+        finished = finished or reason is not None
+    return Piece("".join(texts), finished, event.get("usage"), True)
+
+
+def usage(value: Any, notes: list[str]) -> TokenUsage | None:
+    """The server's token counts, each checked; a bad one is dropped and noted."""
+    if value is None:
+        return None
+    if not isinstance(value, dict):
+        notes.append(f"the server's usage is {kind(value)}, not an object: its token counts were dropped")
+        return None
+
+    def count(name: str, where: dict[str, Any], field: str) -> int | None:
+        n = where.get(name)
+        if n is None:
+            return None
+        if type(n) is not int or not 0 <= n <= MAX_COUNT:
+            notes.append(f"the server's {field} is {kind(n)}, not a whole number from 0: it was dropped")
+            return None
+        return n
+
+    prompt = count("prompt_tokens", value, "usage.prompt_tokens")
+    if prompt is None:
+        return None
+    completion = count("completion_tokens", value, "usage.completion_tokens")
+    details, cached = value.get("prompt_tokens_details"), None
+    if isinstance(details, dict):
+        cached = count("cached_tokens", details, "usage.prompt_tokens_details.cached_tokens")
+    elif details is not None:
+        notes.append(f"the server's usage.prompt_tokens_details is {kind(details)}, not an object: it was dropped")
+    evaluated = prompt - cached if cached is not None and cached <= prompt else None
+    return TokenUsage(prompt, evaluated, completion)
+
+
+def error_text(body: bytes, entry: Entry) -> str:
+    """The server's own message: OpenAI's {"error": {"message"}}, FastAPI's {"detail"}, or the text."""
+    text = body.decode("utf-8", "replace")
+    try:
+        data = json.loads(text)
+    except (ValueError, RecursionError):
+        return entry.detail(text)
+    if isinstance(data, dict):
+        error = data.get("error", data.get("detail", data))
+        if isinstance(error, dict):
+            error = error.get("message", json.dumps(error, ensure_ascii=False))
+        return entry.detail(error)
+    return entry.detail(text)

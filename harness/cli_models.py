@@ -1,0 +1,70 @@
+"""The command's model options, shared by `run` and `replay`: which model, where, and the
+bounds of each call. Thin, like the rest of the CLI: the backends do the work
+(harness.backends); this turns options into a model and says on stderr what a live run
+must tell whatever --format prints.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Annotated, Any, NamedTuple
+
+import typer
+
+from harness.errors import HarnessError
+
+if TYPE_CHECKING:
+    from harness.run_record import RunRecord
+
+
+def live_model_from(spec: str | None, base_url: str | None, options: CallOptions | None = None):
+    """The model a run talks to: None for the scenario's own script."""
+    options = options or CallOptions()
+    if spec is None or spec == "scripted":
+        if base_url is not None:
+            raise HarnessError("--base-url", "goes with --model openai:NAME or chat:NAME")
+        if options.given():
+            raise HarnessError(options.given()[0], "goes with a live --model")
+        return None
+    from harness.backends import model_from_spec
+
+    return model_from_spec(spec, base_url, **options.for_model())
+
+
+def tell_stderr(record: RunRecord, model: Any) -> None:
+    """Whatever --format writes on stdout, why a live run failed, and what was dropped on
+    arrival, are said on stderr: a CI log shows them even when stdout is the transcript."""
+    from harness.escape import for_terminal
+
+    for note in getattr(model, "notes", ()):
+        typer.echo(f"note: {for_terminal(note)}", err=True)
+    if record.stop_reason == "model_error" and model is not None:
+        typer.echo(f"error: model_error: {for_terminal(record.detail)}", err=True)
+
+
+ModelOption = Annotated[
+    str | None,
+    typer.Option("--model", "-m", help="scripted (default), local[:PATH.gguf], openai:NAME (a completions server) or chat:NAME (a chat endpoint)."),
+]
+BaseUrlOption = Annotated[
+    str | None,
+    typer.Option("--base-url", help="The server's URL for openai:NAME or chat:NAME (default: $HARNESS_BASE_URL)."),
+]
+MaxTokens = Annotated[int | None, typer.Option("--max-tokens", min=1, help="Tokens the model may write per call (default 512).")]
+MaxChars = Annotated[int | None, typer.Option("--max-chars", min=1, help="Characters read from one call before it is stopped (default 100,000).")]
+MaxSeconds = Annotated[float | None, typer.Option("--max-seconds", min=0.1, max=86400, help="Seconds one whole call may take before it is stopped (default 300).")]
+Strict = Annotated[bool | None, typer.Option("--strict/--no-strict", help="A strict server (OpenAI's own): no llama.cpp knobs, at most 4 stops (default: strict for api.openai.com).", show_default=False)]
+WaitForServer = Annotated[float | None, typer.Option("--wait-for-server", min=0, max=3600, help="Wait up to SECONDS for the server to answer before the first call (one still starting).")]
+
+
+class CallOptions(NamedTuple):
+    max_tokens: int | None = None
+    max_chars: int | None = None
+    max_seconds: float | None = None
+    strict: bool | None = None
+    wait_for_server: float | None = None
+
+    def for_model(self) -> dict[str, Any]:
+        return {k: v for k, v in self._asdict().items() if v is not None}
+
+    def given(self) -> list[str]:
+        return ["--" + k.replace("_", "-") for k, v in self._asdict().items() if v is not None]

@@ -1,0 +1,157 @@
+"""A misbehaving OpenAI-compatible server on loopback, for the tests of the live path.
+
+A real HTTP server on 127.0.0.1 (a free port) that answers each POST with a Reply written
+down in the test, so every failure a user can meet is produced over a real socket:
+
+    Reply(chunks=sse(text("Hi"), text("", "stop"), "[DONE]"))     a good stream
+    Reply(repeat=b"data: ...\\n\\n")                              a stream that never ends
+    Reply(chunks=[...], drip=1.0)                                one byte a second
+    Reply(headers={"Content-Encoding": "gzip"})                  a header that lies
+    Reply(401, [b'{"error": "bad key $AUTH"}'])                  `$AUTH` echoes the key sent
+
+`serve(a, b, ...)` queues one reply per request (then empty streams); every request is kept
+(`requests`: headers and JSON body; `paths`). POSTs to `/extras/...` (llama-cpp-python's
+token count) get `extras_reply`, by default 404. GET answers 200 with a model list, as
+`/v1/models` does, so a client waiting for the server sees it ready. No model weights.
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+import threading
+import time
+from dataclasses import dataclass, field
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+
+
+def sse(*events: object) -> list[bytes]:
+    """Each event as one `data:` line; strings are sent as they are."""
+    return [f"data: {e if isinstance(e, str) else json.dumps(e)}\n\n".encode() for e in events]
+
+
+def text(t: str, finish: str | None = None) -> dict:
+    """A completions event carrying `t`."""
+    return {"choices": [{"index": 0, "text": t, "finish_reason": finish}]}
+
+
+def delta(t: str, finish: str | None = None) -> dict:
+    """A chat completions event carrying `t`."""
+    return {"choices": [{"index": 0, "delta": {"content": t}, "finish_reason": finish}]}
+
+
+USAGE = {"choices": [], "usage": {"prompt_tokens": 12, "completion_tokens": 3, "prompt_tokens_details": {"cached_tokens": 8}}}
+GOOD = sse(text("Thought: "), text("add."), text("", "stop"), USAGE, "[DONE]")
+
+
+@dataclass
+class Reply:
+    status: int = 200
+    chunks: list[bytes] = field(default_factory=lambda: list(GOOD))
+    pause: float = 0.0  # seconds before each chunk
+    cut_off: bool = False  # close the socket mid-stream, without ending the chunked body
+    content_type: str = "text/event-stream"
+    headers: dict[str, str] = field(default_factory=dict)  # more headers (`$AUTH` is the key sent)
+    repeat: bytes = b""  # after the chunks, send this again and again until the client leaves
+    drip: float = 0.0  # seconds between single bytes of the chunks
+
+
+class FakeServer:
+    """Answers every POST with the next queued reply, or `self.reply`; remembers each
+    request and whether the client left."""
+
+    def __init__(self, port: int = 0) -> None:
+        self.reply = Reply()
+        self.queue: list[Reply] | None = None
+        self.requests: list[tuple[dict, dict]] = []  # (headers, JSON body)
+        self.paths: list[str] = []
+        self.extras: list[dict] = []  # bodies POSTed to /extras/... (llama-cpp-python's token counts)
+        self.extras_reply: tuple[int, object] = (404, {"detail": "Not Found"})
+        self.client_left = threading.Event()
+        fake = self
+
+        class Handler(BaseHTTPRequestHandler):
+            protocol_version = "HTTP/1.1"
+
+            def log_message(self, *args: object) -> None:
+                pass
+
+            def do_GET(self) -> None:
+                self._json(200, {"object": "list", "data": [{"id": "m", "object": "model"}]})
+
+            def _json(self, status: int, data: object) -> None:
+                body = json.dumps(data).encode()
+                self.send_response(status)
+                self.send_header("Content-Type", "application/json")
+                self.send_header("Content-Length", str(len(body)))
+                self.end_headers()
+                self.wfile.write(body)
+
+            def do_POST(self) -> None:
+                body = json.loads(self.rfile.read(int(self.headers["Content-Length"])))
+                if "/extras/" in self.path:  # llama-cpp-python's own endpoints: not this server's
+                    fake.extras.append(body)
+                    return self._json(*fake.extras_reply)
+                fake.requests.append((dict(self.headers), body))
+                fake.paths.append(self.path)
+                reply = fake.next_reply()
+                auth = (self.headers.get("Authorization") or "").encode()
+
+                def echo(data: bytes) -> bytes:
+                    return data.replace(b"$AUTH", auth)
+
+                self.send_response(reply.status)
+                self.send_header("Content-Type", echo(reply.content_type.encode()).decode("latin-1"))
+                for name, value in reply.headers.items():
+                    self.send_header(name, echo(value.encode()).decode("latin-1"))
+                self.send_header("Transfer-Encoding", "chunked")
+                self.end_headers()
+                try:
+                    for chunk in reply.chunks:
+                        time.sleep(reply.pause)
+                        for piece in _pieces(echo(chunk), reply.drip):
+                            self.wfile.write(b"%x\r\n%s\r\n" % (len(piece), piece))
+                            self.wfile.flush()
+                    while reply.repeat and not fake.closing:
+                        self.wfile.write(b"%x\r\n%s\r\n" % (len(reply.repeat), reply.repeat))
+                    if reply.cut_off:
+                        self.close_connection = True
+                        return
+                    self.wfile.write(b"0\r\n\r\n")
+                except (BrokenPipeError, ConnectionResetError):
+                    fake.client_left.set()
+
+        class Server(ThreadingHTTPServer):
+            def handle_error(self, request: object, client_address: object) -> None:
+                if not isinstance(sys.exc_info()[1], ConnectionError):  # a client that left is no error here
+                    super().handle_error(request, client_address)
+
+        self.closing = False
+        self.httpd = Server(("127.0.0.1", port), Handler)
+        self.httpd.daemon_threads = True
+        self.port = self.httpd.server_port
+        self.url = f"http://127.0.0.1:{self.port}/v1"
+        threading.Thread(target=self.httpd.serve_forever, args=(0.05,), daemon=True).start()
+
+    def serve(self, *replies: Reply) -> None:
+        """One reply per request, in order; after them, empty streams."""
+        self.queue = list(replies)
+
+    def next_reply(self) -> Reply:
+        if self.queue is None:
+            return self.reply
+        return self.queue.pop(0) if self.queue else Reply(chunks=[])
+
+    def close(self) -> None:
+        self.closing = True
+        self.httpd.shutdown()
+        self.httpd.server_close()
+
+
+def _pieces(chunk: bytes, drip: float):
+    if not drip:
+        yield chunk
+        return
+    for i in range(len(chunk)):
+        time.sleep(drip)
+        yield chunk[i : i + 1]
