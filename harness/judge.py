@@ -63,6 +63,7 @@ def judge_answer(dialect: Dialect, accepted: Accepted) -> Rejection | None:
 
 _NAME = regex.compile(r"(?<![A-Za-z0-9_])([A-Za-z_][A-Za-z0-9_]{0,63})[ \t]*[(\[]")
 _LOOKED_AT = 50  # names followed by a bracket examined in one argument text
+_WRAPPED = regex.compile(r"([A-Za-z_][A-Za-z0-9_]{0,63})[ \t]*\((.{0,1000})\)")  # `country("Freedonia")`
 
 
 def inner_call(dialect: Dialect, tools: Registry, text: str) -> tuple[str, str] | None:
@@ -87,19 +88,28 @@ def why_not(dialect: Dialect, tools: Registry | None, number: int, line: str) ->
         split = split_call(rest, dialect.close)
         if split is not None and split[1].strip():
             return notices.after_call(number, tool, split[0].strip(), split[1], dialect.close)
-    return notices.tool_call_invalid(number, line, dialect.expected_action, dialect.expected, ARGS_MAX)
+    example = None  # a call to copy: of the tool the line names (`Use the capital(country) tool`), or the first tool's
+    if tools is not None and len(line) <= ARGS_MAX:
+        named = inner_call(dialect, tools, line)
+        tool = tools[named[0]] if named else next((t for t in tools if t.example), None)
+        if tool is not None:
+            example = dialect.signature(tool.name, (tool.example,)) if tool.example else f"{tool.name}(...)"
+    return notices.tool_call_invalid(number, line, dialect.expected_action, dialect.expected, ARGS_MAX, example)
 
 
 def misused(dialect: Dialect, tools: Registry, number: int, action: Action) -> Rejection | None:
     """A call that parses but cannot be what the model meant: another tool written inside its
     arguments (only when they are bare text: a JSON or quoted string may hold any text), or
-    a parameter's name given as its value (copied from the tool list)."""
+    a parameter's name given as its value (copied from the tool list), or as a call around
+    the value (`capital(country("Freedonia"))`)."""
     bare = not action.kwargs and action.args == (action.raw.strip(),)
     if bare and (inner := inner_call(dialect, tools, action.raw)):
         if (early := split_call(action.raw, dialect.close)) is not None:  # `f('a') + f('b')`: f('a') first
             inner = action.tool, dialect.signature(action.tool, (early[0].strip()[: notices.PREVIEW],))
         return notices.nested_call(number, action.tool, *inner)
     tool = tools[action.tool]
+    if bare and (m := _WRAPPED.fullmatch(action.raw.strip())) and m[1].casefold() in {p.casefold() for p in tool.params}:
+        return notices.placeholder(number, tool.name, m[1], dialect.signature(tool.name, (m[2].strip()[: notices.PREVIEW],)))
     given = [(p, a) for p, a in zip(tool.params, action.args)] + list(action.kwargs.items())
     for param, value in given:
         if isinstance(value, str) and value.strip(" <>{}[]'\"`").casefold() == param.casefold():

@@ -137,6 +137,13 @@ def test_a_parameter_name_as_the_value_gets_a_notice_with_an_example(line):
     assert "is the name of" in code_lines(record)[0] and "Action: " in code_lines(record)[0]
 
 
+def test_a_parameter_name_written_as_a_call_around_the_value_gets_the_call_without_it():
+    capital = canned("capital", "The capital of a country", {"Freedonia": "Fredonville"}, ("country",))
+    record = run('Action: capital(country("Freedonia"))\n', "Final Answer: x\n", tools=[capital])
+    assert record.calls[0].notices == ("protocol_violation.placeholder",)
+    assert code_lines(record)[0].endswith('Write the value itself, as in Action: capital("Freedonia")\n')
+
+
 def test_the_tool_list_shows_a_concrete_call_for_each_tool():
     record = run("Final Answer: x\n")
     prompt = record.transcript.spans[0].text
@@ -188,3 +195,10 @@ def test_the_governed_dialect_keeps_seed_000s_structured_notice():
     agent = Agent(PROMPT, tools=[calculator()], dialect="governed")
     record = agent.run("q", ScriptedModel(["Thought: x\nno action here\n", "Thought: y\nFinal Answer: 1\n"]))
     assert code_lines(record)[0].startswith('Notice: {"code": "protocol_violation.no_action", "message": ')
+
+
+def test_an_action_line_that_is_prose_gets_the_named_tool_as_a_call_to_copy():
+    capital = canned("capital", "The capital of a country", {"Freedonia": "Fredonville"}, ("country",))
+    record = run("Action: Use the capital(country) tool to find it.\n", "Final Answer: x\n", tools=[calculator(), capital])
+    assert record.calls[0].notices == ("protocol_violation.tool_call_invalid",)
+    assert code_lines(record)[0].endswith('Write the call alone on its line, as in Action: capital("Freedonia")\n')
