@@ -46,7 +46,7 @@ def best(fn, runs: int = 3) -> float:
 
 
 def main() -> None:
-    print(f"{"frames":>7}  {"build":>8}  {'first screen at the end':>24}  {'each step back':>15}")
+    print(f"{'frames':>7}  {'build':>8}  {'first screen at the end':>24}  {'each step back':>15}")
     for n in (1_000, 10_000):
         record = record_of(n)
         fs = frames(record)
