@@ -87,7 +87,13 @@ def why_not(dialect: Dialect, tools: Registry | None, number: int, line: str) ->
         split = split_call(rest, dialect.close)
         if split is not None and split[1].strip():
             return notices.after_call(number, tool, split[0].strip(), split[1], dialect.close)
-    return notices.tool_call_invalid(number, line, dialect.expected_action, dialect.expected, ARGS_MAX)
+    example = None  # a call to copy: of the tool the line names (`Use the capital(country) tool`), or the first tool's
+    if tools is not None and len(line) <= ARGS_MAX:
+        named = inner_call(dialect, tools, line)
+        tool = tools[named[0]] if named else next((t for t in tools if t.example), None)
+        if tool is not None:
+            example = dialect.signature(tool.name, (tool.example,)) if tool.example else f"{tool.name}(...)"
+    return notices.tool_call_invalid(number, line, dialect.expected_action, dialect.expected, ARGS_MAX, example)
 
 
 def misused(dialect: Dialect, tools: Registry, number: int, action: Action) -> Rejection | None:

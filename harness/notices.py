@@ -36,7 +36,9 @@ def action_after_answer(number: int, action: Action | None) -> Rejection:
     )
 
 
-def tool_call_invalid(number: int, line: str, expected_action: str, expected: str, args_max: int) -> Rejection:
+def tool_call_invalid(
+    number: int, line: str, expected_action: str, expected: str, args_max: int, example: str | None = None
+) -> Rejection:
     if len(line) > args_max:  # the real cause, not a puzzling "does not read"
         return Rejection(
             "protocol_violation.tool_call_invalid",
@@ -46,9 +48,10 @@ def tool_call_invalid(number: int, line: str, expected_action: str, expected: st
             None,
             (f"Action line of {len(line):,} characters, over the limit of {args_max:,}",),
         )
+    fix = f"Write the call alone on its line, as in Action: {example}" if example else f"Write {expected}."
     return Rejection(
         "protocol_violation.tool_call_invalid",
-        f"Action line {number} does not read {expected_action}; it did not run. Write {expected}.",
+        f"Action line {number} does not read {expected_action}; it did not run. {fix}",
         number,
         None,
         (f"not of the form {expected_action}: {line.strip()[:PREVIEW]!r}",),

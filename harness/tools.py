@@ -236,14 +236,17 @@ def _loose(key: str) -> str:
 
 def as_typed(key: str) -> str:
     """A key as an argument is typed: `"lamp"`, or `4.2` for a number."""
+    if key[:1] in "\"[{":  # a string, list or object as text: quoted, as it was given
+        return json.dumps(key, ensure_ascii=False)
     try:
-        json.loads(key)
-        return key if key[:1] not in "\"[{" else json.dumps(key, ensure_ascii=False)
+        json.loads(key)  # a number, true, false or null: typed as it is
+        return key
     except ValueError:
         return json.dumps(key, ensure_ascii=False)
 
 
 KNOWN_SHOWN = 10  # keys listed in a canned tool's "no result" error
+KEY_SHOWN = 120  # characters of the key it was given, quoted back
 
 
 def canned(
@@ -270,7 +273,8 @@ def canned(
             return default
         known = ", ".join(f"{name}({as_typed(k)})" for k in list(results)[:KNOWN_SHOWN])
         more = f" and {len(results) - KNOWN_SHOWN:,} more" if len(results) > KNOWN_SHOWN else ""
-        raise ToolError(f"{name} has no result for {as_typed(key)}. It knows: {known}{more}.")
+        given = as_typed(key) if len(key) <= KEY_SHOWN else as_typed(key[:KEY_SHOWN]) + "…"
+        raise ToolError(f"{name} has no result for {given}. It knows: {known}{more}.")
 
     example = as_typed(next(iter(results))) if results else None
     return Tool(name, description, params, lookup, trait, example=example)

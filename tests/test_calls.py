@@ -76,10 +76,13 @@ def test_hostile_arguments_stay_bounded():
     for raw in ["[" * 10_000 + "]" * 10_000, "'" + "a" * 1_000_000 + "'", "x=" + "(" * 50_000, "'\\" * 100_000]:
         start = time.perf_counter()
         args, kwargs = parse_args(raw)
-        assert time.perf_counter() - start < 2
+        assert time.perf_counter() - start < 10  # a guard against a hang, not a speed claim
         assert kwargs == {} or all(isinstance(k, str) for k in kwargs)
     record = run("Action: price('" + "a" * 1_000_000 + "')\n", "Final Answer: x\n")
     assert "longer than 100,000 characters" in code_lines(record)[0]
+    start = time.perf_counter()
+    record = run("Action: price(" + "[" * 10_000 + "]" * 10_000 + ")\n", "Final Answer: x\n")
+    assert time.perf_counter() - start < 10 and code_lines(record)[0].startswith("Observation: Error: price has no result")
 
 
 def test_a_key_that_matches_two_keys_loosely_matches_neither():
@@ -185,3 +188,10 @@ def test_the_governed_dialect_keeps_seed_000s_structured_notice():
     agent = Agent(PROMPT, tools=[calculator()], dialect="governed")
     record = agent.run("q", ScriptedModel(["Thought: x\nno action here\n", "Thought: y\nFinal Answer: 1\n"]))
     assert code_lines(record)[0].startswith('Notice: {"code": "protocol_violation.no_action", "message": ')
+
+
+def test_an_action_line_that_is_prose_gets_the_named_tool_as_a_call_to_copy():
+    capital = canned("capital", "The capital of a country", {"Freedonia": "Fredonville"}, ("country",))
+    record = run("Action: Use the capital(country) tool to find it.\n", "Final Answer: x\n", tools=[calculator(), capital])
+    assert record.calls[0].notices == ("protocol_violation.tool_call_invalid",)
+    assert code_lines(record)[0].endswith('Write the call alone on its line, as in Action: capital("Freedonia")\n')

@@ -1,7 +1,7 @@
 """How many small tool tasks a real model solves through harness's loop.
 
 Runs every task of tests/eval/tasks.toml (a scenario without completions, plus the number
-a correct answer contains) against one model, and prints a line per task, then the
+a correct answer contains, or `answer_text`, a word it contains) against one model, and prints a line per task, then the
 figures a change to the loop is judged by: solved / total, how many of those through a
 tool, model calls per task, stop reasons, and the notices code wrote, by code.
 
@@ -10,7 +10,7 @@ tool, model calls per task, stop reasons, and the notices code wrote, by code.
     python tests/eval/run.py ... --prompt default --only lamps,ages --save-dir /tmp/eval
 
 A task is solved when its final answer holds the expected number (commas between digits
-ignored, within 0.01). Not a test: it prints figures; the model decides them.
+ignored, within 0.01) or the expected word (case ignored). Not a test: it prints figures; the model decides them.
 """
 
 from __future__ import annotations
@@ -32,9 +32,11 @@ HERE = Path(__file__).resolve().parent
 NUMBER = regex.compile(r"-?\d+(?:\.\d+)?")
 
 
-def solved(answer: str | None, expected: float) -> bool:
+def solved(answer: str | None, expected: float | str) -> bool:
     if answer is None:
         return False
+    if isinstance(expected, str):
+        return expected.casefold() in answer.casefold()
     digits = regex.sub(r"(?<=\d),(?=\d{3})", "", answer)
     return any(abs(float(n) - expected) <= 0.01 for n in NUMBER.findall(digits))
 
@@ -81,14 +83,14 @@ def main() -> int:
     codes: Counter[str] = Counter()
     started = time.perf_counter()
     for name, task in tasks.items():
-        data = {k: v for k, v in task.items() if k != "answer"}
+        data = {k: v for k, v in task.items() if k not in ("answer", "answer_text")}
         data |= {"prompt": args.prompt, "dialect": args.dialect, "max_steps": args.max_steps}
         scenario = Scenario.from_dict(data, f"{args.tasks.name}: task.{name}", args.tasks.parent)
         t0 = time.perf_counter()
         record = run_scenario(scenario, model=model)
         ran = [tool for call in record.calls for tool in call.ran]
         told = [code for call in record.calls for code in call.notices]
-        ok = solved(record.final_answer, float(task["answer"]))
+        ok = solved(record.final_answer, task["answer_text"] if "answer_text" in task else float(task["answer"]))
         wins += ok
         via_tool += ok and bool(ran)
         calls += len(record.calls)
