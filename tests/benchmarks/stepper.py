@@ -9,7 +9,9 @@ A run of N scripted steps (`harness.agent.Agent` with an echo tool), then, at 80
 If a screen rebuilt the whole buffer, "each step back" would grow with N (and stepping
 through the whole run with N²); it should stay flat while the first two grow linearly.
 
-    python tests/benchmarks/stepper.py            # N = 1,000 and 10,000
+    python tests/benchmarks/stepper.py            # N = 1,000 and 10,000, then one long line
+
+Then one reply of a single line of 1 MB and of 10 MB: its first screen wraps it whole.
 
 Not a test: it prints figures (CPU seconds, time.process_time, the best of three).
 """
@@ -46,7 +48,7 @@ def best(fn, runs: int = 3) -> float:
 
 
 def main() -> None:
-    print(f"{"frames":>7}  {"build":>8}  {'first screen at the end':>24}  {'each step back':>15}")
+    print(f"{'frames':>7}  {'build':>8}  {'first screen at the end':>24}  {'each step back':>15}")
     for n in (1_000, 10_000):
         record = record_of(n)
         fs = frames(record)
@@ -71,5 +73,26 @@ def main() -> None:
         print(f"{len(fs) - 1:>7,}  {t_frames:>7.3f}s  {t_first:>23.3f}s  {t_back * 1000:>12.2f} ms")
 
 
+def one_long_line() -> None:
+    from harness.events import StopReason
+    from harness.run_record import RunRecord
+    from harness.transcript import Transcript
+
+    for size in (1_000_000, 10_000_000):
+        transcript = Transcript()
+        transcript.append("developer", "Question: q\n")
+        transcript.append("model", "x" * size + "\n")
+        fs = frames(RunRecord(transcript, StopReason.MAX_STEPS))
+        console = Console(width=80, height=24, file=open("/dev/null", "w"))
+
+        def first() -> None:
+            screen = Screen(fs, console)
+            screen.press("\x1b[F", 24)
+            screen.lines()
+
+        print(f"one line of {size:>10,} characters: first screen {best(first, 1):.2f}s")
+
+
 if __name__ == "__main__":
     main()
+    one_long_line()
