@@ -4,8 +4,6 @@
     prompt = "default"                       # prompts/default.txt (by name; see harness.prompts)
     # prompt_file = "prompts/mine.txt"       # or a template of your own, beside the scenario
     dialect = "default"                      # or "react-paper"
-    # endpoint = "chat"                      # the buffer sent as chat messages (see
-                                             # harness.backends.messages); a live run records it
     question = "Why do my Nimbus uploads fail?"
     max_steps = 15                           # also unknown_tool_limit, format_error_limit, repeat_limit
     completions = ["Thought: ...\\nAction: check_quota(nimbus)\\n", "..."]
@@ -47,7 +45,6 @@ from harness.tools import BUILTINS, TRAITS, Tool, canned, from_function, import_
 from harness.workspace import TOOL_NAMES, Workspace
 
 _LIMITS = Limits()
-ENDPOINTS = ("completions", "chat")
 
 
 @dataclass(frozen=True)
@@ -113,10 +110,8 @@ class Scenario:
         """Everything a replay needs except the completions (those are the model's spans)."""
         data = asdict(self)
         del data["completions"], data["source"], data["base"]
-        if self.prompt_file is None:  # files written before prompt_file existed stay the same
-            del data["prompt_file"]
-        if self.endpoint == "completions":  # so do files of runs that did not go through chat
-            del data["endpoint"]
+        for key in [k for k, unset in (("prompt_file", None), ("endpoint", "completions")) if data[k] == unset]:
+            del data[key]  # files written before prompt_file and endpoint existed stay the same
         data["tools"] = {spec.name: spec.to_meta() for spec in self.tools}
         return data
 
@@ -215,9 +210,8 @@ def _parse(data: dict[str, Any], where: str, base: Path | None) -> Scenario:
             raise ScenarioError(f"{where}: tools", f"{name!r} is not a tool name (a letter or _, then letters, digits, _)")
         if name in TOOL_NAMES and workspace is None:
             raise fail(f"tools.{name}", "needs a [workspace] table of files to work on")
-    endpoint = text("endpoint", "completions")
-    if endpoint not in ENDPOINTS:
-        raise fail("endpoint", f"must be one of {', '.join(ENDPOINTS)}")
+    if (endpoint := text("endpoint", "completions")) not in ("completions", "chat"):  # chat: harness.backends.messages
+        raise fail("endpoint", 'must be "completions" or "chat"')
     chunk_size = count("chunk_size", 8)
     if chunk_size < 1:
         raise fail("chunk_size", "must be 1 or more")
