@@ -76,9 +76,25 @@ def _python_args(text: str) -> tuple[tuple[Any, ...], dict[str, Any]] | None:
         if any(isinstance(a, ast.Starred) for a in call.args) or any(k.arg is None for k in call.keywords):
             return None
         args = tuple(_literal(a) for a in call.args)
-        return args, {k.arg: _literal(k.value) for k in call.keywords}
+        return args, {k.arg: _keyword_value(k.value, text) for k in call.keywords}
     except (SyntaxError, ValueError, TypeError, RecursionError, MemoryError):
         return None
+
+
+class Written(str):
+    """A keyword argument written as an expression (`expression=127 * 83`): its text, as the
+    tool gets it (the calculator reads it; nothing runs it). Marked, so that a tool call
+    written inside it is still told apart from a quoted string (harness.judge)."""
+
+
+def _keyword_value(node: ast.AST, text: str) -> Any:
+    try:
+        return _literal(node)
+    except ValueError:
+        segment = ast.get_source_segment(f"f({text})", node)
+        if segment is None:
+            raise
+        return Written(segment)
 
 
 def _literal(node: ast.AST, depth: int = 0) -> Any:

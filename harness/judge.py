@@ -19,7 +19,7 @@ import regex
 
 from harness import notices
 from harness.decisions import Action, Rejection
-from harness.dialects import ARGS_MAX, split_call
+from harness.dialects import ARGS_MAX, Written, split_call
 from harness.traits import answer_may_open, compatible
 
 if TYPE_CHECKING:
@@ -99,11 +99,13 @@ def why_not(dialect: Dialect, tools: Registry | None, number: int, line: str) ->
 
 def misused(dialect: Dialect, tools: Registry, number: int, action: Action) -> Rejection | None:
     """A call that parses but cannot be what the model meant: another tool written inside its
-    arguments (only when they are bare text: a JSON or quoted string may hold any text), or
+    arguments (only when they are bare text or an expression: a JSON or quoted string may
+    hold any text), or
     a parameter's name given as its value (copied from the tool list), or as a call around
     the value (`capital(country("Freedonia"))`)."""
     bare = not action.kwargs and action.args == (action.raw.strip(),)
-    if bare and (inner := inner_call(dialect, tools, action.raw)):
+    written = any(isinstance(v, Written) for v in action.kwargs.values())
+    if (bare or written) and (inner := inner_call(dialect, tools, action.raw)):
         if (early := split_call(action.raw, dialect.close)) is not None:  # `f('a') + f('b')`: f('a') first
             inner = action.tool, dialect.signature(action.tool, (early[0].strip()[: notices.PREVIEW],))
         return notices.nested_call(number, action.tool, *inner)

@@ -62,6 +62,7 @@ def test_python_literals_reach_a_python_tool_as_values():
         ("city='Paris', n=2", ((), {"city": "Paris", "n": 2})),
         ("'a', -1, None, True", (("a", -1, None, True), {})),
         ("2 + 3", (("2 + 3",), {})),  # an expression is text for the calculator, never evaluated
+        ("expression=127 * 83", ((), {"expression": "127 * 83"})),  # a keyword's expression: its text
         ("__import__('os').system('x')", (("__import__('os').system('x')",), {})),
         ("'a'), g('b'", (("'a'), g('b'",), {})),  # not one call's arguments: bare text
         ("**{'a': 1}", (("**{'a': 1}",), {})),
@@ -113,6 +114,13 @@ def test_a_tool_inside_another_gets_a_notice_naming_the_inner_call(line, fix):
     record = run(line + "\n", "Final Answer: x\n")
     assert record.calls[0].ran == () and record.calls[0].notices == ("protocol_violation.nested_call",)
     assert fix in code_lines(record)[0]
+
+
+def test_an_expression_given_by_keyword_reaches_the_calculator_as_its_text():
+    record = run("Action: calculator(expression=127 * 83)\n", "Final Answer: 10541\n")
+    assert code_lines(record)[0] == "Observation: 10541\n"
+    record = run('Action: calculator(expression=price("lamp") * 4)\n', "Final Answer: x\n")
+    assert record.calls[0].notices == ("protocol_violation.nested_call",)
 
 
 def test_text_in_a_string_argument_is_data_not_a_nested_call():
