@@ -27,6 +27,7 @@ prompt is harness.prompts; assembling a run from a scenario is harness.record.
 
 from __future__ import annotations
 
+import json
 import tomllib
 from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
@@ -39,7 +40,8 @@ from harness.dialects import DIALECTS
 from harness.errors import HarnessError, ScenarioError
 from harness.limits import Limits
 from harness.prompts import data_dir
-from harness.tools import BUILTINS, TRAITS, Tool, canned, from_function, import_function
+from harness.tools import BUILTINS, TRAITS, Tool, canned, from_function
+from harness.user_code import import_function
 from harness.workspace import TOOL_NAMES, Workspace
 
 _LIMITS = Limits()
@@ -95,15 +97,20 @@ class Scenario:
     workspace: dict[str, str] | None = None  # in-memory files for the workspace tools
     source: str = field(default="", compare=False)  # where it was read from, for messages
     base: Path | None = field(default=None, compare=False)  # its folder: prompt_file and Python tools live here
+    file: Path | None = field(default=None, compare=False)  # the .toml it was loaded from (absolute)
+    loaded: dict[str, Any] | None = field(default=None, compare=False, repr=False)  # its fields as loaded
 
     @classmethod
     def from_dict(cls, data: dict[str, Any], where: str, base: Path | None = None) -> Scenario:
-        return _parse(data, where, base)
+        """The fields as a saved transcript records them; no file is looked for (showing a
+        saved run never needs its template or tools: building the run checks them)."""
+        return _parse(data, where, base, check_files=False)
 
     def to_meta(self) -> dict[str, Any]:
         """Everything a replay needs except the completions (those are the model's spans)."""
         data = asdict(self)
-        del data["completions"], data["source"], data["base"]
+        for key in ("completions", "source", "base", "file", "loaded"):
+            del data[key]
         if self.prompt_file is None:  # files written before prompt_file existed stay the same
             del data["prompt_file"]
         data["tools"] = {spec.name: spec.to_meta() for spec in self.tools}
@@ -122,6 +129,12 @@ class Scenario:
     @property
     def limits(self) -> Limits:
         return Limits(self.max_steps, self.unknown_tool_limit, self.format_error_limit)
+
+    @property
+    def overrides(self) -> dict[str, Any]:
+        """The fields this run changed from the file as loaded (--max-steps, --no-stop, ...)."""
+        now = plain(self.to_meta())
+        return {} if self.loaded is None else {k: v for k, v in now.items() if self.loaded.get(k) != v}
 
 
 def find_scenario(name: str) -> Path:
@@ -149,7 +162,13 @@ def load_scenario(path: Path) -> Scenario:
         raise ScenarioError(str(path), "the file is not UTF-8 text") from None
     except tomllib.TOMLDecodeError as e:
         raise ScenarioError(str(path), f"malformed TOML: {e}") from None
-    return _parse(data, str(path), path.parent)
+    scenario = _parse(data, str(path), path.parent)
+    return replace(scenario, file=path.absolute(), loaded=plain(scenario.to_meta()))
+
+
+def plain(meta: dict[str, Any]) -> dict[str, Any]:
+    """The fields as a saved file holds them (JSON: a pair is a list)."""
+    return json.loads(json.dumps(meta))
 
 
 def shipped_scenarios() -> list[Path]:
@@ -158,12 +177,12 @@ def shipped_scenarios() -> list[Path]:
 
 # --- validation: one clear message naming the file and the field ---------------------
 
-_FIELDS = {f for f in Scenario.__dataclass_fields__ if f not in ("source", "base")}
+_FIELDS = {f for f in Scenario.__dataclass_fields__ if f not in ("source", "base", "file", "loaded")}
 _TOOL_NAME = regex.compile(r"[A-Za-z_][A-Za-z0-9_]{0,63}")  # what an Action line can name
 _TOOL_FIELDS = {"description", "params", "results", "default", "trait", "python"}
 
 
-def _parse(data: dict[str, Any], where: str, base: Path | None) -> Scenario:
+def _parse(data: dict[str, Any], where: str, base: Path | None, check_files: bool = True) -> Scenario:
     def fail(key: str, message: str) -> ScenarioError:
         return ScenarioError(f"{where}: {key}", message)
 
@@ -192,6 +211,8 @@ def _parse(data: dict[str, Any], where: str, base: Path | None) -> Scenario:
     if dialect not in DIALECTS:
         raise fail("dialect", f"unknown dialect {dialect!r} (known: {', '.join(DIALECTS)})")
     prompt = text("prompt", "default")
+    if not prompts.NAME.fullmatch(prompt) or ".." in prompt:  # by name only, never a path
+        raise fail("prompt", f"{prompt!r} is not a template name (letters, digits, - _ . only; no path)")
     prompt_file = data.get("prompt_file")
     if prompt_file is not None and not isinstance(prompt_file, str):
         raise fail("prompt_file", "must be a string")
@@ -231,7 +252,8 @@ def _parse(data: dict[str, Any], where: str, base: Path | None) -> Scenario:
         base=base,
     )
     try:
-        scenario.template()  # the template must exist, and be where a template may be
+        if check_files:
+            scenario.template()  # the template must exist, and be where a template may be
     except HarnessError as e:
         raise ScenarioError(e.where, e.message) from None
     return scenario
