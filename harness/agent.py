@@ -74,9 +74,7 @@ class Agent:
 
 def replay_agent(saved: RunRecord, where: str, emit: Emit, model: Model | None, root: Path) -> RunRecord:
     """The agent the file names, imported as it is now, run on the recorded turns (or `model`)."""
-    agent = import_object(saved.source.agent, root, f"{where}: metadata source.agent")
-    if not isinstance(agent, Agent):
-        raise HarnessError(f"{where}: metadata source.agent", f"{saved.source.agent!r} is a {type(agent).__name__}, not an Agent")
+    agent = _imported(saved, where, root)
     if model is None:
         from harness.record import turns_of
 
@@ -86,3 +84,17 @@ def replay_agent(saved: RunRecord, where: str, emit: Emit, model: Model | None, 
         elif saved.stop_reason is StopReason.CANCELED and saved.transcript.last_author is Author.MODEL:
             model = InterruptedModel(model, saved.steps, len(saved.transcript.spans[-1].text))
     return agent.run(saved.source.question, model, emit)
+
+
+def record_agent(saved: RunRecord, where: str, model: Model | None, root: Path) -> RunRecord:
+    """The agent the file names, run again on a live `model` (an Agent has no script of its own)."""
+    if model is None:
+        raise HarnessError(f"{where}: metadata source.agent", "an Agent has no script of its own: record it with a live model")
+    return _imported(saved, where, root).run(saved.source.question, model)
+
+
+def _imported(saved: RunRecord, where: str, root: Path) -> Agent:
+    agent = import_object(saved.source.agent, root, f"{where}: metadata source.agent")
+    if not isinstance(agent, Agent):
+        raise HarnessError(f"{where}: metadata source.agent", f"{saved.source.agent!r} is a {type(agent).__name__}, not an Agent")
+    return agent

@@ -121,18 +121,18 @@ def scenario_of(record: RunRecord, source: str) -> Scenario:
     return record.scenario.but(completions=turns_of(record))
 
 
-def rebuilt(record: RunRecord, where: str, folder: Path, root: Path) -> Scenario:
-    """The scenario the file names, loaded as it is now, with the run's overrides and the
-    recorded model turns."""
-    src = record.source
-    path = sources.resolve(src, where, folder, root, data_dir("transcripts"))
+def rebuilt(record: RunRecord, where: str, folder: Path, root: Path, keep_facts: bool = True) -> Scenario:
+    """The scenario the file names, loaded as it is now, with the run's overrides (without a
+    past live run's Ctrl-C and model error, unless `keep_facts`); its own completions."""
+    path = sources.resolve(record.source, where, folder, root, data_dir("transcripts"))
     now = load_scenario(path)
-    fields = (now.loaded or {}) | src.overrides
+    facts = () if keep_facts else ("interrupt", "model_error")
+    overrides = {k: v for k, v in record.source.overrides.items() if k not in facts}
     try:
-        changed = Scenario.from_dict(fields, f"{where}: metadata source.overrides", now.base)
+        changed = Scenario.from_dict((now.loaded or {}) | overrides, f"{where}: metadata source.overrides", now.base)
     except HarnessError as e:
         raise TranscriptFormatError(e.where, e.message) from None
-    return changed.but(completions=turns_of(record), source=now.source, file=now.file, loaded=now.loaded)
+    return changed.but(completions=now.completions, source=now.source, file=now.file, loaded=now.loaded)
 
 
 def replay(
@@ -155,7 +155,8 @@ def replay(
 
         record = replay_agent(saved, source, emit, model, root)
     else:
-        record = run_scenario(rebuilt(saved, source, folder, root), emit, model, root=root)
+        scenario = rebuilt(saved, source, folder, root).but(completions=turns_of(saved))
+        record = run_scenario(scenario, emit, model, root=root)
     if saved.source is not None:  # named as the file names it; the hash is the source's now
         record = record.but(source=saved.source.but(sha256=record.source.sha256 if record.source else ""))
     facts = with_facts(record, saved)
@@ -170,6 +171,24 @@ def with_facts(record: RunRecord, saved: RunRecord) -> RunRecord:
         replace(call, tokens=recorded[i]) if i < len(recorded) else call for i, call in enumerate(record.calls)
     )
     return record.but(calls=calls)
+
+
+def record_again(text: str, source: str, path: Path, root: Path, model: Model | None) -> str:
+    """The file recorded again: its source run now on `model` (None: a scenario's own
+    script), saved relative to `path`. Nothing of the old recording is kept but the run's
+    options (--max-steps, --no-stop); a past run's Ctrl-C or model error is not one."""
+    saved = load_record(text, source)
+    if saved.source is None:
+        raise TranscriptFormatError(source, "names no source, so it cannot be recorded again (save it again with harness run)")
+    if saved.source.agent is not None:
+        from harness.agent import record_agent
+
+        return record_agent(saved, source, model, root).saved
+    scenario = rebuilt(saved, source, path.parent, root, keep_facts=False)
+    record = run_scenario(scenario, model=model, root=root).placed(path)
+    if saved.source.origin == "root":  # named as the file named it
+        record = record.but(source=record.source.but(scenario=saved.source.scenario, origin="root"))
+    return record.saved
 
 
 def open_run(target: str) -> RunRecord:
