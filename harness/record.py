@@ -125,7 +125,7 @@ def rebuilt(record: RunRecord, where: str, folder: Path, root: Path, keep_facts:
     """The scenario the file names, loaded as it is now, with the run's overrides (without a
     past live run's Ctrl-C and model error, unless `keep_facts`); its own completions."""
     path = sources.resolve(record.source, where, folder, root, data_dir("transcripts"))
-    now = load_scenario(path)
+    now = load_scenario(path, sources.shown(path, root))
     facts = () if keep_facts else ("interrupt", "model_error")
     overrides = {k: v for k, v in record.source.overrides.items() if k not in facts}
     try:

@@ -150,19 +150,20 @@ def find_scenario(name: str) -> Path:
     raise ScenarioError(name, "no such file, and no shipped scenario has that name (see `harness list`)")
 
 
-def load_scenario(path: Path) -> Scenario:
+def load_scenario(path: Path, shown: str | None = None) -> Scenario:
+    """The scenario in `path`; messages name it as `shown` (by default the path itself)."""
     try:
         text = path.read_text(encoding="utf-8")
         if text.startswith("\ufeff"):
             raise ScenarioError(str(path), "the file begins with a byte-order mark; save it as UTF-8 without one")
         data = tomllib.loads(text)
     except OSError as e:
-        raise ScenarioError(str(path), f"cannot read the file ({e.strerror})") from None
+        raise ScenarioError(shown or str(path), f"cannot read the file ({e.strerror})") from None
     except UnicodeDecodeError:
-        raise ScenarioError(str(path), "the file is not UTF-8 text") from None
+        raise ScenarioError(shown or str(path), "the file is not UTF-8 text") from None
     except tomllib.TOMLDecodeError as e:
-        raise ScenarioError(str(path), f"malformed TOML: {e}") from None
-    scenario = _parse(data, str(path), path.parent)
+        raise ScenarioError(shown or str(path), f"malformed TOML: {e}") from None
+    scenario = _parse(data, shown or str(path), path.parent)
     return replace(scenario, file=path.absolute(), loaded=plain(scenario.to_meta()))
 
 

@@ -105,7 +105,7 @@ def resolve(source: Source, where: str, transcript_folder: Path, root: Path, shi
     if source.origin == "shipped":
         path = shipped / f"{source.scenario}.toml"
     else:
-        path = (transcript_folder if source.origin == "transcript" else root) / str(source.scenario)
+        path = Path(os.path.normpath((transcript_folder if source.origin == "transcript" else root) / str(source.scenario)))
     if not path.is_file():
         relative = "this file's folder" if source.origin == "transcript" else source.origin
         raise HarnessError(f"{where}: source", f"the scenario it was recorded from is gone: {source.scenario!r} (from {relative}, looked for {path})")
@@ -142,3 +142,8 @@ def from_meta(value: Any, where: str) -> Source:
     if not isinstance(overrides, dict):
         raise fail("overrides must be a table of scenario fields")
     return Source(scenario, origin, sha256=sha, overrides=overrides)
+
+
+def shown(path: Path, root: Path) -> str:
+    """A path as messages name it: relative to the project root when it lies inside it."""
+    return path.relative_to(root).as_posix() if path.is_relative_to(root) else str(path)
