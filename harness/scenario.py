@@ -8,16 +8,8 @@
     max_steps = 15                           # also unknown_tool_limit, format_error_limit
     completions = ["Thought: ...\\nAction: check_quota(nimbus)\\n", "..."]
 
-    [tools.calculator]                       # a built-in, as it is
-
-    [tools.check_quota]                      # a canned tool: results written per argument
-    description = "Storage used and allowed for an account"
-    params = ["account"]
+    [tools.check_quota]                      # the tools: harness.tool_specs
     results = { nimbus = "99.8 GB of 100 GB used" }
-    default = "no such account"              # optional: the answer for any other argument
-
-    [tools.search]                           # a Python function of your own, imported from
-    python = "mytools:search"                # mytools.py beside the scenario
 
 This module is the schema: the fields, their defaults and their checks. A saved
 transcript keeps the same fields (all but the completions) in its metadata, so
@@ -40,42 +32,10 @@ from harness.dialects import DIALECTS
 from harness.errors import HarnessError, ScenarioError
 from harness.limits import Limits
 from harness.prompts import data_dir
-from harness.tools import BUILTINS, TRAITS, Tool, canned, from_function
-from harness.user_code import import_function
-from harness.workspace import TOOL_NAMES, Workspace
+from harness.tool_specs import ToolSpec, parse_tool
+from harness.workspace import TOOL_NAMES
 
 _LIMITS = Limits()
-
-
-@dataclass(frozen=True)
-class ToolSpec:
-    name: str
-    description: str = ""
-    params: tuple[str, ...] = ("input",)
-    results: dict[str, str] | None = None  # None: the built-in of that name (or a Python tool)
-    default: str | None = None
-    trait: str | None = None
-    python: str | None = None  # "module:function", imported from the scenario's folder
-
-    def to_meta(self) -> dict[str, Any]:
-        fields = {"trait": self.trait, "python": self.python}
-        if self.results is not None:
-            fields |= {"description": self.description, "params": list(self.params), "results": self.results}
-            fields["default"] = self.default
-        return {k: v for k, v in fields.items() if v is not None}
-
-    def build(self, workspace: Workspace | None, base: Path | None, source: str = "") -> Tool:
-        if self.python is not None:
-            where = f"{source}: tools.{self.name}.python" if source else f"tools.{self.name}.python"
-            fn = import_function(self.python, base or Path.cwd(), where)
-            return from_function(fn, self.name, self.trait or "unknown")
-        if self.results is not None:
-            return canned(self.name, self.description, self.results, self.params, self.default, self.trait or "unknown")
-        if self.name in TOOL_NAMES and workspace is not None:
-            tool = next(t for t in workspace.tools() if t.name == self.name)
-        else:
-            tool = BUILTINS[self.name]()
-        return tool if self.trait is None else replace(tool, trait=self.trait)
 
 
 @dataclass(frozen=True)
@@ -180,7 +140,6 @@ def shipped_scenarios() -> list[Path]:
 
 _FIELDS = {f for f in Scenario.__dataclass_fields__ if f not in ("source", "base", "file", "loaded")}
 _TOOL_NAME = regex.compile(r"[A-Za-z_][A-Za-z0-9_]{0,63}")  # what an Action line can name
-_TOOL_FIELDS = {"description", "params", "results", "default", "trait", "python"}
 
 
 def _parse(data: dict[str, Any], where: str, base: Path | None, check_files: bool = True) -> Scenario:
@@ -240,7 +199,7 @@ def _parse(data: dict[str, Any], where: str, base: Path | None, check_files: boo
         prompt=prompt,
         prompt_file=prompt_file,
         dialect=dialect,
-        tools=tuple(_tool(name, spec, f"{where}: tools.{name}") for name, spec in tools.items()),
+        tools=tuple(parse_tool(name, spec, f"{where}: tools.{name}") for name, spec in tools.items()),
         max_steps=count("max_steps", _LIMITS.max_steps),
         unknown_tool_limit=count("unknown_tool_limit", _LIMITS.unknown_tool_limit),
         format_error_limit=count("format_error_limit", _LIMITS.format_error_limit),
@@ -283,37 +242,3 @@ def _pair(data: dict[str, Any], key: str, names: tuple[str, str], kind: type, wh
     if type(other) is not kind or (kind is int and other < 0):
         raise ScenarioError(f"{where}: {key}.{names[1]}", f"must be a {'whole number, 0 or more' if kind is int else 'string'}")
     return step, other
-
-
-def _tool(name: str, spec: Any, where: str) -> ToolSpec:
-    if not isinstance(spec, dict):
-        raise ScenarioError(where, "must be a table")
-    for key in spec:
-        if key not in _TOOL_FIELDS:
-            raise ScenarioError(f"{where}.{key}", f"unknown field (known: {', '.join(sorted(_TOOL_FIELDS))})")
-    trait = spec.get("trait")
-    if trait is not None and trait not in TRAITS:
-        raise ScenarioError(f"{where}.trait", f"must be one of {', '.join(TRAITS)}")
-    python = spec.get("python")
-    if python is not None and (extra := sorted(set(spec) - {"python", "trait"})):
-        raise ScenarioError(f"{where}.{extra[0]}", "does not go with python: the function's docstring and parameters say it")
-    if python is not None:
-        if not isinstance(python, str) or not regex.fullmatch(r"[A-Za-z_][\w.]{0,99}:[A-Za-z_]\w{0,63}", python):
-            raise ScenarioError(f"{where}.python", "must read 'module:function' (a module beside the scenario)")
-        return ToolSpec(name, trait=trait, python=python)
-    results = spec.get("results")
-    if results is None:
-        if name not in BUILTINS and name not in TOOL_NAMES:
-            builtins = ", ".join([*BUILTINS, *TOOL_NAMES])
-            raise ScenarioError(f"{where}.results", f"is required: {name!r} is not a built-in ({builtins})")
-        return ToolSpec(name, trait=trait)
-    if not isinstance(results, dict) or not all(isinstance(v, str) for v in results.values()):
-        raise ScenarioError(f"{where}.results", "must be a table of strings, one per argument")
-    description, params, default = spec.get("description"), spec.get("params", ["input"]), spec.get("default")
-    if not isinstance(description, str) or not description.strip():
-        raise ScenarioError(f"{where}.description", "is required: one line that tells the model what the tool does")
-    if not isinstance(params, list) or not all(isinstance(p, str) for p in params):
-        raise ScenarioError(f"{where}.params", "must be a list of parameter names")
-    if default is not None and not isinstance(default, str):
-        raise ScenarioError(f"{where}.default", "must be a string")
-    return ToolSpec(name, description, tuple(params), dict(results), default, trait)
