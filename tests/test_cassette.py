@@ -360,3 +360,22 @@ def test_harness_record_runs_each_source_live_and_the_plain_run_replays_it_offli
 def test_record_and_update_do_not_go_together(pytester, project):
     result = pytester.runpytest("--harness-record", "scripted", "--harness-update")
     assert result.ret == pytest.ExitCode.USAGE_ERROR
+
+
+def test_a_live_replay_check_compares_only_what_a_replay_can_reproduce(project, monkeypatch):
+    # Recorded with one server's counts, replayed live on another that counts differently:
+    # the same text is a match; the counts are facts of each recording, not drift.
+    first = Server(["Thought: check.\nAction: forecast(Oslo)\n", "Final Answer: rain\n"])
+    try:
+        assert invoke("run", "scenarios/weather.toml", "--model", "openai:fake", "--base-url", first.url, "--save", "live.txt").exit_code == 0
+    finally:
+        first.close()
+    saved = read(project / "live.txt")
+    write(project / "live.txt", saved.replace('"prompt_tokens": 40', '"prompt_tokens": 41'))
+    second = Server(["Thought: check.\nAction: forecast(Oslo)\n", "Final Answer: rain\n"])
+    try:
+        result = invoke("replay", "live.txt", "--check", "--model", "openai:fake", "--base-url", second.url)
+    finally:
+        second.close()
+    assert result.exit_code == 0, result.output
+    assert invoke("replay", "live.txt", "--check").exit_code == 0  # and offline
