@@ -21,7 +21,6 @@ Nothing here is needed to *show* a saved run: only `resolve` touches the disk.
 
 from __future__ import annotations
 
-import hashlib
 import json
 import os
 import sys
@@ -79,6 +78,8 @@ def for_scenario(file: Path, sha256: str, overrides: dict[str, Any], shipped: Pa
 
 def fingerprint(parts: Iterable[str | bytes]) -> str:
     """sha256 of the parts, each length-prefixed (so ("ab", "c") and ("a", "bc") differ)."""
+    import hashlib  # here: it loads OpenSSL, which a run that is never saved does not need
+
     digest = hashlib.sha256()
     for part in parts:
         data = part.encode("utf-8") if isinstance(part, str) else part

@@ -21,12 +21,12 @@ external tools such as a search engine or a quota API.
 from __future__ import annotations
 
 import ast
-import contextlib
 import inspect
 import io
 import json
 import math
 import operator
+import sys
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 from functools import cached_property
@@ -100,16 +100,17 @@ class Registry:
         # (str, bool) -> the text code splices in, and whether the tool succeeded
         """(observation text, ok). A failing tool is an observation, never a crash; what it
         prints goes into the observation, never onto harness's own output."""
-        printed = io.StringIO()
+        stdout, sys.stdout = sys.stdout, (printed := io.StringIO())  # as contextlib.redirect_stdout, cheaper
         try:
-            with contextlib.redirect_stdout(printed):
-                result, ok = self._tools[name].call(args, kwargs), True
+            result, ok = self._tools[name].call(args, kwargs), True
         except ToolError as e:
             result, ok = f"Error: {message(e)}", False
         except KeyboardInterrupt:  # a real Ctrl-C: the loop cancels the run
             raise
         except BaseException as e:  # user code may raise anything, SystemExit too: the model reads it
             result, ok = f"Error: {describe(e)}", False
+        finally:
+            sys.stdout = stdout
         if text := printed.getvalue():
             result = text + ("" if text.endswith("\n") else "\n") + result
         return result, ok

@@ -9,7 +9,6 @@ prints while importing is dropped. Only a real Ctrl-C goes on up.
 from __future__ import annotations
 
 import contextlib
-import hashlib
 import importlib
 import importlib.util
 import io
@@ -72,6 +71,8 @@ def import_object(ref: str, root: Path, field: str) -> Any:
 
 
 def _from_file(path: Path, module_name: str, field: str) -> Any:
+    import hashlib
+
     # Named by its path and its text: an edited file (in one long pytest session) is imported afresh.
     key = hashlib.sha256(str(path.resolve()).encode() + b"\0" + path.read_bytes()).hexdigest()[:16]
     unique = f"harness_tools_{key}_{module_name.replace('.', '_')}"
