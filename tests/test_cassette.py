@@ -379,3 +379,18 @@ def test_a_live_replay_check_compares_only_what_a_replay_can_reproduce(project, 
         second.close()
     assert result.exit_code == 0, result.output
     assert invoke("replay", "live.txt", "--check").exit_code == 0  # and offline
+
+
+def test_an_edit_that_changes_nothing_the_run_shows_still_fails_on_the_source_s_hash(pytester, project):
+    edit(project / "scenarios" / "weather_tools.py", "def forecast", "# a comment\ndef forecast")
+    result = pytester.runpytest()
+    result.assert_outcomes(failed=1)
+    result.stdout.fnmatch_lines(
+        [
+            "tests/transcripts/weather.txt: the records are the same; only the metadata differs",
+            "metadata that differs: source.sha256",
+            "the source was edited since this was recorded, and the run is the same: pytest --harness-update records its new hash",
+        ]
+    )
+    pytester.runpytest("--harness-update").assert_outcomes(passed=1)
+    pytester.runpytest().assert_outcomes(passed=1)
