@@ -216,6 +216,8 @@ def run(
         emit = _print_event
     root = Path.cwd()
     record = run_scenario(spec, _despite_a_closed_pipe(emit) if emit else nobody, live_model, peek or 0, root)
+    if live_model is not None:
+        record = record.but(model=model)  # a fact of the recording: which model made it
     if target is not None:  # the scenario named relative to the saved file, which replay finds it by
         record = record.placed(target)
         _write(save, record.saved, HEADER, "--save", target)

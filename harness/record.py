@@ -164,16 +164,16 @@ def replay(
 
 
 def with_facts(record: RunRecord, saved: RunRecord) -> RunRecord:
-    """The run with what only the recording knew put back: each call's token counts (a
-    replay cannot count a model's tokens; a live replay's own counts are not compared)."""
+    """The run with what only the recording knew put back: the model's name and each call's
+    token counts (a replay cannot count a model's tokens; a live replay's are not compared)."""
     recorded = [call.tokens for call in saved.calls]
     calls = tuple(
         replace(call, tokens=recorded[i]) if i < len(recorded) else call for i, call in enumerate(record.calls)
     )
-    return record.but(calls=calls)
+    return record.but(calls=calls, model=saved.model)
 
 
-def record_again(text: str, source: str, path: Path, root: Path, model: Model | None) -> str:
+def record_again(text: str, source: str, path: Path, root: Path, model: Model | None, name: str = "") -> str:
     """The file recorded again: its source run now on `model` (None: a scenario's own
     script), saved relative to `path`. Nothing of the old recording is kept but the run's
     options (--max-steps, --no-stop); a past run's Ctrl-C or model error is not one."""
@@ -183,9 +183,9 @@ def record_again(text: str, source: str, path: Path, root: Path, model: Model | 
     if saved.source.agent is not None:
         from harness.agent import record_agent
 
-        return record_agent(saved, source, model, root).saved
+        return record_agent(saved, source, model, root).but(model=name).saved
     scenario = rebuilt(saved, source, path.parent, root, keep_facts=False)
-    record = run_scenario(scenario, model=model, root=root).placed(path)
+    record = run_scenario(scenario, model=model, root=root).placed(path).but(model=name)
     if saved.source.origin == "root":  # named as the file named it
         record = record.but(source=record.source.but(scenario=saved.source.scenario, origin="root"))
     return record.saved

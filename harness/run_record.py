@@ -5,6 +5,7 @@
         stop_reason    why the loop stopped; final_answer, steps, detail (an error's message)
         calls          per model call: what was cut and by what, the tools that ran, the
                        notices code wrote, the model's own token counts when it gave them
+        model          the live model's name as the run was started with it ("" for a script)
         source         where the run came from (harness.source), so a replay rebuilds it from there
         scenario       the scenario's fields as the run used them: a record, for reading
 
@@ -58,6 +59,7 @@ class RunRecord:
     scenario: Scenario | None = None
     workspace: dict[str, str] | None = field(default=None, compare=False)  # files as the run left them
     source: Source | None = None
+    model: str = ""  # a fact of the recording, like the token counts: a replay keeps it
 
     @property
     def saved(self) -> str:
@@ -65,6 +67,8 @@ class RunRecord:
         meta: dict[str, Any] = {"stop_reason": self.stop_reason.value, "final_answer": self.final_answer, "steps": self.steps}
         if self.detail:
             meta["detail"] = self.detail
+        if self.model:
+            meta["model"] = self.model
         meta["cuts"] = {str(i): c.cut for i, c in enumerate(self.calls, 1) if c.cut}
         meta["calls"] = [c.to_meta() for c in self.calls]
         if self.source is not None:
@@ -114,8 +118,11 @@ def load_record(text: str, source: str = "<transcript>", base: Path | None = Non
             scenario = Scenario.from_dict(meta["scenario"], f"{source}: metadata scenario", base)
         except HarnessError as e:
             raise TranscriptFormatError(e.where, e.message) from None
+    model = meta.get("model", "")
+    if not isinstance(model, str) or len(model) > 1000:
+        raise fail("model", "must be the model's name, a string")
     source_ = from_meta(meta["source"], source) if "source" in meta else None
-    return RunRecord(transcript, StopReason(reason), answer, steps, detail, calls, scenario, source=source_)
+    return RunRecord(transcript, StopReason(reason), answer, steps, detail, calls, scenario, source=source_, model=model)
 
 
 _STEP = regex.compile(r"[1-9][0-9]{0,8}")  # ASCII digits only: "²".isdigit() is true, int("²") fails

@@ -354,6 +354,7 @@ def test_harness_record_runs_each_source_live_and_the_plain_run_replays_it_offli
     saved = read(project / SAVED)
     assert "model     | Action: forecast(Bergen)\n" in saved and "code      | Observation: rain in Bergen\n" in saved
     assert '"tokens": {"prompt_tokens": 40, "evaluated_tokens": null, "completion_tokens": 7}' in saved
+    assert '# model: "openai:fake"\n' in saved  # which model made it: a fact of the recording
     pytester.runpytest().assert_outcomes(passed=1)  # offline: no server now, the recorded turns and counts
 
 
@@ -371,10 +372,11 @@ def test_a_live_replay_check_compares_only_what_a_replay_can_reproduce(project, 
     finally:
         first.close()
     saved = read(project / "live.txt")
+    assert '# model: "openai:fake"\n' in saved
     write(project / "live.txt", saved.replace('"prompt_tokens": 40', '"prompt_tokens": 41'))
     second = Server(["Thought: check.\nAction: forecast(Oslo)\n", "Final Answer: rain\n"])
     try:
-        result = invoke("replay", "live.txt", "--check", "--model", "openai:fake", "--base-url", second.url)
+        result = invoke("replay", "live.txt", "--check", "--model", "openai:other", "--base-url", second.url)
     finally:
         second.close()
     assert result.exit_code == 0, result.output
@@ -394,3 +396,14 @@ def test_an_edit_that_changes_nothing_the_run_shows_still_fails_on_the_source_s_
     )
     pytester.runpytest("--harness-update").assert_outcomes(passed=1)
     pytester.runpytest().assert_outcomes(passed=1)
+
+
+def test_a_model_name_that_is_not_a_string_is_refused_in_one_line(tmp_path, monkeypatch):
+    from harness.record import run_scenario
+    from harness.scenario import find_scenario, load_scenario
+
+    text = run_scenario(load_scenario(find_scenario("calculator"))).saved.replace("# cuts:", "# model: 5\n# cuts:", 1)
+    write(tmp_path / "bad.txt", text)
+    monkeypatch.chdir(tmp_path)
+    result = invoke("show", "bad.txt")
+    assert result.exit_code == 2 and "bad.txt: metadata model: must be the model's name, a string" in result.stderr
