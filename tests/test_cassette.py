@@ -253,6 +253,17 @@ def test_replay_check_names_the_line_endings(tmp_path, monkeypatch):
     assert "crlf.txt:1: the file has Windows line endings (CRLF" in result.stderr and ".gitattributes" in result.stderr
 
 
+@pytest.mark.parametrize("command", [["show"], ["step", "--frame", "0"], ["export", "--html", "p.html"]])
+def test_every_command_that_reads_a_transcript_names_a_byte_order_mark(tmp_path, monkeypatch, command):
+    from harness.record import run_scenario
+    from harness.scenario import find_scenario, load_scenario
+
+    write(tmp_path / "bom.txt", "\ufeff" + run_scenario(load_scenario(find_scenario("nimbus"))).saved)
+    monkeypatch.chdir(tmp_path)
+    result = invoke(command[0], "bom.txt", *command[1:])
+    assert result.exit_code == 2 and "bom.txt:1: the file begins with a byte-order mark (BOM" in result.stderr
+
+
 def test_the_worked_example_ships_a_gitattributes_that_keeps_transcripts_byte_exact():
     example = Path(__file__).parent / "examples" / "support"
     assert "*.txt -text" in (example / ".gitattributes").read_text(encoding="utf-8").splitlines()
