@@ -418,3 +418,45 @@ def test_a_model_name_that_is_not_a_string_is_refused_in_one_line(tmp_path, monk
     monkeypatch.chdir(tmp_path)
     result = invoke("show", "bad.txt")
     assert result.exit_code == 2 and "bad.txt: metadata model: must be the model's name, a string" in result.stderr
+
+
+@pytest.mark.parametrize(
+    "source, says",
+    [
+        ("5", "must be a table naming a scenario or an agent"),
+        ('{"scenario": 5, "from": "root"}', "scenario must be a path or a name"),
+        ('{"scenario": "a.toml", "from": "anywhere"}', "from must be one of transcript, root, shipped"),
+        ('{"scenario": "/etc/a.toml", "from": "root"}', "scenario must be a relative path to a .toml file"),
+        ('{"scenario": "notes.txt", "from": "transcript"}', "scenario must be a relative path to a .toml file"),
+        ('{"scenario": "../nimbus", "from": "shipped"}', "a shipped scenario is named without a path"),
+        ('{"agent": "os", "question": "q"}', "agent must read 'module:attribute'"),
+        ('{"agent": "os:path", "question": 1}', "an agent's question must be a string"),
+        ('{"scenario": "nimbus", "from": "shipped", "sha256": "zz"}', "sha256 must be 64 hex digits"),
+        ('{"scenario": "nimbus", "from": "shipped", "overrides": []}', "overrides must be a table of scenario fields"),
+    ],
+)
+def test_a_bad_source_line_is_refused_in_one_line_by_every_command(tmp_path, monkeypatch, source, says):
+    from harness.record import run_scenario
+    from harness.scenario import find_scenario, load_scenario
+
+    text = run_scenario(load_scenario(find_scenario("nimbus"))).saved
+    start = text.index("# source: ")
+    write(tmp_path / "bad.txt", text[:start] + f"# source: {source}" + text[text.index("\n", start):])
+    monkeypatch.chdir(tmp_path)
+    for command in (["show"], ["replay", "--check"], ["step", "--frame", "0"]):
+        result = invoke(command[0], "bad.txt", *command[1:])
+        assert result.exit_code == 2, (command, result.output)
+        assert result.stderr == f"error: bad.txt: metadata source: {says}\n"
+
+
+def test_an_agent_source_that_is_not_an_agent_is_one_line(tmp_path, monkeypatch):
+    from harness.record import run_scenario
+    from harness.scenario import find_scenario, load_scenario
+
+    text = run_scenario(load_scenario(find_scenario("nimbus"))).saved
+    start = text.index("# source: ")
+    write(tmp_path / "a.txt", text[:start] + '# source: {"agent": "json:dumps", "question": "q"}' + text[text.index("\n", start):])
+    monkeypatch.chdir(tmp_path)
+    result = invoke("replay", "a.txt")
+    assert result.exit_code == 2 and result.stderr == "error: a.txt: metadata source.agent: 'json:dumps' is a function, not an Agent\n"
+    assert invoke("show", "a.txt").exit_code == 0  # showing it never imports anything
