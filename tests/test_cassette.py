@@ -82,6 +82,7 @@ def test_the_layout_of_scenarios_apart_from_their_saved_runs_replays(pytester, p
     saved = read(project / SAVED)
     assert '# source: {"scenario": "../../scenarios/weather.toml", "from": "transcript", "sha256": ' in saved
     pytester.runpytest().assert_outcomes(passed=1)
+    pytester.runpytest("-n", "2").assert_outcomes(passed=1)  # under pytest-xdist too
     assert invoke("replay", str(SAVED), "--check").exit_code == 0  # the command finds it the same way
 
 
@@ -120,7 +121,7 @@ def test_the_source_s_own_completions_are_not_the_recording(pytester, project):
     # The recorded turns are the model's: editing the scenario's script is not drift until recorded again.
     edit(project / "scenarios" / "weather.toml", "Final Answer: rain", "Final Answer: rain all day")
     pytester.runpytest().assert_outcomes(passed=1)
-    recorded = pytester.runpytest("--harness-record", "scripted")
+    recorded = pytester.runpytest("--harness-record", "scripted", "-n", "2")  # the workers' reports carry the list
     recorded.stdout.fnmatch_lines(["*harness --harness-record*", "rewrote tests/transcripts/weather.txt"])
     assert "model     | Final Answer: rain all day\n" in read(project / SAVED)
     pytester.runpytest().assert_outcomes(passed=1)
