@@ -51,9 +51,10 @@ class Agent:
     def setup(self, question: str) -> Setup:
         dialect, tools = get_dialect(self.dialect), self.registry()
         variables = {"question": question, "tools": tools.render(dialect.signature)}
+        filled = prompts.fill(self.prompt, variables, "Agent.prompt")
         buffer = Transcript()
-        buffer.append(Author.DEVELOPER, prompts.fill(self.prompt, variables, "Agent.prompt"))
-        return Setup(buffer, dialect, tools, self.limits)
+        buffer.append(Author.DEVELOPER, filled.text)
+        return Setup(buffer, dialect, tools, self.limits, frames=filled.frames)
 
     def registry(self) -> Registry:
         return Registry(t if isinstance(t, Tool) else from_function(t) for t in self.tools)

@@ -14,14 +14,16 @@ match in well under a millisecond; on a short line the timer costs more than the
                                  with "Thought:"
 
 Arguments, in all: empty; a JSON value (an object means keyword arguments); several
-JSON values separated by commas (positional arguments); or else the bare text as one
-string. A line is an Action line if it begins (after spaces) with the word `Action`, and
+JSON values separated by commas (positional arguments); a Python-style call's arguments
+as code models write them (`'Paris'`, `city="Paris"`, `2, [1, 2]`: literals only, read by
+the parser and never run); or else the bare text as one string. A line is an Action line if it begins (after spaces) with the word `Action`, and
 the final answer's line if it begins with `Final Answer:`; the rest is thinking.
 harness.governor reads a completion line by line with these rules, live or whole.
 """
 
 from __future__ import annotations
 
+import ast
 import json
 from typing import Any
 
@@ -37,12 +39,13 @@ _JSON_STARTS = frozenset('{["-0123456789tfnNI')  # a JSON value begins with one 
 
 
 def parse_args(raw: str) -> tuple[tuple[Any, ...], dict[str, Any]]:
-    """'' -> no args; '{"a": 1}' -> kwargs; '"x"' or '42' -> one arg; '1, "b"' -> two; else the text."""
+    """'' -> no args; '{"a": 1}' -> kwargs; '"x"' or '42' -> one arg; '1, "b"' -> two;
+    "'x'" -> one arg; 'city="Paris"' -> kwargs; else the text."""
     text = raw.strip()
     if not text:
         return (), {}
     if text[0] not in _JSON_STARTS:  # neither `text` nor `[text]` can be JSON: skip both tries
-        return (text,), {}
+        return _python_args(text) or ((text,), {})
     if len(text) < 16 and text.isascii() and text.isdigit() and (text[0] != "0" or len(text) == 1):
         return (int(text),), {}  # what json.loads makes of it, without the decoder
     for candidate, several in ((text, False), (f"[{text}]", True)):
@@ -53,7 +56,65 @@ def parse_args(raw: str) -> tuple[tuple[Any, ...], dict[str, Any]]:
         if several:
             return tuple(value), {}
         return ((), value) if isinstance(value, dict) else ((value,), {})
-    return (text,), {}
+    return _python_args(text) or ((text,), {})
+
+
+_PY_HINTS = frozenset("'\"=")  # a Python-style call that JSON did not read has one of these
+_PLAIN = (str, int, float, bool, type(None))
+_DEPTH = 20  # nesting of lists and dicts in one argument
+
+
+def _python_args(text: str) -> tuple[tuple[Any, ...], dict[str, Any]] | None:
+    """The arguments of `f(text)` if they are all plain literals, else None. ast.parse only
+    reads (it runs nothing); its parser refuses deep nesting; the text is at most ARGS_MAX."""
+    if not _PY_HINTS.intersection(text):
+        return None  # bare text (`nimbus`, `2 + 3`): not worth a parse
+    try:
+        call = ast.parse(f"f({text})", mode="eval").body
+        if not isinstance(call, ast.Call) or not isinstance(call.func, ast.Name) or call.func.id != "f":
+            return None  # `'a'), g(` closes the call early: not one call's arguments
+        if any(isinstance(a, ast.Starred) for a in call.args) or any(k.arg is None for k in call.keywords):
+            return None
+        args = tuple(_literal(a) for a in call.args)
+        return args, {k.arg: _literal(k.value) for k in call.keywords}
+    except (SyntaxError, ValueError, TypeError, RecursionError, MemoryError):
+        return None
+
+
+def _literal(node: ast.AST, depth: int = 0) -> Any:
+    """A literal of JSON's kinds (a tuple becomes a list); anything else is a ValueError."""
+    if depth > _DEPTH:
+        raise ValueError("nested too deeply")
+    if isinstance(node, ast.Constant) and isinstance(node.value, _PLAIN):
+        return node.value
+    if isinstance(node, ast.UnaryOp) and isinstance(node.op, ast.USub) and isinstance(node.operand, ast.Constant):
+        value = node.operand.value
+        if type(value) in (int, float):
+            return -value
+    if isinstance(node, (ast.List, ast.Tuple)):
+        return [_literal(e, depth + 1) for e in node.elts]
+    if isinstance(node, ast.Dict) and all(isinstance(k, ast.Constant) and isinstance(k.value, str) for k in node.keys):
+        return {k.value: _literal(v, depth + 1) for k, v in zip(node.keys, node.values)}
+    raise ValueError("not a plain literal")
+
+
+def split_call(rest: str, close: str) -> tuple[str, str] | None:
+    """'6.5 * 340) * 1.80' -> ('6.5 * 340', ' * 1.80'): the arguments up to the bracket that
+    closes the call, and what follows it; None if it never closes. One pass, quotes skipped."""
+    opening = {")": "(", "]": "["}[close]
+    depth, quote = 0, ""
+    for i, ch in enumerate(rest):
+        if quote:
+            quote = "" if ch == quote else quote
+        elif ch in "'\"":
+            quote = ch
+        elif ch == opening:
+            depth += 1
+        elif ch == close:
+            if depth == 0:
+                return rest[:i], rest[i + 1 :]
+            depth -= 1
+    return None
 
 
 def _search(pattern: regex.Pattern[str], text: str) -> regex.Match[str] | None:
@@ -86,6 +147,11 @@ class Dialect:
     _action: regex.Pattern[str]
     _markers: tuple[tuple[str, str, bool], ...] = (("answer", "Final Answer:", False), ("action", "Action", True))
     _marker_firsts = frozenset(word[0] for _, word, _ in _markers)  # (and again for each subclass's own)
+    close = ")"  # the bracket that ends a call's arguments
+    _loose = regex.compile(
+        r"^[ \t]*Action[ \t]*\d{0,6}[ \t]*:[ \t]*(?P<tool>[A-Za-z_][A-Za-z0-9_]{0,63})[ \t]*[(\[]"
+        rf"(?P<rest>[^\r\n]{{0,{ARGS_MAX}}})",
+    )
     max_actions = 1  # Action lines that may run from one completion
     answer_needs_neutral = False  # the answer opens only after neutral actions
     required_prefix: str | None = None  # a completion must begin with this
@@ -109,7 +175,9 @@ class Dialect:
         raise NotImplementedError
 
     def notice(self, step: int, payload: dict[str, Any]) -> str:
-        return f"Notice: {json.dumps(payload, ensure_ascii=False)}\n"
+        """A notice as the model reads it: one plain sentence that names the fix (the
+        structured fields go to the events and the record)."""
+        return f"Notice: {payload['message']}\n"
 
     def signature(self, name: str, params: tuple[str, ...]) -> str:
         """How the prompt's tool list writes a call."""
@@ -129,6 +197,12 @@ class Dialect:
             if verdict:
                 return kind
         return "thinking"
+
+    def loose_call(self, line: str) -> tuple[str, str] | None:
+        """(tool, text after the opening bracket) of an Action line that names a tool, parsed or not."""
+        if m := _search(self._loose, line):
+            return m["tool"], m["rest"]
+        return None
 
     def read_action(self, line: str) -> Action | None:
         if m := _search(self._action, line):
@@ -168,6 +242,7 @@ class ReactPaperDialect(Dialect):
     """The ReAct paper's numbered form. Code writes the `Thought k:` cue; the model goes on."""
 
     name = "react-paper"
+    close = "]"
     expected_action = "`Action k: Tool[argument]`"
     expected = "`Action k: Tool[argument]` on a line of its own, or `Action k: Finish[your answer]`"
     _markers = (("action", "Action", True),)
@@ -187,7 +262,7 @@ class ReactPaperDialect(Dialect):
         return f"Observation {step}: {result}\n"
 
     def notice(self, step: int, payload: dict[str, Any]) -> str:
-        return f"Notice {step}: {json.dumps(payload, ensure_ascii=False)}\n"
+        return f"Notice {step}: {payload['message']}\n"
 
     def signature(self, name: str, params: tuple[str, ...]) -> str:
         return f"{name}[{', '.join(params)}]"
@@ -217,6 +292,10 @@ class GovernedDialect(DefaultDialect):
 
     def observation(self, step: int, number: int, result: str) -> str:
         return f"Observation {number}: {result}\n"  # numbered like the Action lines it answers
+
+    def notice(self, step: int, payload: dict[str, Any]) -> str:
+        """Seed 000's notice: the whole structured diagnosis, inline, as JSON."""
+        return f"Notice: {json.dumps(payload, ensure_ascii=False)}\n"
 
 
 DIALECTS: dict[str, type[Dialect]] = {d.name: d for d in (DefaultDialect, ReactPaperDialect, GovernedDialect)}

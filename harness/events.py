@@ -18,6 +18,7 @@ class StopReason(StrEnum):
     MAX_STEPS = "max_steps"  # the step limit was reached first
     UNKNOWN_TOOL_LIMIT = "unknown_tool_limit"  # too many unknown tools in a row
     FORMAT_ERROR_LIMIT = "format_error_limit"  # too many replies without a usable action in a row
+    REPEATED_CALL_LIMIT = "repeated_call_limit"  # the same failing call, made again too often
     MODEL_EXHAUSTED = "model_exhausted"  # a scripted model ran out of completions
     CANCELED = "canceled"  # interrupted (Ctrl-C); the partial transcript is kept
     MODEL_ERROR = "model_error"  # the model failed to answer

@@ -142,7 +142,7 @@ class Governor:
         if self.answer is not None and self.answer.status == "allowed":
             answer = self.dialect.answer_text(self.answer.text)
         if not self.actions and self.answer is None and not rejections:
-            rejections = (notices.no_action(self.dialect.expected),)
+            rejections = (notices.no_action(self.dialect.expected_action),)
         return Round(
             lanes=lanes,
             actions=tuple([(n, a) for n, a, _ in self.actions]),

@@ -1,7 +1,9 @@
 """Judging a complete Action line, and whether the final answer may open.
 
-    judge_action   must parse, name a known tool, stay within the dialect's number of
-                   actions per reply, and not depend on an accepted action's unseen result
+    judge_action   must parse, name a known tool, call one tool (not one inside another),
+                   give values (not the parameters' names), stay within the dialect's
+                   number of actions per reply, and not depend on an accepted action's
+                   unseen result
     judge_answer   in a dialect that asks for it, only neutral actions may come before
 
 Each returns None when the candidate passes, else the Rejection (worded in
@@ -13,9 +15,11 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
+import regex
+
 from harness import notices
 from harness.decisions import Action, Rejection
-from harness.dialects import ARGS_MAX
+from harness.dialects import ARGS_MAX, split_call
 from harness.traits import answer_may_open, compatible
 
 if TYPE_CHECKING:
@@ -35,9 +39,11 @@ def judge_action(
     if answered:
         return notices.action_after_answer(number, action)
     if action is None:
-        return notices.tool_call_invalid(number, line, dialect.expected_action, dialect.expected, ARGS_MAX)
+        return why_not(dialect, tools, number, line)
     if tools is not None and action.tool not in tools:
         return notices.unknown_tool(number, action.tool, tools.names)
+    if tools is not None and (rejection := misused(dialect, tools, number, action)):
+        return rejection
     if len(accepted) >= dialect.max_actions:
         return notices.too_many_actions(number, action.tool, dialect.max_actions)
     trait = trait_of(tools, action.tool)
@@ -51,3 +57,58 @@ def judge_answer(dialect: Dialect, accepted: Accepted) -> Rejection | None:
     if not dialect.answer_needs_neutral or answer_may_open(trait for _, _, trait in accepted):
         return None
     return notices.answer_withheld(accepted)
+
+
+# --- what is wrong with a call, said so that the model can fix it ------------------------
+
+_NAME = regex.compile(r"(?<![A-Za-z0-9_])([A-Za-z_][A-Za-z0-9_]{0,63})[ \t]*[(\[]")
+_LOOKED_AT = 50  # names followed by a bracket examined in one argument text
+
+
+def inner_call(dialect: Dialect, tools: Registry, text: str) -> tuple[str, str] | None:
+    """(tool, its call as written) for the first known tool called inside `text`."""
+    for i, m in enumerate(_NAME.finditer(text)):
+        if i == _LOOKED_AT:
+            break
+        if m[1] in tools:
+            args = split_call(text[m.end() :], dialect.close)
+            inner = args[0].strip() if args is not None else "..."
+            return m[1], dialect.signature(m[1], (inner[: notices.PREVIEW],))
+    return None
+
+
+def why_not(dialect: Dialect, tools: Registry | None, number: int, line: str) -> Rejection:
+    """An Action line that does not parse: a call inside a call, text after the call, or else."""
+    loose = dialect.loose_call(line) if len(line) <= ARGS_MAX else None
+    if loose is not None:
+        tool, rest = loose
+        if tools is not None and (inner := inner_call(dialect, tools, rest)):
+            return notices.nested_call(number, tool, *inner)
+        split = split_call(rest, dialect.close)
+        if split is not None and split[1].strip():
+            return notices.after_call(number, tool, split[0].strip(), split[1], dialect.close)
+    example = None  # a call to copy: of the tool the line names (`Use the capital(country) tool`), or the first tool's
+    if tools is not None and len(line) <= ARGS_MAX:
+        named = inner_call(dialect, tools, line)
+        tool = tools[named[0]] if named else next((t for t in tools if t.example), None)
+        if tool is not None:
+            example = dialect.signature(tool.name, (tool.example,)) if tool.example else f"{tool.name}(...)"
+    return notices.tool_call_invalid(number, line, dialect.expected_action, dialect.expected, ARGS_MAX, example)
+
+
+def misused(dialect: Dialect, tools: Registry, number: int, action: Action) -> Rejection | None:
+    """A call that parses but cannot be what the model meant: another tool written inside its
+    arguments (only when they are bare text: a JSON or quoted string may hold any text), or
+    a parameter's name given as its value (copied from the tool list)."""
+    bare = not action.kwargs and action.args == (action.raw.strip(),)
+    if bare and (inner := inner_call(dialect, tools, action.raw)):
+        if (early := split_call(action.raw, dialect.close)) is not None:  # `f('a') + f('b')`: f('a') first
+            inner = action.tool, dialect.signature(action.tool, (early[0].strip()[: notices.PREVIEW],))
+        return notices.nested_call(number, action.tool, *inner)
+    tool = tools[action.tool]
+    given = [(p, a) for p, a in zip(tool.params, action.args)] + list(action.kwargs.items())
+    for param, value in given:
+        if isinstance(value, str) and value.strip(" <>{}[]'\"`").casefold() == param.casefold():
+            example = dialect.signature(tool.name, (tool.example,)) if tool.example else f"{tool.name}(...) with a real value"
+            return notices.placeholder(number, tool.name, param, example)
+    return None

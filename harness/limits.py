@@ -3,16 +3,19 @@
     max_steps            model calls in all                      -> max_steps
     unknown_tool_limit   replies in a row naming unknown tools    -> unknown_tool_limit
     format_error_limit   replies in a row without a usable action -> format_error_limit
+    repeat_limit         failing calls made again unchanged       -> repeated_call_limit
+                         (same tool, same arguments, same error)
 
-A known tool that runs resets both counts; 0 turns a count-limit off. The defaults are
-written here and nowhere else.
+A known tool that runs resets the first two counts; 0 turns a count-limit off. The
+defaults are written here and nowhere else.
 """
 
 from __future__ import annotations
 
+import json
 from dataclasses import dataclass
 
-from harness.decisions import Round
+from harness.decisions import Action, Round
 from harness.events import StopReason
 
 
@@ -21,13 +24,31 @@ class Limits:
     max_steps: int = 15
     unknown_tool_limit: int = 2
     format_error_limit: int = 3
+    repeat_limit: int = 2
 
 
 class Tally:
-    """Counts the replies in a row that ran nothing; says when a limit is reached."""
+    """Counts the replies in a row that ran nothing, and the failing calls made again;
+    says when a limit is reached."""
 
     def __init__(self, limits: Limits) -> None:
         self.limits, self.unknown_tools, self.format_errors = limits, 0, 0
+        self.failed: dict[tuple[str, str, str], int] = {}  # (tool, arguments, error) -> the step it was first made
+        self.repeats = 0
+
+    def again(self, step: int, action: Action, error: str) -> int | None:
+        """A call that failed: the step where the same call failed the same way, or None."""
+        key = (action.tool, json.dumps([action.args, action.kwargs], sort_keys=True, default=str), error)
+        first = self.failed.setdefault(key, step)
+        if first == step:
+            return None
+        self.repeats += 1
+        return first
+
+    def repeated_too_often(self) -> StopReason | None:
+        if self.repeats and self.repeats == self.limits.repeat_limit:
+            return StopReason.REPEATED_CALL_LIMIT
+        return None
 
     def after(self, decided: Round) -> StopReason | None:
         if decided.actions:

@@ -11,8 +11,9 @@
 What it adds: the completion streams through the stop scanner (harness.stop) and the
 lanes' gates (harness.governor), which decide what the user sees and which actions run;
 every rejected candidate becomes a notice written by code, so the model learns exactly
-which rule it broke; limits end a run with a named stop reason (harness.limits); every
-step is an event, and the run ends as one RunRecord that every view reads.
+which rule it broke; a chat template's frames (harness.prompts) put what code writes in a
+turn of its own; limits end a run with a named stop reason (harness.limits); every step
+is an event, and the run ends as one RunRecord that every view reads.
 """
 
 from __future__ import annotations
@@ -41,8 +42,9 @@ from harness.events import (
 )
 from harness.governor import Governor
 from harness.limits import Limits, Tally
-from harness.notices import more_rejections
+from harness.notices import more_rejections, repeated_call
 from harness.model import Model, ModelError, ModelExhausted, TokenUsage
+from harness.prompts import Frames
 from harness.run_record import CallRecord, RunRecord
 from harness.stop import StopScanner
 from harness.tools import Registry
@@ -64,6 +66,7 @@ class Setup:
     use_stop: bool = True  # False shows what the model writes when nothing cuts it
     peek: int = 0  # characters read past a stop, only to show what it prevented (UNLIMITED: all)
     send_stop: bool = True  # False: the server is not told the stops; only the scanner cuts
+    frames: Frames = Frames()  # the developer's text around code's turn (a chat template's)
 
 
 def nobody(event: Event) -> None:
@@ -72,12 +75,12 @@ def nobody(event: Event) -> None:
 
 def run(setup: Setup, model: Model, emit: Emit = nobody) -> RunRecord:
     dialect, tally = setup.dialect, Tally(setup.limits)
-    out = Writer(setup.transcript, dialect, emit)
+    out = Writer(setup.transcript, dialect, emit, setup.frames)
     step = 0
     try:
         while step < setup.limits.max_steps:
             step += 1
-            out.code(dialect.cue(step))
+            out.cue(dialect.cue(step))  # closing code's turn first, if a chat template frames it
             call = complete(model, step, setup, emit)
             out.answered(call)  # the completion, verbatim, even when empty
             decided = call.ended.round
@@ -91,6 +94,10 @@ def run(setup: Setup, model: Model, emit: Emit = nobody) -> RunRecord:
                 if ok and setup.tools[action.tool].ends_run:  # finish(message): done, at once
                     return out.stop(StopReason.FINAL_ANSWER, step, result)
                 out.code(dialect.observation(step, number, result))
+                if not ok and (first := tally.again(step, action, result)):
+                    out.notice(step, repeated_call(number, action.tool, first))
+            if reason := tally.repeated_too_often():
+                return out.stop(reason, step)
         return out.stop(StopReason.MAX_STEPS, step)
     except Canceled as c:
         out.canceled(c.shown)
@@ -112,9 +119,10 @@ class Canceled(Exception):
 class Writer:
     """Every append to the buffer goes through here, with its event; it keeps the record."""
 
-    def __init__(self, buffer: Transcript, dialect: Dialect, emit: Emit) -> None:
-        self.buffer, self.dialect, self.emit = buffer, dialect, emit
+    def __init__(self, buffer: Transcript, dialect: Dialect, emit: Emit, frames: Frames = Frames()) -> None:
+        self.buffer, self.dialect, self.emit, self.frames = buffer, dialect, emit, frames
         self.listening = emit is not nobody
+        self.codes_turn = False  # code has written since the model's last turn
         self.calls: list[CallRecord] = []  # the model calls that are over
         self._call: tuple[str, str, dict | None] | None = None  # the current one: cut, cut_by, tokens
         self._ran: list[str] = []  # its tools that ran
@@ -132,12 +140,27 @@ class Writer:
         self.buffer.append(author, text)
         self.tell(Appended, author, text)
 
-    def code(self, text: str) -> None:
+    def code(self, text: str, framed: bool = True) -> None:
         """Code's lines always start on a line of their own, and never hold a control token:
-        a tool result with `<|im_end|>` in it must not end the model's turn."""
+        a tool result with `<|im_end|>` in it must not end the model's turn. With frames,
+        the developer's `before_code` opens code's turn first (its control tokens are the
+        developer's, written as the template has them)."""
         if text:
+            if framed and not self.codes_turn:
+                self.codes_turn = True
+                if self.frames.before_code:
+                    self.write(Author.DEVELOPER, self.frames.before_code)
             fresh = not self.buffer.text or self.buffer.text.endswith("\n")
             self.write(Author.CODE, ("" if fresh else "\n") + neutralise(text))
+
+    def cue(self, text: str) -> None:
+        """Just before a model call: the developer's `after_code` and `cue` close code's turn
+        (if it wrote one), then the dialect's own cue (`Thought 2:`), which is code's."""
+        if self.codes_turn:
+            self.codes_turn = False
+            if after := self.frames.after_code + self.frames.cue:
+                self.write(Author.DEVELOPER, after)
+        self.code(text, framed=False)
 
     def answered(self, call: Call) -> None:
         """The model's completion goes into the buffer as it is; its facts into the record."""

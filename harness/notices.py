@@ -1,8 +1,11 @@
 """The wording of every rejection: what rule was broken, and the exact format to use.
 
 A notice is self-sufficient (seed 000): the model may never see its rejected text again,
-so the notice itself names the tool, the rule and what to write instead. Each function
-returns one Rejection; harness.governor decides when, this module only says what.
+so the notice itself names the tool, the rule and what to write instead. Its message is
+one plain sentence that names the fix, written for a small model to act on (the default
+and react-paper dialects write only the message; the governed dialect, as seed 000 does,
+the whole structured diagnosis). Each function returns one Rejection; harness.governor
+and harness.loop decide when, this module only says what.
 """
 
 from __future__ import annotations
@@ -14,10 +17,11 @@ from harness.decisions import Action, Rejection
 PREVIEW = 80  # characters of a rejected generation quoted back in its notice
 
 
-def no_action(expected: str) -> Rejection:
+def no_action(expected_action: str) -> Rejection:
     return Rejection(
         "protocol_violation.no_action",
-        f"The reply has no Action line and no final answer. Write {expected}.",
+        f"Your reply has no Action line, so no tool ran. Call a tool now, on a line of its own: "
+        f"{expected_action}. Write `Final Answer:` only when an observation has given you the answer.",
         violations=("no Action line", "no final answer"),
     )
 
@@ -32,7 +36,9 @@ def action_after_answer(number: int, action: Action | None) -> Rejection:
     )
 
 
-def tool_call_invalid(number: int, line: str, expected_action: str, expected: str, args_max: int) -> Rejection:
+def tool_call_invalid(
+    number: int, line: str, expected_action: str, expected: str, args_max: int, example: str | None = None
+) -> Rejection:
     if len(line) > args_max:  # the real cause, not a puzzling "does not read"
         return Rejection(
             "protocol_violation.tool_call_invalid",
@@ -42,13 +48,65 @@ def tool_call_invalid(number: int, line: str, expected_action: str, expected: st
             None,
             (f"Action line of {len(line):,} characters, over the limit of {args_max:,}",),
         )
+    fix = f"Write the call alone on its line, as in Action: {example}" if example else f"Write {expected}."
     return Rejection(
         "protocol_violation.tool_call_invalid",
-        f"Action line {number} does not read {expected_action}; it did not run. Write {expected}.",
+        f"Action line {number} does not read {expected_action}; it did not run. {fix}",
         number,
         None,
         (f"not of the form {expected_action}: {line.strip()[:PREVIEW]!r}",),
     )
+
+
+def after_call(number: int, tool: str, args: str, after: str, close: str) -> Rejection:
+    arithmetic = after.strip()[:1] in "+-*/%"
+    fix = f"{tool}({args} {after.strip()})" if arithmetic and close == ")" else f"{tool}({args})"
+    return Rejection(
+        "protocol_violation.text_after_call",
+        f"Action line {number} goes on after the `{close}` that ends the call ({_quote(after.strip())}); "
+        f"it did not run. Put everything inside the brackets and end the line there: Action: {fix}",
+        number,
+        tool,
+        (f"text after the closing {close!r}: {_quote(after.strip())}",),
+    )
+
+
+def nested_call(number: int, tool: str, inner: str, inner_call: str) -> Rejection:
+    return Rejection(
+        "protocol_violation.nested_call",
+        f"Action line {number} holds a call to {inner} as well as {tool}; one Action line runs one tool, "
+        f"so nothing ran. Call {inner} first, on a line of its own: Action: {inner_call} "
+        "Then use the result its observation gives you.",
+        number,
+        tool,
+        (f"{inner} called inside {tool}",),
+    )
+
+
+def placeholder(number: int, tool: str, param: str, example: str) -> Rejection:
+    return Rejection(
+        "protocol_violation.placeholder",
+        f"`{param}` is the name of {tool}'s parameter, not a value; it did not run. "
+        f"Write the value itself, as in Action: {example}",
+        number,
+        tool,
+        (f"the argument is the parameter name {param!r}",),
+    )
+
+
+def repeated_call(number: int, tool: str, first_step: int) -> Rejection:
+    return Rejection(
+        "protocol_violation.repeated_call",
+        f"You already made exactly this call in step {first_step} and got the same error; repeating "
+        f"it will not help. Change the arguments to {tool} as the error says, or call another tool.",
+        number,
+        tool,
+        (f"the same failing call as in step {first_step}",),
+    )
+
+
+def _quote(text: str) -> str:
+    return repr(text[:PREVIEW] + ("…" if len(text) > PREVIEW else ""))
 
 
 def unknown_tool(number: int, tool: str, valid: Iterable[str]) -> Rejection:

@@ -9,18 +9,53 @@ dollar sign). It is found in one of two ways, and no other:
 
 so a scenario or a saved transcript can never make harness read any other file. A
 variable nobody supplies is an error, never left as it is.
+
+A template for a chat model may begin with its turn frames, TOML between two `+++` lines:
+
+    +++
+    before_code = "<|im_end|>\n<|im_start|>user\n"        # closes the model's turn, opens code's
+    after_code = "<|im_end|>\n<|im_start|>assistant\n"    # closes code's turn, opens the model's
+    cue = "Thought:"                                      # optional: the model's next turn begins so
+    +++
+    <|im_start|>system ...
+
+The loop writes these strings around what code writes (observations, notices), tagged
+`developer`: they are the developer's text, control tokens and all, while code's own text
+never holds one. So an observation arrives as a turn of its own, as chat models expect.
 """
 
 from __future__ import annotations
 
 import string
+import tomllib
+from dataclasses import dataclass
 from pathlib import Path
+from typing import NamedTuple
 
 import regex
 
 from harness.errors import TemplateError
 
 NAME = regex.compile(r"[A-Za-z0-9][A-Za-z0-9_.-]{0,63}")
+FRAME_KEYS = ("before_code", "after_code", "cue")
+FRAME_MAX = 1_000  # characters of one frame string
+
+
+@dataclass(frozen=True)
+class Frames:
+    """The developer's text around code's turn; empty strings frame nothing (a plain template)."""
+
+    before_code: str = ""  # after the model's text, before code's first line
+    after_code: str = ""  # after code's last line, before the model is called again
+    cue: str = ""  # written after `after_code`: the start of the model's next turn
+
+    def __bool__(self) -> bool:
+        return bool(self.before_code or self.after_code or self.cue)
+
+
+class Filled(NamedTuple):
+    text: str  # the template's body with its $variables filled in: the start of the buffer
+    frames: Frames
 
 
 def data_dir(name: str) -> Path:
@@ -53,8 +88,8 @@ def by_path(relative: str, folder: Path, field: str = "prompt_file") -> Path:
     return path
 
 
-def render(path: Path, variables: dict[str, str]) -> str:
-    """The template at `path` with its $variables filled in."""
+def render(path: Path, variables: dict[str, str]) -> Filled:
+    """The template at `path` with its $variables filled in, and its frames."""
     try:
         text = path.read_text(encoding="utf-8")
     except OSError as e:
@@ -64,12 +99,32 @@ def render(path: Path, variables: dict[str, str]) -> str:
     return fill(text, variables, str(path))
 
 
-def fill(text: str, variables: dict[str, str], where: str) -> str:
+def fill(text: str, variables: dict[str, str], where: str) -> Filled:
     """A template's text with its $variables filled in; `where` names it in an error."""
+    body, frames = split_frames(text, where)
     try:
-        return string.Template(text).substitute(variables)
+        return Filled(string.Template(body).substitute(variables), frames)
     except KeyError as e:
         supplied = ", ".join(f"${v}" for v in variables)
         raise TemplateError(where, f"uses ${e.args[0]}, which is not supplied (supplied: {supplied})") from None
     except ValueError as e:
         raise TemplateError(where, f"bad placeholder ({e}); write $$ for a dollar sign") from None
+
+
+def split_frames(text: str, where: str) -> tuple[str, Frames]:
+    """(body, frames): the TOML between a first line `+++` and the next such line, if any."""
+    if not text.startswith("+++\n"):
+        return text, Frames()
+    end = text.find("\n+++\n", 3)
+    if end < 0:
+        raise TemplateError(where, "the frames begin with a line '+++' but no line '+++' ends them")
+    try:
+        data = tomllib.loads(text[4:end])
+    except tomllib.TOMLDecodeError as e:
+        raise TemplateError(where, f"the frames are not TOML ({e})") from None
+    for key, value in data.items():
+        if key not in FRAME_KEYS:
+            raise TemplateError(where, f"frames: unknown key {key!r} (known: {', '.join(FRAME_KEYS)})")
+        if not isinstance(value, str) or len(value) > FRAME_MAX:
+            raise TemplateError(where, f"frames: {key} must be a string of at most {FRAME_MAX:,} characters")
+    return text[end + 5 :], Frames(**data)

@@ -115,6 +115,7 @@ def scenario_for(request: dict[str, Any]) -> Scenario:
         max_steps=request.get("max_steps", DEFAULT_MAX_STEPS),
         unknown_tool_limit=0,  # off: a bad turn is a step, and the run goes on
         format_error_limit=0,
+        repeat_limit=0,
         use_stop=False,
         workspace=dict(request.get("workspace", {})),
         source="<stdin>",

@@ -50,7 +50,8 @@ def build(scenario: Scenario) -> Built:
     buffer = Transcript()
     variables = {"question": scenario.question, "tools": tools.render(dialect.signature)}
     template = scenario.template()
-    buffer.append(Author.DEVELOPER, prompts.render(template, variables))
+    filled = prompts.render(template, variables)
+    buffer.append(Author.DEVELOPER, filled.text)
     modules = (sources.module_bytes(tool.fn) for tool, spec in zip(tools, scenario.tools) if spec.python)
     sha = sources.fingerprint([sources.canonical(scenario.loaded or scenario.to_meta()), template.read_bytes(), *modules])
     model: Model = ScriptedModel(scenario.completions, scenario.chunk_size)
@@ -59,7 +60,7 @@ def build(scenario: Scenario) -> Built:
     if scenario.interrupt is not None:
         model = InterruptedModel(model, *scenario.interrupt)
     # A script costs nothing to read on: what the stop sequence prevented is shown whole.
-    setup = Setup(buffer, dialect, tools, scenario.limits, scenario.use_stop, peek=UNLIMITED)
+    setup = Setup(buffer, dialect, tools, scenario.limits, scenario.use_stop, peek=UNLIMITED, frames=filled.frames)
     return Built(setup, model, workspace, sha)
 
 

@@ -5,7 +5,7 @@
     # prompt_file = "prompts/mine.txt"       # or a template of your own, beside the scenario
     dialect = "default"                      # or "react-paper"
     question = "Why do my Nimbus uploads fail?"
-    max_steps = 15                           # also unknown_tool_limit, format_error_limit
+    max_steps = 15                           # also unknown_tool_limit, format_error_limit, repeat_limit
     completions = ["Thought: ...\\nAction: check_quota(nimbus)\\n", "..."]
 
     [tools.check_quota]                      # the tools: harness.tool_specs
@@ -50,6 +50,7 @@ class Scenario:
     max_steps: int = _LIMITS.max_steps
     unknown_tool_limit: int = _LIMITS.unknown_tool_limit
     format_error_limit: int = _LIMITS.format_error_limit
+    repeat_limit: int = _LIMITS.repeat_limit
     chunk_size: int = 8
     interrupt: tuple[int, int] | None = None  # (step, characters streamed): a scripted Ctrl-C
     model_error: tuple[int, str] | None = None  # (step, message): the model fails at that call
@@ -88,7 +89,7 @@ class Scenario:
 
     @property
     def limits(self) -> Limits:
-        return Limits(self.max_steps, self.unknown_tool_limit, self.format_error_limit)
+        return Limits(self.max_steps, self.unknown_tool_limit, self.format_error_limit, self.repeat_limit)
 
     @property
     def overrides(self) -> dict[str, Any]:
@@ -203,6 +204,7 @@ def _parse(data: dict[str, Any], where: str, base: Path | None, check_files: boo
         max_steps=count("max_steps", _LIMITS.max_steps),
         unknown_tool_limit=count("unknown_tool_limit", _LIMITS.unknown_tool_limit),
         format_error_limit=count("format_error_limit", _LIMITS.format_error_limit),
+        repeat_limit=count("repeat_limit", _LIMITS.repeat_limit),
         chunk_size=chunk_size,
         interrupt=_pair(data, "interrupt", ("step", "at"), int, where),
         model_error=_pair(data, "model_error", ("step", "message"), str, where),

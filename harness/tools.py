@@ -49,10 +49,16 @@ class Tool:
     fn: Callable[..., str]
     trait: str = "unknown"
     ends_run: bool = False  # a finish tool: its result is the final answer
+    example: str | None = None  # the arguments of a concrete call, as the model should type them
 
     @property
     def signature(self) -> str:
         return f"{self.name}({', '.join(self.params)})"
+
+    @property
+    def call_example(self) -> str:
+        """`price("lamp")`: a call to copy (or the signature, for a tool without an example)."""
+        return self.signature if self.example is None else f"{self.name}({self.example})"
 
     @cached_property
     def _params(self) -> inspect.Signature:
@@ -71,7 +77,7 @@ class Tool:
             if kwargs or len(args) != self._plain_arity:  # the common call fits without checking
                 self._params.bind(*args, **kwargs)
         except TypeError as e:
-            raise ToolError(f"{self.signature} was called with bad arguments ({e})") from None
+            raise ToolError(f"{self.signature} was called with bad arguments ({e}); call it as {self.call_example}") from None
         return str(self.fn(*args, **kwargs))
 
 
@@ -93,8 +99,14 @@ class Registry:
         return list(self._tools)
 
     def render(self, signature: Callable[[str, tuple[str, ...]], str]) -> str:
-        """The tool list for the prompt: one line per tool, calls written the dialect's way."""
-        return "\n".join(f"- {signature(t.name, t.params)}: {t.description}" for t in self._tools.values())
+        """The tool list for the prompt: one line per tool, calls written the dialect's way,
+        each with a concrete call to copy where there is one (a small model copies what it
+        sees: `calculator(expression)` alone gets `expression` as the argument)."""
+        return "\n".join(
+            f"- {signature(t.name, t.params)}: {t.description}"
+            + ("" if t.example is None else f" (example: {signature(t.name, (t.example,))})")
+            for t in self._tools.values()
+        )
 
     def run(self, name: str, args: tuple[Any, ...], kwargs: Mapping[str, Any]) -> tuple[str, bool]:
         # (str, bool) -> the text code splices in, and whether the tool succeeded
@@ -119,12 +131,15 @@ class Registry:
 # --- tools written as Python functions ---------------------------------------------------
 
 
-def from_function(fn: Callable[..., Any], name: str | None = None, trait: str = "unknown") -> Tool:
-    """A plain function as a tool: `def search(query): "Search the web."` -> search(query)."""
+def from_function(
+    fn: Callable[..., Any], name: str | None = None, trait: str = "unknown", example: str | None = None
+) -> Tool:
+    """A plain function as a tool: `def search(query): "Search the web."` -> search(query).
+    `example` is a call's arguments as the model should write them (`'"harness"'`)."""
     doc = (inspect.getdoc(fn) or "").strip()
     description = doc.splitlines()[0] if doc else f"the Python function {fn.__name__}"
     params = tuple(p for p in inspect.signature(fn).parameters if p not in ("self", "cls"))
-    return Tool(name or fn.__name__, description, params, fn, trait)
+    return Tool(name or fn.__name__, description, params, fn, trait, example=example)
 
 
 # --- calculator ----------------------------------------------------------------------
@@ -182,17 +197,43 @@ def calculate(expression: str) -> str:
 
 
 def calculator() -> Tool:
-    return Tool("calculator", "Evaluate an arithmetic expression, e.g. (2 + 3) * 4", ("expression",), calculate, "neutral")
+    return Tool("calculator", "Evaluate an arithmetic expression", ("expression",), calculate, "neutral", example="(2 + 3) * 4")
 
 
 # --- canned tools --------------------------------------------------------------------
 
 
-def canned_key(args: tuple[Any, ...], kwargs: Mapping[str, Any]) -> str:
-    """The lookup key: the one argument as text ('nimbus', '4.2'), or the arguments as JSON."""
+def canned_key(args: tuple[Any, ...], kwargs: Mapping[str, Any], params: tuple[str, ...] = ()) -> str:
+    """The lookup key: the one argument as text ('nimbus', '4.2'), or the arguments as JSON.
+    Keyword arguments that name the parameters count as those positions: `city="Paris"` is
+    `"Paris"` for a tool of one parameter `city`."""
+    if kwargs and len(kwargs) + len(args) <= len(params) and set(kwargs) <= set(params[len(args) :]):
+        rest = params[len(args) : len(args) + len(kwargs)]
+        if set(rest) == set(kwargs):
+            args, kwargs = (*args, *(kwargs[p] for p in rest)), {}
     if not kwargs and len(args) == 1:
         return args[0].strip() if isinstance(args[0], str) else json.dumps(args[0], ensure_ascii=False)
     return json.dumps(list(args) if not kwargs else dict(kwargs), sort_keys=True, ensure_ascii=False)
+
+
+def _loose(key: str) -> str:
+    """How a person compares two keys: no surrounding quotes or spaces, case and runs of spaces ignored."""
+    return " ".join(key.strip().strip("'\"`").split()).casefold()
+
+
+def as_typed(key: str) -> str:
+    """A key as an argument is typed: `"lamp"`, or `4.2` for a number."""
+    if key[:1] in "\"[{":  # a string, list or object as text: quoted, as it was given
+        return json.dumps(key, ensure_ascii=False)
+    try:
+        json.loads(key)  # a number, true, false or null: typed as it is
+        return key
+    except ValueError:
+        return json.dumps(key, ensure_ascii=False)
+
+
+KNOWN_SHOWN = 10  # keys listed in a canned tool's "no result" error
+KEY_SHOWN = 120  # characters of the key it was given, quoted back
 
 
 def canned(
@@ -203,18 +244,27 @@ def canned(
     default: str | None = None,
     trait: str = "unknown",
 ) -> Tool:
-    """A tool whose answers are written down in advance, one per argument."""
+    """A tool whose answers are written down in advance, one per argument. A key matches as
+    a person would match it (see _loose) when exactly one key matches that way."""
+    loose: dict[str, list[str]] = {}
+    for k in results:
+        loose.setdefault(_loose(k), []).append(k)
 
     def lookup(*args: Any, **kwargs: Any) -> str:
-        key = canned_key(args, kwargs)
+        key = canned_key(args, kwargs, params)
         if key in results:
             return results[key]
+        if len(near := loose.get(_loose(key), ())) == 1:
+            return results[near[0]]
         if default is not None:
             return default
-        known = ", ".join(repr(k) for k in results)
-        raise ToolError(f"{name} has no result for {key!r} (it knows {known})")
+        known = ", ".join(f"{name}({as_typed(k)})" for k in list(results)[:KNOWN_SHOWN])
+        more = f" and {len(results) - KNOWN_SHOWN:,} more" if len(results) > KNOWN_SHOWN else ""
+        given = as_typed(key) if len(key) <= KEY_SHOWN else as_typed(key[:KEY_SHOWN]) + "…"
+        raise ToolError(f"{name} has no result for {given}. It knows: {known}{more}.")
 
-    return Tool(name, description, params, lookup, trait)
+    example = as_typed(next(iter(results))) if results else None
+    return Tool(name, description, params, lookup, trait, example=example)
 
 
 BUILTINS: dict[str, Callable[[], Tool]] = {"calculator": calculator}  # the workspace tools: harness.workspace

@@ -29,13 +29,13 @@ runner = CliRunner()
 
 WEATHER = '''question = "What is the weather in Oslo?"
 prompt_file = "prompts/weather.txt"
-completions = ["Thought: ask the forecast.\\nAction: forecast(Oslo)\\nObservation: sunny\\n", "Action: units(x)\\n", "Final Answer: rain\\n"]
+completions = ["Thought: ask the forecast.\\nAction: forecast(Oslo)\\nObservation: sunny\\n", "Action: units(Oslo)\\n", "Final Answer: rain\\n"]
 [tools.forecast]
 python = "weather_tools:forecast"
 [tools.units]
 description = "The units the forecast is in"
 params = ["x"]
-results = { x = "metric" }
+results = { Oslo = "metric" }
 '''
 TEMPLATE = "You are a weather desk.\n$tools\nQuestion: $question\n"
 TOOLS = 'def forecast(city):\n    """The forecast for a city."""\n    return f"rain in {city}"\n'
@@ -103,7 +103,7 @@ def test_the_layout_fails_on_an_edited_observation_and_harness_update_repairs_it
     "path, old, new, shown",
     [
         ("scenarios/weather.toml", "in Oslo?", "in Bergen?", "+developer | Question: What is the weather in Bergen?"),
-        ("scenarios/weather.toml", 'x = "metric"', 'x = "imperial"', "+code      | Observation: imperial"),
+        ("scenarios/weather.toml", 'Oslo = "metric"', 'Oslo = "imperial"', "+code      | Observation: imperial"),
         ("scenarios/prompts/weather.txt", "weather desk", "forecast desk", "+developer | You are a forecast desk."),
         ("scenarios/weather_tools.py", "rain in", "hail in", "+code      | Observation: hail in Oslo"),
     ],

@@ -43,7 +43,7 @@ def test_rich_output_has_legend_cut_text_steps_and_stop_reason():
     assert result.stdout.startswith("authors:  developer   model   code")
     assert "model     │ Action: check_quota(nimbus)\n" in result.stdout
     assert "✂ cut by the stop sequence, never in the buffer: Observation: quota was fine" in result.stdout
-    assert "── step 2 · the model is sent the whole buffer: 684 characters" in result.stdout
+    assert "── step 2 · the model is sent the whole buffer: 751 characters" in result.stdout
     assert "stopped: final_answer after 3 steps" in result.stdout
 
 

@@ -67,7 +67,7 @@ def invoke(*args: str):
     return runner.invoke(app, list(args), env={"COLUMNS": "200", "NO_COLOR": "1"})
 
 
-def scenario(folder: Path, tool: str, arg: str = "x", module: str = "tools", source: str = TOOLS) -> Path:
+def scenario(folder: Path, tool: str, arg: str = "\"q\"", module: str = "tools", source: str = TOOLS) -> Path:
     (folder / "elsewhere").mkdir(parents=True, exist_ok=True)
     (folder / f"{module.replace('.', '/')}.py").parent.mkdir(parents=True, exist_ok=True)
     (folder / f"{module.replace('.', '/')}.py").write_text(source, encoding="utf-8")
@@ -98,9 +98,9 @@ def assert_output_is_what_it_says(fmt: str, stdout: str, saved: str) -> None:
         ("exit_with", '"bye"', "Error: SystemExit: bye"),
         ("exit_with", '"none"', "Error: SystemExit"),
         ("exit_with", "0", "Error: SystemExit: 0"),
-        ("generator_exit", "x", "Error: GeneratorExit: closed"),
-        ("custom", "x", "Error: Custom: mine"),
-        ("unprintable", "x", "Error: Unprintable: (its message could not be shown: RuntimeError)"),
+        ("generator_exit", "1", "Error: GeneratorExit: closed"),
+        ("custom", "1", "Error: Custom: mine"),
+        ("unprintable", "1", "Error: Unprintable: (its message could not be shown: RuntimeError)"),
         ("chatty", '"a"', "looking it up...\ncode      | found a"),
     ],
     ids=["systemexit-message", "systemexit-bare", "systemexit-0", "generatorexit", "baseexception", "str-raises", "print"],

@@ -97,7 +97,7 @@ def test_the_stepper_in_a_real_browser(browser, tmp_path):
 
     page_.keyboard.press("ArrowLeft")
     assert "quota was fine" in page_.locator("#buffer .ghost").inner_text()  # the cut, as a ghost
-    assert page_.locator("#sent").inner_text().startswith("completion = model(buffer): the whole buffer, 532")
+    assert page_.locator("#sent").inner_text().startswith("completion = model(buffer): the whole buffer, 599")
 
     page_.keyboard.press("End")
     assert counter.inner_text() == "Step 5 of 5"

@@ -41,7 +41,7 @@ def test_a_frame_names_its_step_marks_the_newest_part_and_shows_the_cut():
     assert out.startswith("Step 1 of 5")
     assert "model     ▶ Action: check_quota(nimbus)" in out
     assert "✂ cut, never in the buffer: Observation: quota was fine" in out
-    assert "sent   completion = model(buffer): the whole buffer, 532 characters, sent fresh" in out
+    assert "sent   completion = model(buffer): the whole buffer, 599 characters, sent fresh" in out
 
 
 def test_a_saved_transcript_steps_like_the_scenario(tmp_path):
@@ -65,7 +65,7 @@ def test_the_cost_table_matches_its_snapshot(text_snapshot):
 
 def test_characters_sent_grow_quadratically_while_new_text_grows_linearly():
     rows = costs(open_run("step-limit").transcript)
-    assert [r.total_sent for r in rows] == [493, 493 + 598, 493 + 598 + 697]
+    assert [r.total_sent for r in rows] == [524, 524 + 629, 524 + 629 + 728]
     # What a prefix cache would process is only what code appended since the last call.
     assert [r.cached_new for r in rows[1:]] == [41, 41]
 

@@ -41,11 +41,11 @@ def test_a_tool_error_or_bad_arguments_become_an_observation():
     assert not ok and text.startswith("Error: calculator(expression) was called with bad arguments")
     assert tools.run("check_quota", ("nimbus",), {}) == ("99.8 GB", True)
     text, ok = tools.run("check_quota", ("orbit",), {})
-    assert not ok and "no result for 'orbit'" in text and "'nimbus'" in text
+    assert not ok and 'no result for "orbit"' in text and 'check_quota("nimbus")' in text
 
 
 def test_the_prompt_tool_list_is_rendered_from_the_registry():
     tools = Registry([calculator(), canned("Search", "find an article", {}, ("entity",))])
     assert tools.render(lambda name, params: f"{name}[{', '.join(params)}]") == (
-        "- calculator[expression]: Evaluate an arithmetic expression, e.g. (2 + 3) * 4\n- Search[entity]: find an article"
+        "- calculator[expression]: Evaluate an arithmetic expression (example: calculator[(2 + 3) * 4])\n- Search[entity]: find an article"
     )

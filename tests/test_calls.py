@@ -1,0 +1,197 @@
+"""Calls as models write them, and notices a model can act on (issue: real models solve tasks).
+
+Each test plays the completions a real small model was seen to write and asserts what the
+model reads next: the observation it needed, or a notice that names the exact fix.
+"""
+
+from __future__ import annotations
+
+import time
+
+import pytest
+
+from harness import Agent, ScriptedModel
+from harness.dialects import parse_args
+from harness.tools import calculator, canned, from_function
+
+PROMPT = "Tools:\n$tools\n\nQuestion: $question\n"
+PRICE = canned("price", "The price of one item", {"lamp": "18.50", "chair": "42.00"}, ("item",))
+CITIES = canned("population", "People in a city", {"Lyon": "522000", "Porto": "232000"}, ("city",))
+
+
+def run(*completions: str, tools=(PRICE, calculator()), **limits):
+    from harness import Limits
+
+    agent = Agent(PROMPT, tools=list(tools), limits=Limits(**limits) if limits else Limits())
+    return agent.run("q", ScriptedModel(list(completions)))
+
+
+def code_lines(record) -> list[str]:
+    return [s.text for s in record.transcript.spans if s.author.value == "code"]
+
+
+# --- 1. arguments as models write them ---------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    "call",
+    ["price('lamp')", 'price("lamp")', "price(lamp)", "price(item='lamp')", 'price(item="lamp")',
+     "price({\"item\": \"lamp\"})", "price(' Lamp ')", "price(LAMP)"],
+)
+def test_a_lookup_reaches_its_key_however_the_call_is_written(call):
+    record = run(f"Action: {call}\n", "Final Answer: 18.50\n")
+    assert code_lines(record)[0] == "Observation: 18.50\n"
+
+
+def test_python_literals_reach_a_python_tool_as_values():
+    seen = []
+
+    def total(prices: list, tax: float = 0.0, label: str = "") -> str:
+        """Add up prices."""
+        seen.append((prices, tax, label))
+        return str(sum(prices) * (1 + tax))
+
+    run("Action: total([1, 2.5], tax=0.5, label='x')\n", "Final Answer: 5.25\n", tools=[total])
+    assert seen == [([1, 2.5], 0.5, "x")]
+
+
+@pytest.mark.parametrize(
+    ("raw", "parsed"),
+    [
+        ("'Paris'", (("Paris",), {})),
+        ("city='Paris', n=2", ((), {"city": "Paris", "n": 2})),
+        ("'a', -1, None, True", (("a", -1, None, True), {})),
+        ("2 + 3", (("2 + 3",), {})),  # an expression is text for the calculator, never evaluated
+        ("__import__('os').system('x')", (("__import__('os').system('x')",), {})),
+        ("'a'), g('b'", (("'a'), g('b'",), {})),  # not one call's arguments: bare text
+        ("**{'a': 1}", (("**{'a': 1}",), {})),
+        ("1+2j", (("1+2j",), {})),  # only JSON's kinds of value
+    ],
+)
+def test_python_style_arguments_are_read_never_run(raw, parsed):
+    assert parse_args(raw) == parsed
+
+
+def test_hostile_arguments_stay_bounded():
+    for raw in ["[" * 10_000 + "]" * 10_000, "'" + "a" * 1_000_000 + "'", "x=" + "(" * 50_000, "'\\" * 100_000]:
+        start = time.perf_counter()
+        args, kwargs = parse_args(raw)
+        assert time.perf_counter() - start < 10  # a guard against a hang, not a speed claim
+        assert kwargs == {} or all(isinstance(k, str) for k in kwargs)
+    record = run("Action: price('" + "a" * 1_000_000 + "')\n", "Final Answer: x\n")
+    assert "longer than 100,000 characters" in code_lines(record)[0]
+    start = time.perf_counter()
+    record = run("Action: price(" + "[" * 10_000 + "]" * 10_000 + ")\n", "Final Answer: x\n")
+    assert time.perf_counter() - start < 10 and code_lines(record)[0].startswith("Observation: Error: price has no result")
+
+
+def test_a_key_that_matches_two_keys_loosely_matches_neither():
+    both = canned("lookup", "x", {"Paris": "France", "paris": "Texas"}, ("city",))
+    record = run("Action: lookup(PARIS)\n", "Final Answer: x\n", tools=[both])
+    assert code_lines(record)[0].startswith("Observation: Error: lookup has no result for \"PARIS\"")
+
+
+def test_the_error_for_an_unknown_key_lists_the_keys_as_calls_to_copy():
+    record = run("Action: price('sofa')\n", "Final Answer: x\n")
+    assert code_lines(record)[0] == (
+        'Observation: Error: price has no result for "sofa". It knows: price("lamp"), price("chair").\n'
+    )
+
+
+# --- 2, 3, 4. calls that cannot be what the model meant ---------------------------------
+
+
+@pytest.mark.parametrize(
+    ("line", "fix"),
+    [
+        ('Action: calculator(price("lamp") * 4)', 'Call price first, on a line of its own: Action: price("lamp")'),
+        ("Action: price('lamp') + price('chair')", "Call price first, on a line of its own: Action: price('lamp')"),
+        ('Action: calculator(price("lamp") * 4) + 1', 'Call price first, on a line of its own: Action: price("lamp")'),
+    ],
+)
+def test_a_tool_inside_another_gets_a_notice_naming_the_inner_call(line, fix):
+    record = run(line + "\n", "Final Answer: x\n")
+    assert record.calls[0].ran == () and record.calls[0].notices == ("protocol_violation.nested_call",)
+    assert fix in code_lines(record)[0]
+
+
+def test_text_in_a_string_argument_is_data_not_a_nested_call():
+    def note(text: str) -> str:
+        """Keep a note."""
+        return f"kept {len(text)}"
+
+    record = run('Action: note("call price(\'lamp\') later")\n', "Final Answer: x\n", tools=[PRICE, note])
+    assert record.calls[0].ran == ("note",)
+
+
+def test_text_after_the_closing_bracket_gets_a_notice_with_the_whole_call():
+    record = run("Action: calculator(6.5 * 340) * 1.80\n", "Final Answer: x\n")
+    assert record.calls[0].notices == ("protocol_violation.text_after_call",)
+    assert code_lines(record)[0].endswith("Action: calculator(6.5 * 340 * 1.80)\n")
+
+
+@pytest.mark.parametrize("line", ["Action: calculator(expression)", "Action: price(<item>)", "Action: price(item='item')"])
+def test_a_parameter_name_as_the_value_gets_a_notice_with_an_example(line):
+    record = run(line + "\n", "Final Answer: x\n")
+    assert record.calls[0].ran == () and record.calls[0].notices == ("protocol_violation.placeholder",)
+    assert "is the name of" in code_lines(record)[0] and "Action: " in code_lines(record)[0]
+
+
+def test_the_tool_list_shows_a_concrete_call_for_each_tool():
+    record = run("Final Answer: x\n")
+    prompt = record.transcript.spans[0].text
+    assert '- price(item): The price of one item (example: price("lamp"))' in prompt
+    assert "- calculator(expression): Evaluate an arithmetic expression (example: calculator((2 + 3) * 4))" in prompt
+
+    def order_status(order: str) -> str:
+        """Where an order is."""
+        return "shipped"
+
+    tool = from_function(order_status, example='"A-17"')
+    assert 'order_status(order): Where an order is. (example: order_status("A-17"))' in run("Final Answer: x\n", tools=[tool]).transcript.spans[0].text
+
+
+# --- 5. the same failing call, again and again ------------------------------------------
+
+
+def test_a_repeated_failing_call_is_told_so_and_ends_the_run_at_its_limit():
+    again = "Action: price('sofa')\n"
+    record = run(again, "Action: price('chair')\n", again, again, "Final Answer: never\n")
+    assert record.stop_reason == "repeated_call_limit" and record.steps == 4
+    told = [c.notices for c in record.calls]
+    assert told == [(), (), ("protocol_violation.repeated_call",), ("protocol_violation.repeated_call",)]
+    assert "You already made exactly this call in step 1" in code_lines(record)[3]
+
+
+def test_a_changed_call_after_a_failure_is_not_a_repeat():
+    record = run("Action: price('sofa')\n", "Action: price('lamp')\n", "Final Answer: 18.50\n")
+    assert record.stop_reason == "final_answer" and all(c.notices == () for c in record.calls)
+
+
+def test_the_repeat_limit_can_be_turned_off():
+    again = "Action: price('sofa')\n"
+    record = run(again, again, again, again, "Final Answer: x\n", repeat_limit=0)
+    assert record.stop_reason == "final_answer"
+
+
+# --- 6. notices are plain sentences that ask for a tool first ---------------------------
+
+
+def test_a_notice_is_one_plain_sentence_for_the_model():
+    record = run("I think it is 74.\n", "Final Answer: 74\n")
+    [notice] = code_lines(record)
+    assert notice.startswith("Notice: Your reply has no Action line, so no tool ran. Call a tool now")
+    assert "{" not in notice and record.calls[0].notices == ("protocol_violation.no_action",)
+
+
+def test_the_governed_dialect_keeps_seed_000s_structured_notice():
+    agent = Agent(PROMPT, tools=[calculator()], dialect="governed")
+    record = agent.run("q", ScriptedModel(["Thought: x\nno action here\n", "Thought: y\nFinal Answer: 1\n"]))
+    assert code_lines(record)[0].startswith('Notice: {"code": "protocol_violation.no_action", "message": ')
+
+
+def test_an_action_line_that_is_prose_gets_the_named_tool_as_a_call_to_copy():
+    capital = canned("capital", "The capital of a country", {"Freedonia": "Fredonville"}, ("country",))
+    record = run("Action: Use the capital(country) tool to find it.\n", "Final Answer: x\n", tools=[calculator(), capital])
+    assert record.calls[0].notices == ("protocol_violation.tool_call_invalid",)
+    assert code_lines(record)[0].endswith('Write the call alone on its line, as in Action: capital("Freedonia")\n')
