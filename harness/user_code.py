@@ -48,7 +48,7 @@ def import_function(spec: str, folder: Path, field: str) -> Callable[..., Any]:
         module = _from_file(path, module_name, field)
     else:
         module = _importable(module_name, field, f"no module {module_name!r}: no {relative} in {folder}, and none importable")
-    fn = getattr(module, function, None)
+    fn = _contained(lambda: getattr(module, function, None), module_name, field)  # a module __getattr__ is user code too
     if not callable(fn):
         raise HarnessError(field, f"{module_name!r} has no function {function!r}")
     return fn
@@ -65,9 +65,11 @@ def import_object(ref: str, root: Path, field: str) -> Any:
     finally:
         if added:
             sys.path.remove(str(root))
-    if not hasattr(module, attribute):
+    missing = object()
+    value = _contained(lambda: getattr(module, attribute, missing), module_name, field)
+    if value is missing:
         raise HarnessError(field, f"{module_name!r} has no attribute {attribute!r}")
-    return getattr(module, attribute)
+    return value
 
 
 def _from_file(path: Path, module_name: str, field: str) -> Any:

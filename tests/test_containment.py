@@ -210,3 +210,11 @@ def test_a_real_ctrl_c_in_a_tool_still_cancels_the_run(tmp_path, monkeypatch):
     assert result.exit_code == 130
     assert '# stop_reason: "canceled"' in (tmp_path / "out.txt").read_text(encoding="utf-8")
     assert os.getcwd() == str(tmp_path)
+
+
+def test_a_module_whose_getattr_raises_is_one_line(tmp_path, monkeypatch):
+    path = scenario(tmp_path, "chatty", module="lazy", source='def __getattr__(name):\n    raise SystemExit("no " + name)\n')
+    monkeypatch.chdir(tmp_path)
+    result = invoke("run", str(path), "--save", "out.txt")
+    assert result.exit_code == 2 and result.stderr.count("\n") == 1
+    assert "the module 'lazy' failed to import (SystemExit: no chatty)" in result.stderr
