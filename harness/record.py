@@ -18,6 +18,7 @@ existed, or by `harness agent`) replays from the scenario copy it stores.
 
 from __future__ import annotations
 
+import functools
 from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import NamedTuple
@@ -34,6 +35,12 @@ from harness.scenario import Scenario, find_scenario, load_scenario
 from harness.tools import Registry
 from harness.transcript import HEADER, Author, Transcript
 from harness.workspace import Workspace
+
+
+@functools.cache
+def shipped() -> Path:
+    """The shipped scenarios' folder (looked up once: it does not move)."""
+    return data_dir("transcripts")
 
 
 class Built(NamedTuple):
@@ -86,7 +93,7 @@ def run_scenario(
         scenario = scenario.but(model_error=(record.steps + 1, record.detail))
     source = None
     if scenario.file is not None:
-        source = sources.for_scenario(scenario.file, sha, scenario.overrides, data_dir("transcripts"), root)
+        source = sources.for_scenario(scenario.file, sha, scenario.overrides, shipped(), root)
     return record.but(scenario=scenario, workspace=None if workspace is None else workspace.files, source=source)
 
 
@@ -125,7 +132,7 @@ def scenario_of(record: RunRecord, source: str) -> Scenario:
 def rebuilt(record: RunRecord, where: str, folder: Path, root: Path, keep_facts: bool = True) -> Scenario:
     """The scenario the file names, loaded as it is now, with the run's overrides (without a
     past live run's Ctrl-C and model error, unless `keep_facts`); its own completions."""
-    path = sources.resolve(record.source, where, folder, root, data_dir("transcripts"))
+    path = sources.resolve(record.source, where, folder, root, shipped())
     now = load_scenario(path, sources.shown(path, root))
     facts = () if keep_facts else ("interrupt", "model_error")
     overrides = {k: v for k, v in record.source.overrides.items() if k not in facts}

@@ -21,7 +21,7 @@ from __future__ import annotations
 
 import json
 import tomllib
-from dataclasses import asdict, dataclass, field, replace
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
@@ -69,9 +69,10 @@ class Scenario:
 
     def to_meta(self) -> dict[str, Any]:
         """Everything a replay needs except the completions (those are the model's spans)."""
-        data = asdict(self)
-        for key in ("completions", "source", "base", "file", "loaded"):
-            del data[key]
+        # Field by field, not asdict: that would deep-copy the completions and `loaded` only to drop them.
+        data = {name: getattr(self, name) for name in _META_FIELDS}
+        if self.workspace is not None:
+            data["workspace"] = dict(self.workspace)
         if self.prompt_file is None:  # files written before prompt_file existed stay the same
             del data["prompt_file"]
         data["tools"] = {spec.name: spec.to_meta() for spec in self.tools}
@@ -140,6 +141,7 @@ def shipped_scenarios() -> list[Path]:
 # --- validation: one clear message naming the file and the field ---------------------
 
 _FIELDS = {f for f in Scenario.__dataclass_fields__ if f not in ("source", "base", "file", "loaded")}
+_META_FIELDS = [f for f in Scenario.__dataclass_fields__ if f in _FIELDS and f != "completions"]  # in order
 _TOOL_NAME = regex.compile(r"[A-Za-z_][A-Za-z0-9_]{0,63}")  # what an Action line can name
 
 
