@@ -136,6 +136,8 @@ def rebuilt(record: RunRecord, where: str, folder: Path, root: Path, keep_facts:
     now = load_scenario(path, sources.shown(path, root))
     facts = () if keep_facts else ("interrupt", "model_error")
     overrides = {k: v for k, v in record.source.overrides.items() if k not in facts}
+    if not overrides:
+        return now
     try:
         changed = Scenario.from_dict((now.loaded or {}) | overrides, f"{where}: metadata source.overrides", now.base)
     except HarnessError as e:
