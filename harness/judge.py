@@ -63,6 +63,7 @@ def judge_answer(dialect: Dialect, accepted: Accepted) -> Rejection | None:
 
 _NAME = regex.compile(r"(?<![A-Za-z0-9_])([A-Za-z_][A-Za-z0-9_]{0,63})[ \t]*[(\[]")
 _LOOKED_AT = 50  # names followed by a bracket examined in one argument text
+_WRAPPED = regex.compile(r"([A-Za-z_][A-Za-z0-9_]{0,63})[ \t]*\((.{0,1000})\)")  # `country("Freedonia")`
 
 
 def inner_call(dialect: Dialect, tools: Registry, text: str) -> tuple[str, str] | None:
@@ -99,13 +100,16 @@ def why_not(dialect: Dialect, tools: Registry | None, number: int, line: str) ->
 def misused(dialect: Dialect, tools: Registry, number: int, action: Action) -> Rejection | None:
     """A call that parses but cannot be what the model meant: another tool written inside its
     arguments (only when they are bare text: a JSON or quoted string may hold any text), or
-    a parameter's name given as its value (copied from the tool list)."""
+    a parameter's name given as its value (copied from the tool list), or as a call around
+    the value (`capital(country("Freedonia"))`)."""
     bare = not action.kwargs and action.args == (action.raw.strip(),)
     if bare and (inner := inner_call(dialect, tools, action.raw)):
         if (early := split_call(action.raw, dialect.close)) is not None:  # `f('a') + f('b')`: f('a') first
             inner = action.tool, dialect.signature(action.tool, (early[0].strip()[: notices.PREVIEW],))
         return notices.nested_call(number, action.tool, *inner)
     tool = tools[action.tool]
+    if bare and (m := _WRAPPED.fullmatch(action.raw.strip())) and m[1].casefold() in {p.casefold() for p in tool.params}:
+        return notices.placeholder(number, tool.name, m[1], dialect.signature(tool.name, (m[2].strip()[: notices.PREVIEW],)))
     given = [(p, a) for p, a in zip(tool.params, action.args)] + list(action.kwargs.items())
     for param, value in given:
         if isinstance(value, str) and value.strip(" <>{}[]'\"`").casefold() == param.casefold():

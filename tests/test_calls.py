@@ -137,6 +137,13 @@ def test_a_parameter_name_as_the_value_gets_a_notice_with_an_example(line):
     assert "is the name of" in code_lines(record)[0] and "Action: " in code_lines(record)[0]
 
 
+def test_a_parameter_name_written_as_a_call_around_the_value_gets_the_call_without_it():
+    capital = canned("capital", "The capital of a country", {"Freedonia": "Fredonville"}, ("country",))
+    record = run('Action: capital(country("Freedonia"))\n', "Final Answer: x\n", tools=[capital])
+    assert record.calls[0].notices == ("protocol_violation.placeholder",)
+    assert code_lines(record)[0].endswith('Write the value itself, as in Action: capital("Freedonia")\n')
+
+
 def test_the_tool_list_shows_a_concrete_call_for_each_tool():
     record = run("Final Answer: x\n")
     prompt = record.transcript.spans[0].text

@@ -46,14 +46,20 @@ def test_a_notice_is_framed_too_and_nothing_follows_the_last_turn():
     assert authored(record)[3][1].startswith("Notice: Your reply has no Action line")
 
 
-def test_the_shipped_chatml_template_frames_observations_as_a_user_turn():
-    agent = Agent(by_name("chatml").read_text(encoding="utf-8"), tools=[calculator()])
+@pytest.mark.parametrize(
+    ("template", "user", "assistant"),
+    [
+        ("chatml", "<|im_end|>\n<|im_start|>user\n", "<|im_end|>\n<|im_start|>assistant\n"),
+        ("llama3", "<|eot_id|><|start_header_id|>user<|end_header_id|>\n\n",
+         "<|eot_id|><|start_header_id|>assistant<|end_header_id|>\n\n"),
+    ],
+)
+def test_the_shipped_chat_templates_frame_observations_as_a_user_turn(template, user, assistant):
+    agent = Agent(by_name(template).read_text(encoding="utf-8"), tools=[calculator()])
     record = agent.run("q", ScriptedModel(["Action: calculator(2)\n", "Final Answer: 2\n"]))
-    assert authored(record)[2:5] == [
-        ("developer", "<|im_end|>\n<|im_start|>user\n"),
-        ("code", "Observation: 2\n"),
-        ("developer", "<|im_end|>\n<|im_start|>assistant\n"),
-    ]
+    opens = assistant.split("<|im_end|>\n")[-1].split("<|eot_id|>")[-1]  # the assistant turn's opening
+    assert record.transcript.spans[0].text.endswith(opens)  # the prompt leaves the model's turn open
+    assert authored(record)[2:5] == [("developer", user), ("code", "Observation: 2\n"), ("developer", assistant)]
 
 
 def test_a_framed_run_replays_byte_for_byte():
