@@ -7,22 +7,33 @@ This is the same run a scenario file describes (harness.scenario), for people wh
 rather write Python: the prompt is rendered once into the buffer, authored `developer`,
 and the ordinary loop (harness.loop) runs it. A tool is a function whose docstring's
 first line and parameters become its line in the prompt's tool list.
+
+A run can be replayed (`harness replay`, the pytest plugin) when the agent can be found
+again: give it `source="module:attribute"`, the importable name of the Agent itself
+(`Agent(..., source="mypkg.agents:desk")` assigned to `desk` in `mypkg/agents.py`). The
+saved file names it, with the question and a hash of the prompt, dialect, limits and the
+tools' modules; a replay imports the agent as it is now and feeds it the recorded turns.
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass, field
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
 from typing import Any
 
 from harness import prompts
+from harness import source as sources
 from harness.dialects import get_dialect
+from harness.errors import HarnessError
+from harness.events import StopReason
 from harness.limits import Limits
 from harness.loop import Emit, Setup, nobody, run
-from harness.model import Model
+from harness.model import FailingModel, InterruptedModel, Model, ScriptedModel
 from harness.run_record import RunRecord
 from harness.tools import Registry, Tool, from_function
 from harness.transcript import Author, Transcript
+from harness.user_code import import_object
 
 
 @dataclass
@@ -31,15 +42,60 @@ class Agent:
     tools: Sequence[Tool | Callable[..., Any]] = ()
     dialect: str = "default"  # or "react-paper", "governed"
     limits: Limits = field(default_factory=Limits)
+    source: str | None = None  # "module:attribute" where this Agent can be imported: its runs replay
+
+    def __post_init__(self) -> None:
+        if self.source is not None and not (isinstance(self.source, str) and sources.AGENT_REF.fullmatch(self.source)):
+            raise HarnessError("Agent.source", f"{self.source!r} must read 'module:attribute' (an importable name of the Agent)")
 
     def setup(self, question: str) -> Setup:
-        dialect = get_dialect(self.dialect)
-        tools = Registry(t if isinstance(t, Tool) else from_function(t) for t in self.tools)
+        dialect, tools = get_dialect(self.dialect), self.registry()
         variables = {"question": question, "tools": tools.render(dialect.signature)}
         filled = prompts.fill(self.prompt, variables, "Agent.prompt")
         buffer = Transcript()
         buffer.append(Author.DEVELOPER, filled.text)
         return Setup(buffer, dialect, tools, self.limits, frames=filled.frames)
 
+    def registry(self) -> Registry:
+        return Registry(t if isinstance(t, Tool) else from_function(t) for t in self.tools)
+
     def run(self, question: str, model: Model, emit: Emit = nobody) -> RunRecord:
-        return run(self.setup(question), model, emit)
+        record = run(self.setup(question), model, emit)
+        if self.source is None:
+            return record
+        return record.but(source=sources.Source(agent=self.source, question=question, sha256=self.fingerprint()))
+
+    def fingerprint(self) -> str:
+        """sha256 of what a run is built from: the prompt, dialect, limits, and each tool with its module."""
+        tools = list(self.registry())
+        lines = sources.canonical([[t.name, t.description, t.params, t.trait] for t in tools])
+        modules = [sources.module_bytes(t.fn) for t in tools]
+        return sources.fingerprint([self.prompt, self.dialect, sources.canonical(asdict(self.limits)), lines, *modules])
+
+
+def replay_agent(saved: RunRecord, where: str, emit: Emit, model: Model | None, root: Path) -> RunRecord:
+    """The agent the file names, imported as it is now, run on the recorded turns (or `model`)."""
+    agent = _imported(saved, where, root)
+    if model is None:
+        from harness.record import turns_of
+
+        model = ScriptedModel(turns_of(saved))
+        if saved.stop_reason is StopReason.MODEL_ERROR:  # the recording's model failed there: so does the replay
+            model = FailingModel(model, saved.steps + 1, saved.detail)
+        elif saved.stop_reason is StopReason.CANCELED and saved.transcript.last_author is Author.MODEL:
+            model = InterruptedModel(model, saved.steps, len(saved.transcript.spans[-1].text))
+    return agent.run(saved.source.question, model, emit)
+
+
+def record_agent(saved: RunRecord, where: str, model: Model | None, root: Path) -> RunRecord:
+    """The agent the file names, run again on a live `model` (an Agent has no script of its own)."""
+    if model is None:
+        raise HarnessError(f"{where}: metadata source.agent", "an Agent has no script of its own: record it with a live model")
+    return _imported(saved, where, root).run(saved.source.question, model)
+
+
+def _imported(saved: RunRecord, where: str, root: Path) -> Agent:
+    agent = import_object(saved.source.agent, root, f"{where}: metadata source.agent")
+    if not isinstance(agent, Agent):
+        raise HarnessError(f"{where}: metadata source.agent", f"{saved.source.agent!r} is a {type(agent).__name__}, not an Agent")
+    return agent

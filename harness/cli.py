@@ -176,7 +176,7 @@ def _saved(path: Path) -> RunRecord:
     from harness.run_record import load_record
 
     with _scenario_hint(path):
-        return load_record(read_text(path), str(path), path.parent)
+        return load_record(read_text(path), str(path))  # everything to show is in the file
 
 
 @contextmanager
@@ -192,10 +192,12 @@ def _scenario_hint(path: Path) -> Iterator[None]:
         raise HarnessError(e.where, f"{e.message}; {path} is a scenario: run it with `harness run {path}`") from None
 
 
-def _write(path: Path, text: str, header: str, option: str) -> None:
+def _write(path: Path, text: str, header: str, option: str, target: Path | None = None) -> None:
+    """Write `target` (the path made absolute before the run, so a tool's os.chdir cannot
+    move it), named as the user gave it."""
     from harness.files import write_file
 
-    write_file(path, text, header, option)
+    write_file(target or path, text, header, option)
     typer.echo(f"wrote {path}", err=True)
 
 
@@ -244,6 +246,7 @@ def run(
     live_model = live_model_from(model, base_url, CallOptions(max_tokens, max_chars, max_seconds, strict, wait_for_server))
     if peek is not None and live_model is None:
         raise HarnessError("--peek", "goes with a live --model; a script is always read whole")
+    target = None if save is None else save.absolute()  # before the run: a tool may os.chdir
     if save is not None:
         from harness.files import check_target
 
@@ -252,10 +255,14 @@ def run(
     emit = _live(delay if delay is not None else 0.03 if live else 0.0) if format is Format.rich else None
     if format is Format.events:
         emit = _print_event
-    record = run_scenario(spec, _despite_a_closed_pipe(emit) if emit else nobody, live_model, peek or 0)
+    root = Path.cwd()
+    record = run_scenario(spec, _despite_a_closed_pipe(emit) if emit else nobody, live_model, peek or 0, root)
+    if live_model is not None:
+        record = record.but(model=model)  # a fact of the recording: which model made it
     tell_stderr(record, live_model)
-    if save is not None:
-        _write(save, record.saved, HEADER, "--save")
+    if target is not None:  # the scenario named relative to the saved file, which replay finds it by
+        record = record.placed(target)
+        _write(save, record.saved, HEADER, "--save", target)
     if format in (Format.tagged, Format.json):
         _show(format, record)
     if cost:
@@ -303,7 +310,7 @@ def replay(
 
     live_model = live_model_from(model, base_url, CallOptions(max_tokens, max_chars, max_seconds, strict, wait_for_server))
     with _scenario_hint(saved):
-        result = replay_text(read_text(saved), str(saved), model=live_model)
+        result = replay_text(read_text(saved), str(saved), model=live_model, root=Path.cwd())
     tell_stderr(result.record, live_model)
     if not check:
         _show(format, result.record)
@@ -332,13 +339,14 @@ def agent(
         typer.echo(e.to_json())
         typer.echo(f"error: {e.message}", err=True)
         raise typer.Exit(2) from None
+    target = None if transcript is None else transcript.absolute()
     if transcript is not None:
         from harness.files import check_target
 
         check_target(transcript, HEADER, "--transcript")
     record = run_scenario(scenario_for(request))
     if transcript is not None:
-        _write(transcript, record.saved, HEADER, "--transcript")
+        _write(transcript, record.saved, HEADER, "--transcript", target)
     typer.echo(answer(record).to_json())
 
 
@@ -405,14 +413,15 @@ def export(
         check_target(html, PAGE_HEADER, "--html")
     if markdown is not None:
         check_target(markdown, NOTES_HEADER, "--markdown")
+    outputs = {option: path.absolute() for option, path in (("html", html), ("markdown", markdown)) if path}
     record = _open(target, no_stop, model, base_url)
     title = "harness · " + ((record.scenario.title if record.scenario else "") or Path(target).stem)
     if record.scenario is not None and not record.scenario.use_stop:
         title += " — but this run had no stop sequence (--no-stop)"
     if html is not None:
-        _write(html, page(record, title), PAGE_HEADER, "--html")
+        _write(html, page(record, title), PAGE_HEADER, "--html", outputs["html"])
     if markdown is not None:
-        _write(markdown, notes(record, title), NOTES_HEADER, "--markdown")
+        _write(markdown, notes(record, title), NOTES_HEADER, "--markdown", outputs["markdown"])
 
 
 @app.command("list")

@@ -47,6 +47,8 @@ def transcript_diff(saved: str, fresh: str, name: str, labels: tuple[str, str] =
     keys = _meta_keys(a, b)
     if keys:
         out.append("metadata that differs: " + ", ".join(keys))
+    if keys == ["source.sha256"]:  # an edit (a comment, a refactor) that changed nothing the run shows
+        out.append("the source was edited since this was recorded, and the run is the same: pytest --harness-update records its new hash")
     hunks = _hunks(a, b, opcodes, steps_a, steps_b, old_label, new_label)  # (mark, line, focus), lazily
     out += [mark + _show(line, at) for mark, line, at in itertools.islice(hunks, MAX_LINES)]
     hidden = sum(1 for _ in hunks)  # counted, never rendered

@@ -65,10 +65,15 @@ def data_dir(name: str) -> Path:
     return packaged if packaged.is_dir() else Path(__file__).resolve().parent.parent / name
 
 
-def by_name(name: str, field: str = "prompt") -> Path:
-    """prompts/NAME.txt; a name with a path in it is refused."""
+def check_name(name: str, field: str = "prompt") -> None:
+    """A template is named, never given as a path: letters, digits, - _ . only."""
     if not NAME.fullmatch(name) or ".." in name:
         raise TemplateError(field, f"{_quoted(name)} is not a template name (letters, digits, - _ . only; no path)")
+
+
+def by_name(name: str, field: str = "prompt") -> Path:
+    """prompts/NAME.txt; a name with a path in it is refused."""
+    check_name(name, field)
     path = data_dir("prompts") / f"{name}.txt"
     if not path.is_file():
         known = ", ".join(sorted(p.stem for p in data_dir("prompts").glob("*.txt")))

@@ -13,12 +13,20 @@ Saved transcripts as tests. Name folders in the ini file:
 Every file under those folders that begins with the line `# harness transcript v1` is
 one test, named after the file (the folders must lie where pytest looks: under the
 rootdir, within `testpaths` if you set it, or named on the command line). It replays
-the file (as `harness replay FILE --check` does) and fails if a byte differs, with a
-readable diff (harness.diff): the records with their author column and the first
-differing step. Other files are neither collected nor ever written.
+the file from the source it names (as `harness replay FILE --check` does) and fails if a
+byte differs, with a readable diff (harness.diff): the records with their author column
+and the first differing step. Other files are neither collected nor ever written; a
+file that is a transcript but for its line endings (CRLF) or a byte-order mark is
+collected and fails, saying so: it must never pass by not being run. The snapshot
+fixture's own `__snapshots__` folders are never collected as replays.
 
-    pytest                      replay them all (with pytest-xdist: pytest -n auto)
-    pytest --harness-update     rewrite the saved files whose replay changed, and list them
+Three modes, as VCR has record modes:
+
+    pytest                          replay: offline, the recorded model turns; fail at a difference
+    pytest --harness-update         keep the recorded model turns, refresh what code and the
+                                    developer wrote now; rewrite the files that changed
+    pytest --harness-record MODEL   run each file's source again on MODEL (live, or `scripted`:
+                                    a scenario's own completions) and rewrite the file
 
 A snapshot fixture for Python code, built on syrupy (imported when the fixture is used):
 
@@ -51,14 +59,25 @@ def pytest_addoption(parser: pytest.Parser) -> None:
         type="paths",
         default=[],
     )
-    parser.getgroup("harness").addoption(
+    group = parser.getgroup("harness")
+    group.addoption(
         "--harness-update",
         action="store_true",
         help="rewrite the saved harness transcripts whose replay changed, and list them",
     )
+    group.addoption(
+        "--harness-record",
+        metavar="MODEL",
+        help="run each saved transcript's source again on MODEL (openai:NAME, local, or scripted) and rewrite it",
+    )
+    group.addoption("--harness-base-url", metavar="URL", help="the server's URL for --harness-record openai:NAME")
 
 
 def pytest_configure(config: pytest.Config) -> None:
+    if config.getoption("harness_record") and config.getoption("harness_update"):
+        raise pytest.UsageError("--harness-record and --harness-update: choose one (record runs the model again)")
+    if config.getoption("harness_base_url") and not config.getoption("harness_record"):
+        raise pytest.UsageError("--harness-base-url goes with --harness-record openai:NAME")
     for folder in config.getini("harness_transcripts"):
         if not folder.is_dir():  # a typo would otherwise collect nothing, silently
             raise pytest.UsageError(f"harness_transcripts: {folder} is not a folder")
@@ -67,22 +86,27 @@ def pytest_configure(config: pytest.Config) -> None:
 
 def pytest_collect_file(file_path: Path, parent: pytest.Collector) -> TranscriptFile | None:
     folders = parent.config.getini("harness_transcripts")
-    if any(file_path.is_relative_to(folder) for folder in folders) and _is_transcript(file_path):
+    inside = [folder for folder in folders if file_path.is_relative_to(folder)]
+    # The snapshot fixture's files are its tests' business, never replays of their own.
+    snapshots = any("__snapshots__" in file_path.relative_to(folder).parts for folder in inside)
+    if inside and not snapshots and _is_transcript(file_path):
         return TranscriptFile.from_parent(parent, path=file_path)
     return None
 
 
 def _is_transcript(path: Path) -> bool:
-    """Does the file begin with the save format's header line?"""
+    """Does the file begin with the save format's header line? With a byte-order mark or a
+    "\r\n" after it, too: such a file is meant to be a transcript, and its test must fail."""
     from harness.transcript import HEADER
 
     header = HEADER.encode()
     try:
         with open(path, "rb") as f:
-            first = f.read(len(header) + 1)
+            first = f.read(len(header) + 5)
     except OSError:
         return False
-    return first in (header, header + b"\n")
+    first = first.removeprefix(b"\xef\xbb\xbf")
+    return first == header or first.startswith((header + b"\n", header + b"\r\n"))
 
 
 class TranscriptFile(pytest.File):
@@ -112,7 +136,9 @@ class TranscriptItem(pytest.Item):
                 text = f.read()
         except UnicodeDecodeError as error:
             raise HarnessError(self.source, f"not UTF-8 (byte {error.start})") from None
-        result = replay(text, self.source, base=self.path.parent)  # its own template and tools live beside it
+        if self.config.getoption("harness_record"):
+            return self.record(text)
+        result = replay(text, self.source, base=self.path.parent, root=self.config.rootpath)
         if result.matches:
             return
         if self.config.getoption("harness_update"):
@@ -121,6 +147,17 @@ class TranscriptItem(pytest.Item):
             return
         diff = transcript_diff(result.saved, result.fresh, self.source).rstrip("\n")
         raise Mismatch(f"{diff}\n(if the new replay is right: pytest --harness-update rewrites {self.source})")
+
+    def record(self, text: str) -> None:
+        """--harness-record: the source run again on the model, the file rewritten if it changed."""
+        from harness.record import record_again
+
+        model = _recording_model(self.config)
+        spec = self.config.getoption("harness_record")
+        fresh = record_again(text, self.source, self.path, self.config.rootpath, model, "" if spec == "scripted" else spec)
+        if fresh != text:
+            _rewrite(self.path, fresh, self.source)
+            self.user_properties.append((_REWROTE, self.source))
 
     def repr_failure(self, excinfo, style=None):
         from harness.errors import HarnessError
@@ -131,6 +168,21 @@ class TranscriptItem(pytest.Item):
 
     def reportinfo(self):
         return self.path, None, f"replay {self.source}"
+
+
+def _recording_model(config: pytest.Config):
+    """The model --harness-record names, made once per session (a local model loads once)."""
+    cached = getattr(config, "_harness_model", False)
+    if cached is False:
+        spec = config.getoption("harness_record")
+        if spec == "scripted":
+            cached = None
+        else:
+            from harness.backends import model_from_spec
+
+            cached = model_from_spec(spec, config.getoption("harness_base_url"))
+        config._harness_model = cached
+    return cached
 
 
 def _rewrite(path: Path, text: str, source: str) -> None:
@@ -154,12 +206,13 @@ class _Rewrites:
             self.rewritten += [value for key, value in report.user_properties if key == _REWROTE]
 
     def pytest_terminal_summary(self, terminalreporter) -> None:
-        if not self.config.getoption("harness_update"):
+        mode = "--harness-record" if self.config.getoption("harness_record") else "--harness-update"
+        if not self.config.getoption("harness_update") and mode == "--harness-update":
             return
         if not self.rewritten:
             terminalreporter.write_line("harness: no saved transcript changed")
             return
-        terminalreporter.section("harness --harness-update")
+        terminalreporter.section(f"harness {mode}")
         for source in sorted(self.rewritten):
             terminalreporter.write_line(f"rewrote {source}")
 

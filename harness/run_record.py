@@ -5,7 +5,9 @@
         stop_reason    why the loop stopped; final_answer, steps, detail (an error's message)
         calls          per model call: what was cut and by what, the tools that ran, the
                        notices code wrote, the model's own token counts when it gave them
-        scenario       what the run was made from, so that it can be replayed
+        model          the live model's name as the run was started with it ("" for a script)
+        source         where the run came from (harness.source), so a replay rebuilds it from there
+        scenario       the scenario's fields as the run used them: a record, for reading
 
 The loop produces it, `saved` writes it in save format v1 (harness.transcript), and
 `load_record` reads a saved file back into the same type, checking every metadata field:
@@ -25,6 +27,7 @@ import regex
 from harness.errors import HarnessError, TranscriptFormatError
 from harness.events import StopReason
 from harness.scenario import Scenario
+from harness.source import Source, from_meta
 from harness.transcript import Author, Transcript, dumps, loads
 
 
@@ -61,6 +64,8 @@ class RunRecord:
     calls: tuple[CallRecord, ...] = ()
     scenario: Scenario | None = None
     workspace: dict[str, str] | None = field(default=None, compare=False)  # files as the run left them
+    source: Source | None = None
+    model: str = ""  # a fact of the recording, like the token counts: a replay keeps it
 
     @property
     def saved(self) -> str:
@@ -68,14 +73,22 @@ class RunRecord:
         meta: dict[str, Any] = {"stop_reason": self.stop_reason.value, "final_answer": self.final_answer, "steps": self.steps}
         if self.detail:
             meta["detail"] = self.detail
+        if self.model:
+            meta["model"] = self.model
         meta["cuts"] = {str(i): c.cut for i, c in enumerate(self.calls, 1) if c.cut}
         meta["calls"] = [c.to_meta() for c in self.calls]
+        if self.source is not None:
+            meta["source"] = self.source.to_meta()
         if self.scenario is not None:
             meta["scenario"] = self.scenario.to_meta()
         return dumps(self.transcript, meta)
 
     def but(self, **changes: Any) -> RunRecord:
         return replace(self, **changes)
+
+    def placed(self, target: Path) -> RunRecord:
+        """The record as it is saved at `target`: its scenario named relative to that file's folder."""
+        return self if self.source is None else replace(self, source=self.source.placed(target))
 
 
 # --- reading a saved file back: every field checked -------------------------------------
@@ -112,7 +125,11 @@ def load_record(text: str, source: str = "<transcript>", base: Path | None = Non
             scenario = Scenario.from_dict(meta["scenario"], f"{source}: metadata scenario", base)
         except HarnessError as e:
             raise TranscriptFormatError(e.where, e.message) from None
-    return RunRecord(transcript, StopReason(reason), answer, steps, detail, calls, scenario)
+    model = meta.get("model", "")
+    if not isinstance(model, str) or len(model) > 1000:
+        raise fail("model", "must be the model's name, a string")
+    source_ = from_meta(meta["source"], source) if "source" in meta else None
+    return RunRecord(transcript, StopReason(reason), answer, steps, detail, calls, scenario, source=source_, model=model)
 
 
 _STEP = regex.compile(r"[1-9][0-9]{0,8}")  # ASCII digits only: "²".isdigit() is true, int("²") fails
@@ -144,9 +161,9 @@ def _calls(value: Any, replies: list[str], cuts: dict[int, str], fail) -> tuple[
         if not _strings(ran) or not _strings(told) or cut_by not in ("", "stop", "prefix"):
             raise fail("calls", f"entry {i}: ran and notices must be lists of strings, cut_by stop or prefix")
         if tokens is not None and not (
-            isinstance(tokens, dict) and all(v is None or type(v) is int for v in tokens.values())
-        ):
-            raise fail("calls", f"entry {i}: tokens must map names to whole numbers")
+            isinstance(tokens, dict) and all(v is None or (type(v) is int and v >= 0) for v in tokens.values())
+        ):  # `true`, "nine", 1e999 (Infinity), -1: refused here, in one line, not later in a view
+            raise fail("calls", f"entry {i}: tokens must map names to whole numbers, 0 or more")
         hidden = _hidden(entry.get("hidden", []), len(replies[i - 1]))
         if hidden is None:
             raise fail("calls", f"entry {i}: hidden must list [start, end, \"action\" or \"answer\"], in order, within the reply")

@@ -8,17 +8,8 @@
     max_steps = 15                           # also unknown_tool_limit, format_error_limit, repeat_limit
     completions = ["Thought: ...\\nAction: check_quota(nimbus)\\n", "..."]
 
-    [tools.calculator]                       # a built-in, as it is
-
-    [tools.check_quota]                      # a canned tool: results written per argument
-    description = "Storage used and allowed for an account"
-    params = ["account"]
+    [tools.check_quota]                      # the tools: harness.tool_specs
     results = { nimbus = "99.8 GB of 100 GB used" }
-    default = "no such account"              # optional: the answer for any other argument
-    example = '"nimbus"'                     # optional: a call's arguments, shown in the tool list
-
-    [tools.search]                           # a Python function of your own, imported from
-    python = "mytools:search"                # mytools.py beside the scenario
 
 This module is the schema: the fields, their defaults and their checks. A saved
 transcript keeps the same fields (all but the completions) in its metadata, so
@@ -28,8 +19,9 @@ prompt is harness.prompts; assembling a run from a scenario is harness.record.
 
 from __future__ import annotations
 
+import json
 import tomllib
-from dataclasses import asdict, dataclass, field, replace
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
@@ -41,43 +33,10 @@ from harness.errors import HarnessError, ScenarioError
 from harness.files import read_input
 from harness.limits import Limits
 from harness.prompts import data_dir
-from harness.tools import BUILTINS, TRAITS, Tool, canned, from_function, import_function
-from harness.workspace import TOOL_NAMES, Workspace
+from harness.tool_specs import ToolSpec, parse_tool
+from harness.workspace import TOOL_NAMES
 
 _LIMITS = Limits()
-
-
-@dataclass(frozen=True)
-class ToolSpec:
-    name: str
-    description: str = ""
-    params: tuple[str, ...] = ("input",)
-    results: dict[str, str] | None = None  # None: the built-in of that name (or a Python tool)
-    default: str | None = None
-    trait: str | None = None
-    python: str | None = None  # "module:function", imported from the scenario's folder
-    example: str | None = None  # a call's arguments as the model should write them (canned: its first key)
-
-    def to_meta(self) -> dict[str, Any]:
-        fields = {"trait": self.trait, "python": self.python, "example": self.example}
-        if self.results is not None:
-            fields |= {"description": self.description, "params": list(self.params), "results": self.results}
-            fields["default"] = self.default
-        return {k: v for k, v in fields.items() if v is not None}
-
-    def build(self, workspace: Workspace | None, base: Path | None, source: str = "") -> Tool:
-        if self.python is not None:
-            where = f"{source}: tools.{self.name}.python" if source else f"tools.{self.name}.python"
-            fn = import_function(self.python, base or Path.cwd(), where)
-            return from_function(fn, self.name, self.trait or "unknown", self.example)
-        if self.results is not None:
-            tool = canned(self.name, self.description, self.results, self.params, self.default, self.trait or "unknown")
-        elif self.name in TOOL_NAMES and workspace is not None:
-            tool = next(t for t in workspace.tools() if t.name == self.name)
-        else:
-            tool = BUILTINS[self.name]()
-        changes = {"trait": self.trait, "example": self.example}
-        return replace(tool, **{k: v for k, v in changes.items() if v is not None})
 
 
 @dataclass(frozen=True)
@@ -101,15 +60,21 @@ class Scenario:
     endpoint: str = "completions"  # "chat": the buffer goes as messages (harness.backends.messages)
     source: str = field(default="", compare=False)  # where it was read from, for messages
     base: Path | None = field(default=None, compare=False)  # its folder: prompt_file and Python tools live here
+    file: Path | None = field(default=None, compare=False)  # the .toml it was loaded from (absolute)
+    loaded: dict[str, Any] | None = field(default=None, compare=False, repr=False)  # its fields as loaded
 
     @classmethod
     def from_dict(cls, data: dict[str, Any], where: str, base: Path | None = None) -> Scenario:
-        return _parse(data, where, base)
+        """The fields as a saved transcript records them; no file is looked for (showing a
+        saved run never needs its template or tools: building the run checks them)."""
+        return _parse(data, where, base, check_files=False)
 
     def to_meta(self) -> dict[str, Any]:
         """Everything a replay needs except the completions (those are the model's spans)."""
-        data = asdict(self)
-        del data["completions"], data["source"], data["base"]
+        # Field by field, not asdict: that would deep-copy the completions and `loaded` only to drop them.
+        data = {name: getattr(self, name) for name in _META_FIELDS}
+        if self.workspace is not None:
+            data["workspace"] = dict(self.workspace)
         for key in [k for k, unset in (("prompt_file", None), ("endpoint", "completions")) if data[k] == unset]:
             del data[key]  # files written before prompt_file and endpoint existed stay the same
         data["tools"] = {spec.name: spec.to_meta() for spec in self.tools}
@@ -129,6 +94,12 @@ class Scenario:
     def limits(self) -> Limits:
         return Limits(self.max_steps, self.unknown_tool_limit, self.format_error_limit, self.repeat_limit)
 
+    @property
+    def overrides(self) -> dict[str, Any]:
+        """The fields this run changed from the file as loaded (--max-steps, --no-stop, ...)."""
+        now = plain(self.to_meta())
+        return {} if self.loaded is None else {k: v for k, v in now.items() if self.loaded.get(k) != v}
+
 
 def find_scenario(name: str) -> Path:
     """A path to a .toml file, or the name of a shipped scenario (`nimbus`)."""
@@ -143,15 +114,22 @@ def find_scenario(name: str) -> Path:
     raise ScenarioError(name, "no such file, and no shipped scenario has that name (see `harness list`)")
 
 
-def load_scenario(path: Path) -> Scenario:
+def load_scenario(path: Path, shown: str | None = None) -> Scenario:
+    """The scenario in `path`; messages name it as `shown` (by default the path itself)."""
     text = read_input(path, ScenarioError)  # only a regular file (harness/files.py)
     if text.startswith("\ufeff"):
-        raise ScenarioError(str(path), "the file begins with a byte-order mark; save it as UTF-8 without one")
+        raise ScenarioError(shown or str(path), "the file begins with a byte-order mark; save it as UTF-8 without one")
     try:
         data = tomllib.loads(text)
     except tomllib.TOMLDecodeError as e:
-        raise ScenarioError(str(path), f"malformed TOML: {e}") from None
-    return _parse(data, str(path), path.parent)
+        raise ScenarioError(shown or str(path), f"malformed TOML: {e}") from None
+    scenario = _parse(data, shown or str(path), path.parent)
+    return replace(scenario, file=path.absolute(), loaded=plain(scenario.to_meta()))
+
+
+def plain(meta: dict[str, Any]) -> dict[str, Any]:
+    """The fields as a saved file holds them (JSON: a pair is a list)."""
+    return json.loads(json.dumps(meta))
 
 
 def shipped_scenarios() -> list[Path]:
@@ -160,12 +138,12 @@ def shipped_scenarios() -> list[Path]:
 
 # --- validation: one clear message naming the file and the field ---------------------
 
-_FIELDS = {f for f in Scenario.__dataclass_fields__ if f not in ("source", "base")}
+_FIELDS = {f for f in Scenario.__dataclass_fields__ if f not in ("source", "base", "file", "loaded")}
+_META_FIELDS = [f for f in Scenario.__dataclass_fields__ if f in _FIELDS and f != "completions"]  # in order
 _TOOL_NAME = regex.compile(r"[A-Za-z_][A-Za-z0-9_]{0,63}")  # what an Action line can name
-_TOOL_FIELDS = {"description", "params", "results", "default", "trait", "python", "example"}
 
 
-def _parse(data: dict[str, Any], where: str, base: Path | None) -> Scenario:
+def _parse(data: dict[str, Any], where: str, base: Path | None, check_files: bool = True) -> Scenario:
     def fail(key: str, message: str) -> ScenarioError:
         return ScenarioError(f"{where}: {key}", message)
 
@@ -194,6 +172,10 @@ def _parse(data: dict[str, Any], where: str, base: Path | None) -> Scenario:
     if dialect not in DIALECTS:
         raise fail("dialect", f"unknown dialect {dialect!r} (known: {', '.join(DIALECTS)})")
     prompt = text("prompt", "default")
+    try:
+        prompts.check_name(prompt)  # by name only, never a path
+    except HarnessError as e:
+        raise fail("prompt", e.message) from None
     prompt_file = data.get("prompt_file")
     if prompt_file is not None and not isinstance(prompt_file, str):
         raise fail("prompt_file", "must be a string")
@@ -222,7 +204,7 @@ def _parse(data: dict[str, Any], where: str, base: Path | None) -> Scenario:
         prompt=prompt,
         prompt_file=prompt_file,
         dialect=dialect,
-        tools=tuple(_tool(name, spec, f"{where}: tools.{name}") for name, spec in tools.items()),
+        tools=tuple(parse_tool(name, spec, f"{where}: tools.{name}") for name, spec in tools.items()),
         max_steps=count("max_steps", _LIMITS.max_steps),
         unknown_tool_limit=count("unknown_tool_limit", _LIMITS.unknown_tool_limit),
         format_error_limit=count("format_error_limit", _LIMITS.format_error_limit),
@@ -237,7 +219,8 @@ def _parse(data: dict[str, Any], where: str, base: Path | None) -> Scenario:
         base=base,
     )
     try:
-        scenario.template()  # the template must exist, and be where a template may be
+        if check_files:
+            scenario.template()  # the template must exist, and be where a template may be
     except HarnessError as e:
         raise ScenarioError(e.where, e.message) from None
     return scenario
@@ -266,40 +249,3 @@ def _pair(data: dict[str, Any], key: str, names: tuple[str, str], kind: type, wh
     if type(other) is not kind or (kind is int and other < 0):
         raise ScenarioError(f"{where}: {key}.{names[1]}", f"must be a {'whole number, 0 or more' if kind is int else 'string'}")
     return step, other
-
-
-def _tool(name: str, spec: Any, where: str) -> ToolSpec:
-    if not isinstance(spec, dict):
-        raise ScenarioError(where, "must be a table")
-    for key in spec:
-        if key not in _TOOL_FIELDS:
-            raise ScenarioError(f"{where}.{key}", f"unknown field (known: {', '.join(sorted(_TOOL_FIELDS))})")
-    trait = spec.get("trait")
-    if trait is not None and trait not in TRAITS:
-        raise ScenarioError(f"{where}.trait", f"must be one of {', '.join(TRAITS)}")
-    example = spec.get("example")
-    if example is not None and (not isinstance(example, str) or "\n" in example or len(example) > 200):
-        raise ScenarioError(f"{where}.example", "must be one line of at most 200 characters: a call's arguments")
-    python = spec.get("python")
-    if python is not None and (extra := sorted(set(spec) - {"python", "trait", "example"})):
-        raise ScenarioError(f"{where}.{extra[0]}", "does not go with python: the function's docstring and parameters say it")
-    if python is not None:
-        if not isinstance(python, str) or not regex.fullmatch(r"[A-Za-z_][\w.]{0,99}:[A-Za-z_]\w{0,63}", python):
-            raise ScenarioError(f"{where}.python", "must read 'module:function' (a module beside the scenario)")
-        return ToolSpec(name, trait=trait, python=python, example=example)
-    results = spec.get("results")
-    if results is None:
-        if name not in BUILTINS and name not in TOOL_NAMES:
-            builtins = ", ".join([*BUILTINS, *TOOL_NAMES])
-            raise ScenarioError(f"{where}.results", f"is required: {name!r} is not a built-in ({builtins})")
-        return ToolSpec(name, trait=trait, example=example)
-    if not isinstance(results, dict) or not all(isinstance(v, str) for v in results.values()):
-        raise ScenarioError(f"{where}.results", "must be a table of strings, one per argument")
-    description, params, default = spec.get("description"), spec.get("params", ["input"]), spec.get("default")
-    if not isinstance(description, str) or not description.strip():
-        raise ScenarioError(f"{where}.description", "is required: one line that tells the model what the tool does")
-    if not isinstance(params, list) or not all(isinstance(p, str) for p in params):
-        raise ScenarioError(f"{where}.params", "must be a list of parameter names")
-    if default is not None and not isinstance(default, str):
-        raise ScenarioError(f"{where}.default", "must be a string")
-    return ToolSpec(name, description, tuple(params), dict(results), default, trait, example=example)

@@ -7,8 +7,11 @@ becomes the observation, so the model can read it and try again.
 
 A tool of the user's own is a plain Python function: `from_function` makes it a Tool, its
 docstring's first line the description and its parameters the call's; a scenario names
-one as `python = "module:function"` (imported from the scenario's folder, the way
-pytest imports a conftest.py).
+one as `python = "module:function"` (a module file in the scenario's folder, the way
+pytest imports a conftest.py, or else an importable module: `mypkg.tools:search`).
+A tool is user code and is contained: whatever it raises (SystemExit too; only a real
+Ctrl-C goes on up) becomes its observation, and what it prints becomes part of it (at
+import time, a failure is one error and what it prints is dropped).
 
 Built-ins: `calculator` (arithmetic by walking the syntax tree; nothing is evaluated as
 code) and canned tools, whose results a scenario supplies per argument, for demos of
@@ -18,8 +21,8 @@ external tools such as a search engine or a quota API.
 from __future__ import annotations
 
 import ast
-import importlib.util
 import inspect
+import io
 import json
 import math
 import operator
@@ -27,10 +30,9 @@ import sys
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 from functools import cached_property
-from pathlib import Path
 from typing import Any
 
-from harness.errors import HarnessError
+from harness.user_code import describe, message
 
 TRAITS = ("exploration", "exploitation", "neutral", "unknown")
 
@@ -108,13 +110,22 @@ class Registry:
 
     def run(self, name: str, args: tuple[Any, ...], kwargs: Mapping[str, Any]) -> tuple[str, bool]:
         # (str, bool) -> the text code splices in, and whether the tool succeeded
-        """(observation text, ok). A failing tool is an observation, never a crash."""
+        """(observation text, ok). A failing tool is an observation, never a crash; what it
+        prints goes into the observation, never onto harness's own output."""
+        stdout, sys.stdout = sys.stdout, (printed := io.StringIO())  # as contextlib.redirect_stdout, cheaper
         try:
-            return self._tools[name].call(args, kwargs), True
+            result, ok = self._tools[name].call(args, kwargs), True
         except ToolError as e:
-            return f"Error: {e}", False
-        except Exception as e:  # a tool of the user's own may raise anything: the model reads it
-            return f"Error: {type(e).__name__}: {e}", False
+            result, ok = f"Error: {message(e)}", False
+        except KeyboardInterrupt:  # a real Ctrl-C: the loop cancels the run
+            raise
+        except BaseException as e:  # user code may raise anything, SystemExit too: the model reads it
+            result, ok = f"Error: {describe(e)}", False
+        finally:
+            sys.stdout = stdout
+        if text := printed.getvalue():
+            result = text + ("" if text.endswith("\n") else "\n") + result
+        return result, ok
 
 
 # --- tools written as Python functions ---------------------------------------------------
@@ -129,30 +140,6 @@ def from_function(
     description = doc.splitlines()[0] if doc else f"the Python function {fn.__name__}"
     params = tuple(p for p in inspect.signature(fn).parameters if p not in ("self", "cls"))
     return Tool(name or fn.__name__, description, params, fn, trait, example=example)
-
-
-def import_function(spec: str, folder: Path, field: str) -> Callable[..., Any]:
-    """'module:function' from `folder`. A module that fails to import is one HarnessError."""
-    module_name, _, function = spec.partition(":")
-    path = folder / (module_name.replace(".", "/") + ".py")
-    if path.exists() and not path.resolve().is_relative_to(folder.resolve()):  # a link that leads out
-        raise HarnessError(field, f"{module_name!r} leads out of the scenario's folder {folder}")
-    if not path.is_file():
-        raise HarnessError(field, f"no module {module_name!r} in {folder} (looked for {path.name})")
-    unique = f"harness_tools_{abs(hash(str(path.resolve())))}_{module_name.replace('.', '_')}"
-    module = sys.modules.get(unique)
-    if module is None:
-        loader = importlib.util.spec_from_file_location(unique, path)
-        module = importlib.util.module_from_spec(loader)
-        try:
-            loader.loader.exec_module(module)
-        except Exception as e:
-            raise HarnessError(field, f"the module {module_name!r} failed to import ({type(e).__name__}: {e})") from None
-        sys.modules[unique] = module
-    fn = getattr(module, function, None)
-    if not callable(fn):
-        raise HarnessError(field, f"{module_name!r} has no function {function!r}")
-    return fn
 
 
 # --- calculator ----------------------------------------------------------------------

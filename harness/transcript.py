@@ -37,6 +37,8 @@ import regex
 from harness.errors import TranscriptFormatError
 
 HEADER = "# harness transcript v1"
+# What a Windows checkout needs so that git keeps a transcript's bytes as committed:
+KEEP_BYTES = "; if git converted it (core.autocrlf), add `*.txt -text` to .gitattributes and check it out again"
 
 
 class Author(StrEnum):
@@ -175,8 +177,10 @@ def loads(text: str, source: str = "<transcript>") -> tuple[Transcript, dict[str
     The text is untrusted: every line is checked by position and length, not by a
     pattern over its whole length, so a 10 MB line costs what reading it costs."""
     if text.startswith("\ufeff"):
-        raise TranscriptFormatError(f"{source}:1", "the file begins with a byte-order mark; save it as UTF-8 without one")
+        raise TranscriptFormatError(f"{source}:1", "the file begins with a byte-order mark (BOM, which some editors add); save it as UTF-8 without one")
     lines = text.split("\n")
+    if lines[0] == HEADER + "\r":
+        raise TranscriptFormatError(f"{source}:1", "the file has Windows line endings (CRLF, \\r\\n); a transcript has \\n only" + KEEP_BYTES)
     if lines[0] != HEADER:
         raise TranscriptFormatError(f"{source}:1", f"expected the header line {HEADER!r}")
     if lines[-1] != "":  # harness ends every file with a newline: without one, it was cut off

@@ -267,10 +267,15 @@ def test_a_prompt_name_holding_nul_or_thousands_of_characters_is_one_line_in_a_s
     head, meta, rest = saved.read_text(encoding="utf-8").partition("\n# scenario: ")
     data, newline, records = rest.partition("\n")
     data = json.loads(data) | {field: value}
+    # A mailed file without a source line (as files from before sources were): its replay
+    # takes the scenario from the metadata, so the name is looked up there.
+    head = "\n".join(line for line in head.split("\n") if not line.startswith("# source: "))
     saved.write_text(head + meta + json.dumps(data) + newline + records, encoding="utf-8")
-    for command in (["show"], ["replay", "--check"], ["step", "--frame", "0"]):
+    for command in (["show"], ["step", "--frame", "0"], ["replay", "--check"]):
         result = harness(*command, str(saved))
         lines = result.stderr.decode().splitlines()
+        if command[0] != "replay" and result.returncode == 0:
+            continue  # showing looks no file up: a prompt_file that names none is only text
         assert result.returncode == 2 and len(lines) == 1 and lines[0].startswith("error: ") and len(lines[0]) < 400, (command, lines)
 
 

@@ -202,14 +202,14 @@ def test_the_snapshot_keeps_a_carriage_return(pytester):
 
 def test_the_worked_example_runs_as_written_and_fails_on_an_edited_observation(pytester, workers):
     shutil.copytree(EXAMPLE, pytester.path, dirs_exist_ok=True, ignore=shutil.ignore_patterns("__pycache__"))
-    folder = pytester.path / "transcripts"
-    transcripts = [p for p in folder.iterdir() if p.suffix == ".txt"]  # the scenario, template and tools are not tests
+    folder = pytester.path / "tests" / "transcripts"
+    transcripts = [p for p in folder.iterdir() if p.suffix == ".txt"]  # the scenarios, templates and tools live apart
     assert sorted(p.name for p in transcripts) == ["calculator.txt", "nimbus.txt", "orders.txt"]
     pytester.runpytest(*workers).assert_outcomes(passed=len(transcripts))
-    edit(pytester.path / "transcripts" / "nimbus.txt", QUOTA, EDITED)
+    edit(folder / "nimbus.txt", QUOTA, EDITED)
     result = pytester.runpytest(*workers)
     result.assert_outcomes(passed=len(transcripts) - 1, failed=1)
-    result.stdout.fnmatch_lines(["transcripts/nimbus.txt: first difference in step 1 (code: Observation: 42 GB*"])
+    result.stdout.fnmatch_lines(["tests/transcripts/nimbus.txt: first difference in step 1 (code: Observation: 42 GB*"])
 
 
 def test_loading_the_plugin_imports_neither_the_loop_nor_syrupy():
@@ -255,15 +255,15 @@ def test_the_diff_names_metadata_keys_and_draws_control_characters():
 
 def test_the_example_s_own_template_drifting_shows_as_developer_lines(pytester, workers):
     shutil.copytree(EXAMPLE, pytester.path, dirs_exist_ok=True, ignore=shutil.ignore_patterns("__pycache__"))
-    edit(pytester.path / "transcripts" / "prompts" / "orders.txt", "small web shop", "large web shop")
+    edit(pytester.path / "scenarios" / "prompts" / "orders.txt", "small web shop", "large web shop")
     result = pytester.runpytest(*workers)
     result.assert_outcomes(passed=2, failed=1)
-    result.stdout.fnmatch_lines(["transcripts/orders.txt: first difference in the prompt*", "*-developer | You are the support desk of a small web shop*", "*+developer | You are the support desk of a large web shop*"])
+    result.stdout.fnmatch_lines(["tests/transcripts/orders.txt: first difference in the prompt*", "*-developer | You are the support desk of a small web shop*", "*+developer | You are the support desk of a large web shop*"])
 
 
 def test_the_example_s_python_tool_runs_again_on_replay(pytester):
     shutil.copytree(EXAMPLE, pytester.path, dirs_exist_ok=True, ignore=shutil.ignore_patterns("__pycache__"))
-    edit(pytester.path / "transcripts" / "order_tools.py", '"shipped"', '"lost"')  # the tool now answers otherwise
+    edit(pytester.path / "scenarios" / "order_tools.py", '"shipped"', '"lost"')  # the tool now answers otherwise
     result = pytester.runpytest()
     result.assert_outcomes(passed=2, failed=1)
     result.stdout.fnmatch_lines(["*-code      | Observation: order 42: shipped on 2026-11-28", "*+code      | Observation: order 42: lost on 2026-11-28"])
@@ -271,5 +271,5 @@ def test_the_example_s_python_tool_runs_again_on_replay(pytester):
 
 def test_the_example_replays_from_whatever_folder_pytest_is_started_in(pytester, monkeypatch):
     shutil.copytree(EXAMPLE, pytester.path, dirs_exist_ok=True, ignore=shutil.ignore_patterns("__pycache__"))
-    monkeypatch.chdir(pytester.path / "transcripts")  # the template and tool are found beside each file
+    monkeypatch.chdir(pytester.path / "tests" / "transcripts")  # each file names its scenario relative to itself
     pytester.runpytest("-c", str(pytester.path / "pytest.ini"), str(pytester.path)).assert_outcomes(passed=3)

@@ -1,0 +1,150 @@
+"""Where a run came from: one line of a saved transcript, so a replay can rebuild the run
+from that source as it is *now* and feed it the recorded model turns.
+
+    # source: {"scenario": "../../scenarios/weather.toml", "from": "transcript", "sha256": "…"}
+    # source: {"scenario": "nimbus", "from": "shipped", "sha256": "…"}
+    # source: {"agent": "mypkg.agents:desk", "question": "Where is order 42?", "sha256": "…"}
+
+`from` says what a scenario's path is relative to: `transcript` (the saved file's own
+folder: what `--save` and the pytest plugin write), `root` (the project root: the folder
+harness runs in, or pytest's rootdir; what `record.saved` writes from Python, not knowing
+where the text will be kept) or `shipped` (a scenario that comes with harness, by name).
+An agent is an importable `module:attribute` naming an `Agent` built with `source=`.
+
+`overrides` are the scenario's fields the run changed (`--max-steps`, `--no-stop`, a live
+run's Ctrl-C or model error): a replay applies them to the source as it is now.
+`sha256` is of everything the run was built from (the scenario's fields, the template, the
+Python tools' module files), so an edit anywhere shows, at least, as this line's drift.
+
+Nothing here is needed to *show* a saved run: only `resolve` touches the disk.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import sys
+from collections.abc import Iterable
+from dataclasses import dataclass, field, replace
+from pathlib import Path
+from typing import Any
+
+import regex
+
+from harness.errors import HarnessError, TranscriptFormatError
+
+ORIGINS = ("transcript", "root", "shipped")
+AGENT_REF = regex.compile(r"[A-Za-z_][\w.]{0,199}:[A-Za-z_]\w{0,99}")  # module:attribute
+_SHA = regex.compile(r"[0-9a-f]{64}")
+
+
+@dataclass(frozen=True)
+class Source:
+    scenario: str | None = None  # a path (relative to `origin`), or a shipped scenario's name
+    origin: str = "root"  # written as "from"
+    agent: str | None = None  # or "module:attribute" of an Agent
+    question: str = ""  # an agent's question (a scenario holds its own)
+    sha256: str = ""
+    overrides: dict[str, Any] = field(default_factory=dict)
+    file: Path | None = field(default=None, compare=False)  # the scenario file, absolute, when known
+
+    def to_meta(self) -> dict[str, Any]:
+        if self.agent is not None:
+            return {"agent": self.agent, "question": self.question, "sha256": self.sha256}
+        out: dict[str, Any] = {"scenario": self.scenario, "from": self.origin, "sha256": self.sha256}
+        if self.overrides:
+            out["overrides"] = self.overrides
+        return out
+
+    def placed(self, target: Path) -> Source:
+        """The same source named relative to the folder of the file it will be saved in."""
+        if self.file is None or self.origin == "shipped":
+            return self
+        relative = os.path.relpath(self.file, Path(target).absolute().parent)
+        return replace(self, scenario=Path(relative).as_posix(), origin="transcript")
+
+    def but(self, **changes: Any) -> Source:
+        return replace(self, **changes)
+
+
+def for_scenario(file: Path, sha256: str, overrides: dict[str, Any], shipped: Path, root: Path) -> Source:
+    """The source of a run of the scenario `file`: shipped by name, else relative to `root`."""
+    file = file.absolute()
+    if file.parent.resolve() == shipped.resolve():
+        return Source(file.stem, "shipped", sha256=sha256, overrides=overrides, file=file)
+    relative = Path(os.path.relpath(file, root.absolute())).as_posix()
+    return Source(relative, "root", sha256=sha256, overrides=overrides, file=file)
+
+
+def fingerprint(parts: Iterable[str | bytes]) -> str:
+    """sha256 of the parts, each length-prefixed (so ("ab", "c") and ("a", "bc") differ)."""
+    import hashlib  # here: it loads OpenSSL, which a run that is never saved does not need
+
+    digest = hashlib.sha256()
+    for part in parts:
+        data = part.encode("utf-8") if isinstance(part, str) else part
+        digest.update(b"%d:" % len(data) + data)
+    return digest.hexdigest()
+
+
+def canonical(value: Any) -> str:
+    return json.dumps(value, sort_keys=True, ensure_ascii=False)
+
+
+def module_bytes(fn: Any) -> bytes:
+    """The text of the module a Python tool is defined in (edits to its helpers count too)."""
+    module = sys.modules.get(getattr(fn, "__module__", "") or "")
+    path = getattr(module, "__file__", None)
+    try:
+        return Path(path).read_bytes() if path else b""
+    except OSError:
+        return b""
+
+
+def resolve(source: Source, where: str, transcript_folder: Path, root: Path, shipped: Path) -> Path:
+    """The scenario file a source names, as it is now; a source that is gone is one error."""
+    if source.origin == "shipped":
+        path = shipped / f"{source.scenario}.toml"
+    else:
+        path = Path(os.path.normpath((transcript_folder if source.origin == "transcript" else root) / str(source.scenario)))
+    if not path.is_file():
+        relative = "this file's folder" if source.origin == "transcript" else source.origin
+        raise HarnessError(f"{where}: source", f"the scenario it was recorded from is gone: {source.scenario!r} (from {relative}, looked for {path})")
+    return path
+
+
+def from_meta(value: Any, where: str) -> Source:
+    """The `source` line of a saved file, every field checked (a saved file is untrusted)."""
+
+    def fail(message: str) -> TranscriptFormatError:
+        return TranscriptFormatError(f"{where}: metadata source", message)
+
+    if not isinstance(value, dict):
+        raise fail("must be a table naming a scenario or an agent")
+    sha = value.get("sha256", "")
+    if not isinstance(sha, str) or not (sha == "" or _SHA.fullmatch(sha)):
+        raise fail("sha256 must be 64 hex digits")
+    if "agent" in value:
+        agent, question = value["agent"], value.get("question")
+        if not isinstance(agent, str) or not AGENT_REF.fullmatch(agent):
+            raise fail("agent must read 'module:attribute'")
+        if not isinstance(question, str):
+            raise fail("an agent's question must be a string")
+        return Source(agent=agent, question=question, sha256=sha)
+    scenario, origin, overrides = value.get("scenario"), value.get("from"), value.get("overrides", {})
+    if origin not in ORIGINS:
+        raise fail(f"from must be one of {', '.join(ORIGINS)}")
+    if not isinstance(scenario, str) or not 0 < len(scenario) <= 1000 or "\x00" in scenario:
+        raise fail("scenario must be a path or a name")
+    if origin == "shipped" and not regex.fullmatch(r"[A-Za-z0-9][A-Za-z0-9_.-]{0,63}", scenario):
+        raise fail("a shipped scenario is named without a path")
+    if origin != "shipped" and (Path(scenario).is_absolute() or not scenario.endswith(".toml") or scenario.startswith(("/", "\\"))):
+        raise fail("scenario must be a relative path to a .toml file")
+    if not isinstance(overrides, dict):
+        raise fail("overrides must be a table of scenario fields")
+    return Source(scenario, origin, sha256=sha, overrides=overrides)
+
+
+def shown(path: Path, root: Path) -> str:
+    """A path as messages name it: relative to the project root when it lies inside it."""
+    return path.relative_to(root).as_posix() if path.is_relative_to(root) else str(path)

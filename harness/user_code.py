@@ -1,0 +1,113 @@
+"""User code, contained: importing a user's module and telling what it raised.
+
+A Python tool (or an Agent a saved file names) is the user's code. Importing it may
+print, raise anything (SystemExit too) or fail in its exception's own __str__; each of
+those is one HarnessError naming the field and the module's full dotted name, and what it
+prints while importing is dropped. Only a real Ctrl-C goes on up.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import importlib
+import importlib.util
+import io
+import sys
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+from harness.errors import HarnessError
+
+
+def message(e: BaseException) -> str:
+    """str(e), even when the exception's own __str__ fails."""
+    try:
+        return str(e)
+    except KeyboardInterrupt:
+        raise
+    except BaseException as inner:
+        return f"(its message could not be shown: {type(inner).__name__})"
+
+
+def describe(e: BaseException) -> str:
+    """'KeyError: 'b'', or the type's name alone when it has no message."""
+    text = message(e)
+    return f"{type(e).__name__}: {text}" if text else type(e).__name__
+
+
+def import_function(spec: str, folder: Path, field: str) -> Callable[..., Any]:
+    """'module:function': a module file in `folder` if there is one, else an importable
+    module. A module that is missing or fails to import is one HarnessError naming it."""
+    module_name, _, function = spec.partition(":")
+    relative = module_name.replace(".", "/") + ".py"
+    path = folder / relative
+    if path.exists() and not path.resolve().is_relative_to(folder.resolve()):  # a link that leads out
+        raise HarnessError(field, f"{module_name!r} leads out of the scenario's folder {folder}")
+    if path.is_file():
+        module = _from_file(path, module_name, field)
+    else:
+        module = _importable(module_name, field, f"no module {module_name!r}: no {relative} in {folder}, and none importable")
+    fn = _contained(lambda: getattr(module, function, None), module_name, field)  # a module __getattr__ is user code too
+    if not callable(fn):
+        raise HarnessError(field, f"{module_name!r} has no function {function!r}")
+    return fn
+
+
+def import_object(ref: str, root: Path, field: str) -> Any:
+    """'module:attribute' from an importable module (`root`, the project, is searched too)."""
+    module_name, _, attribute = ref.partition(":")
+    added = str(root) not in sys.path
+    if added:
+        sys.path.insert(0, str(root))
+    try:
+        module = _importable(module_name, field, f"no module {module_name!r} can be imported (from {root} or the environment)")
+    finally:
+        if added:
+            sys.path.remove(str(root))
+    missing = object()
+    value = _contained(lambda: getattr(module, attribute, missing), module_name, field)
+    if value is missing:
+        raise HarnessError(field, f"{module_name!r} has no attribute {attribute!r}")
+    return value
+
+
+def _from_file(path: Path, module_name: str, field: str) -> Any:
+    import hashlib
+
+    # Named by its path and its text: an edited file (in one long pytest session) is imported afresh.
+    key = hashlib.sha256(str(path.resolve()).encode() + b"\0" + path.read_bytes()).hexdigest()[:16]
+    unique = f"harness_tools_{key}_{module_name.replace('.', '_')}"
+    module = sys.modules.get(unique)
+    if module is None:
+        loader = importlib.util.spec_from_file_location(unique, path)
+        module = importlib.util.module_from_spec(loader)
+        _contained(lambda: loader.loader.exec_module(module), module_name, field)
+        sys.modules[unique] = module
+    return module
+
+
+def _importable(module_name: str, field: str, missing: str) -> Any:
+    try:
+        return _contained(lambda: importlib.import_module(module_name), module_name, field)
+    except _Missing:
+        raise HarnessError(field, missing) from None
+
+
+class _Missing(Exception):
+    """The module itself (or a package above it) does not exist."""
+
+
+def _contained(load: Callable[[], Any], module_name: str, field: str) -> Any:
+    """Import user code: what it prints is dropped, whatever it raises is one HarnessError."""
+    try:
+        with contextlib.redirect_stdout(io.StringIO()):
+            return load()
+    except KeyboardInterrupt:
+        raise
+    except ModuleNotFoundError as e:
+        if e.name and (module_name == e.name or module_name.startswith(e.name + ".")):
+            raise _Missing from None
+        raise HarnessError(field, f"the module {module_name!r} failed to import ({describe(e)})") from None
+    except BaseException as e:
+        raise HarnessError(field, f"the module {module_name!r} failed to import ({describe(e)})") from None

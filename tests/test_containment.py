@@ -1,0 +1,220 @@
+"""A Python tool is user code; it must not take harness down with it. Each misbehaviour is
+run through the command, with --save and in every --format: the run goes on, the file is
+saved, and harness's own output stays what it says it is (JSON parses, events are JSON
+Lines, the tagged output is the saved transcript)."""
+
+from __future__ import annotations
+
+import json
+import os
+from pathlib import Path
+
+import pytest
+from typer.testing import CliRunner
+
+from harness.cli import app
+
+pytest_plugins = ["pytester"]
+runner = CliRunner()
+FORMATS = ["rich", "tagged", "json", "events"]
+
+TOOLS = '''import os
+
+
+class Unprintable(Exception):
+    def __str__(self):
+        raise RuntimeError("no words")
+
+
+class Custom(BaseException):
+    pass
+
+
+def exit_with(code):
+    """Leave with SystemExit."""
+    raise SystemExit(code) if code != "none" else SystemExit()
+
+
+def generator_exit(x):
+    """Raise GeneratorExit."""
+    raise GeneratorExit("closed")
+
+
+def custom(x):
+    """Raise a BaseException of its own."""
+    raise Custom("mine")
+
+
+def unprintable(x):
+    """Raise an exception whose str() raises."""
+    raise Unprintable()
+
+
+def chatty(x):
+    """Print, then answer."""
+    print("looking it up...")
+    return "found " + x
+
+
+def wander(x):
+    """Move the working folder."""
+    os.chdir(os.path.dirname(os.path.abspath(__file__)) + "/elsewhere")
+    return "moved"
+'''
+
+
+def invoke(*args: str):
+    return runner.invoke(app, list(args), env={"COLUMNS": "200", "NO_COLOR": "1"})
+
+
+def scenario(folder: Path, tool: str, arg: str = "\"q\"", module: str = "tools", source: str = TOOLS) -> Path:
+    (folder / "elsewhere").mkdir(parents=True, exist_ok=True)
+    (folder / f"{module.replace('.', '/')}.py").parent.mkdir(parents=True, exist_ok=True)
+    (folder / f"{module.replace('.', '/')}.py").write_text(source, encoding="utf-8")
+    lines = [
+        'question = "q?"',
+        f"completions = [{json.dumps(f'Action: {tool}({arg})' + chr(10))}, \"Final Answer: done\\n\"]",
+        f"[tools.{tool}]",
+        f'python = "{module}:{tool}"',
+    ]
+    path = folder / "s.toml"
+    path.write_text("\n".join(lines) + "\n", encoding="utf-8")
+    return path
+
+
+def assert_output_is_what_it_says(fmt: str, stdout: str, saved: str) -> None:
+    if fmt == "json":
+        json.loads(stdout)
+    elif fmt == "events":
+        assert all(json.loads(line) for line in stdout.splitlines())
+    elif fmt == "tagged":
+        assert stdout == saved
+
+
+@pytest.mark.parametrize("fmt", FORMATS)
+@pytest.mark.parametrize(
+    "tool, arg, observation",
+    [
+        ("exit_with", '"bye"', "Error: SystemExit: bye"),
+        ("exit_with", '"none"', "Error: SystemExit"),
+        ("exit_with", "0", "Error: SystemExit: 0"),
+        ("generator_exit", "1", "Error: GeneratorExit: closed"),
+        ("custom", "1", "Error: Custom: mine"),
+        ("unprintable", "1", "Error: Unprintable: (its message could not be shown: RuntimeError)"),
+        ("chatty", '"a"', "looking it up...\ncode      | found a"),
+    ],
+    ids=["systemexit-message", "systemexit-bare", "systemexit-0", "generatorexit", "baseexception", "str-raises", "print"],
+)
+def test_whatever_a_tool_raises_or_prints_is_its_observation_and_the_run_is_saved(tmp_path, monkeypatch, fmt, tool, arg, observation):
+    path = scenario(tmp_path, tool, arg)
+    monkeypatch.chdir(tmp_path)
+    result = invoke("run", str(path), "--save", "out.txt", "-f", fmt)
+    assert result.exit_code == 0, result.output
+    saved = (tmp_path / "out.txt").read_text(encoding="utf-8")
+    assert f"code      | Observation: {observation}\n" in saved
+    assert saved.endswith("model     | Final Answer: done\n")  # the run went on to its end
+    assert "looking it up...\n" not in result.stdout.splitlines(True)  # never a loose line of harness's output
+    assert_output_is_what_it_says(fmt, result.stdout, saved)
+    assert result.stderr == "wrote out.txt\n"
+    assert invoke("replay", "out.txt", "--check").exit_code == 0  # the observation replays, byte for byte
+
+
+@pytest.mark.parametrize("fmt", FORMATS)
+def test_a_tool_that_changes_the_working_folder_cannot_move_the_saved_file(tmp_path, monkeypatch, fmt):
+    path = scenario(tmp_path, "wander")
+    monkeypatch.chdir(tmp_path)
+    result = invoke("run", str(path), "--save", "out.txt", "-f", fmt)
+    assert result.exit_code == 0, result.output
+    assert (tmp_path / "out.txt").is_file() and not (tmp_path / "elsewhere" / "out.txt").exists()
+    assert result.stderr == "wrote out.txt\n"
+
+
+@pytest.mark.parametrize("fmt", FORMATS)
+def test_what_a_tool_module_prints_while_it_is_imported_is_dropped(tmp_path, monkeypatch, fmt):
+    path = scenario(tmp_path, "chatty", '"a"', source='print("importing!")\n' + TOOLS)
+    monkeypatch.chdir(tmp_path)
+    result = invoke("run", str(path), "--save", "out.txt", "-f", fmt)
+    assert result.exit_code == 0 and "importing!" not in result.output
+    assert_output_is_what_it_says(fmt, result.stdout, (tmp_path / "out.txt").read_text(encoding="utf-8"))
+
+
+@pytest.mark.parametrize("fmt", FORMATS)
+@pytest.mark.parametrize(
+    "top, says",
+    [
+        ('raise SystemExit("no")', "(SystemExit: no)"),
+        ("raise SystemExit", "(SystemExit)"),
+        ("raise GeneratorExit", "(GeneratorExit)"),
+        ("class Unprintable(Exception):\n    def __str__(self):\n        raise RuntimeError\nraise Unprintable()", "(Unprintable: (its message could not be shown: RuntimeError))"),
+    ],
+    ids=["systemexit", "systemexit-bare", "generatorexit", "str-raises"],
+)
+def test_a_tool_module_that_fails_at_import_is_one_line_and_exit_2(tmp_path, monkeypatch, fmt, top, says):
+    (tmp_path / "tools.py").write_text(TOOLS, encoding="utf-8")
+    path = scenario(tmp_path, "chatty", module="broken", source=f"{top}\n")
+    monkeypatch.chdir(tmp_path)
+    result = invoke("run", str(path), "--save", "out.txt", "-f", fmt)
+    assert result.exit_code == 2, result.output
+    assert result.stdout == "" and result.stderr.count("\n") == 1
+    assert "tools.chatty.python: the module 'broken' failed to import " + says in result.stderr
+    assert not (tmp_path / "out.txt").exists()
+
+
+def test_under_pytest_a_tool_that_fails_at_import_is_one_line(pytester, monkeypatch):
+    path = scenario(pytester.path / "scenarios", "chatty", '"a"')
+    monkeypatch.chdir(pytester.path)
+    (pytester.path / "runs").mkdir()
+    assert invoke("run", str(path.relative_to(pytester.path)), "--save", "runs/a.txt").exit_code == 0
+    pytester.makeini("[pytest]\nharness_transcripts = runs\n")
+    (pytester.path / "scenarios" / "tools.py").write_text('raise SystemExit("gone")\n', encoding="utf-8")
+    result = pytester.runpytest()
+    result.assert_outcomes(failed=1)
+    result.stdout.fnmatch_lines(["scenarios/s.toml: tools.chatty.python: the module 'tools' failed to import (SystemExit: gone)"])
+    assert "Traceback" not in result.stdout.str() and len(result.stdout.lines) < 30
+
+
+def test_a_tool_from_an_importable_module(tmp_path, monkeypatch):
+    site = tmp_path / "site"
+    (site / "mypkg").mkdir(parents=True)
+    (site / "mypkg" / "__init__.py").write_text("", encoding="utf-8")
+    (site / "mypkg" / "tools.py").write_text('def search(q):\n    """Search."""\n    return "hits for " + q\n', encoding="utf-8")
+    monkeypatch.syspath_prepend(str(site))
+    folder = tmp_path / "agent"
+    folder.mkdir()
+    path = folder / "s.toml"
+    path.write_text('question = "q?"\ncompletions = ["Action: search(cats)\\n", "Final Answer: done\\n"]\n[tools.search]\npython = "mypkg.tools:search"\n', encoding="utf-8")
+    monkeypatch.chdir(tmp_path)
+    result = invoke("run", str(path), "-f", "tagged", "--save", "out.txt")
+    assert result.exit_code == 0, result.output
+    assert "code      | Observation: hits for cats\n" in result.stdout
+    assert invoke("replay", "out.txt", "--check").exit_code == 0
+
+
+def test_a_dotted_module_is_named_in_full_when_missing_or_broken(tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    missing = scenario(tmp_path, "chatty", module="pkg.tools")
+    (tmp_path / "pkg" / "tools.py").unlink()
+    result = invoke("run", str(missing))
+    assert result.exit_code == 2 and "no module 'pkg.tools': no pkg/tools.py in" in result.stderr
+    broken = scenario(tmp_path, "chatty", module="pkg.tools", source="import nowhere_at_all\n")
+    result = invoke("run", str(broken))
+    assert result.exit_code == 2
+    assert "the module 'pkg.tools' failed to import (ModuleNotFoundError: No module named 'nowhere_at_all')" in result.stderr
+
+
+def test_a_real_ctrl_c_in_a_tool_still_cancels_the_run(tmp_path, monkeypatch):
+    source = TOOLS + '\n\ndef stop(x):\n    """Ctrl-C."""\n    raise KeyboardInterrupt\n'
+    path = scenario(tmp_path, "stop", source=source)
+    monkeypatch.chdir(tmp_path)
+    result = invoke("run", str(path), "--save", "out.txt", "-f", "tagged")
+    assert result.exit_code == 130
+    assert '# stop_reason: "canceled"' in (tmp_path / "out.txt").read_text(encoding="utf-8")
+    assert os.getcwd() == str(tmp_path)
+
+
+def test_a_module_whose_getattr_raises_is_one_line(tmp_path, monkeypatch):
+    path = scenario(tmp_path, "chatty", module="lazy", source='def __getattr__(name):\n    raise SystemExit("no " + name)\n')
+    monkeypatch.chdir(tmp_path)
+    result = invoke("run", str(path), "--save", "out.txt")
+    assert result.exit_code == 2 and result.stderr.count("\n") == 1
+    assert "the module 'lazy' failed to import (SystemExit: no chatty)" in result.stderr
