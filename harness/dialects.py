@@ -13,124 +13,26 @@ match in well under a millisecond; on a short line the timer costs more than the
                                  only after neutral actions, and a reply must begin
                                  with "Thought:"
 
-Arguments, in all: empty; a JSON value (an object means keyword arguments); several
-JSON values separated by commas (positional arguments); a Python-style call's arguments
-as code models write them (`'Paris'`, `city="Paris"`, `2, [1, 2]`: literals only, read by
-the parser and never run); or else the bare text as one string. A line is an Action line if it begins (after spaces) with the word `Action`, and
-the final answer's line if it begins with `Final Answer:`; the rest is thinking.
+The arguments inside the brackets are read by harness.arguments (JSON, Python-style
+literals, or the bare text). A line is an Action line if it begins (after spaces) with
+the word `Action`, and the final answer's line if it begins with `Final Answer:`; the
+rest is thinking.
 harness.governor reads a completion line by line with these rules, live or whole.
 """
 
 from __future__ import annotations
 
-import ast
 import json
 from typing import Any
 
 import regex
 
+from harness.arguments import ARGS_MAX, parse_args
 from harness.decisions import Action
 from harness.errors import HarnessError
 
 _TIMEOUT = 0.25  # seconds; a match that takes longer is treated as no match
 _UNTIMED = 1_000  # characters: a line this short matches in under a millisecond, whatever it holds
-ARGS_MAX = 100_000  # characters of arguments on one Action line (a file written whole fits)
-_JSON_STARTS = frozenset('{["-0123456789tfnNI')  # a JSON value begins with one of these (NaN, Infinity too)
-
-
-def parse_args(raw: str) -> tuple[tuple[Any, ...], dict[str, Any]]:
-    """'' -> no args; '{"a": 1}' -> kwargs; '"x"' or '42' -> one arg; '1, "b"' -> two;
-    "'x'" -> one arg; 'city="Paris"' -> kwargs; else the text."""
-    text = raw.strip()
-    if not text:
-        return (), {}
-    if text[0] not in _JSON_STARTS:  # neither `text` nor `[text]` can be JSON: skip both tries
-        return _python_args(text) or ((text,), {})
-    if len(text) < 16 and text.isascii() and text.isdigit() and (text[0] != "0" or len(text) == 1):
-        return (int(text),), {}  # what json.loads makes of it, without the decoder
-    for candidate, several in ((text, False), (f"[{text}]", True)):
-        try:
-            value = json.loads(candidate)
-        except (ValueError, RecursionError):  # json raises RecursionError on deep nesting
-            continue
-        if several:
-            return tuple(value), {}
-        return ((), value) if isinstance(value, dict) else ((value,), {})
-    return _python_args(text) or ((text,), {})
-
-
-_PY_HINTS = frozenset("'\"=")  # a Python-style call that JSON did not read has one of these
-_PLAIN = (str, int, float, bool, type(None))
-_DEPTH = 20  # nesting of lists and dicts in one argument
-
-
-def _python_args(text: str) -> tuple[tuple[Any, ...], dict[str, Any]] | None:
-    """The arguments of `f(text)` if they are all plain literals, else None. ast.parse only
-    reads (it runs nothing); its parser refuses deep nesting; the text is at most ARGS_MAX."""
-    if not _PY_HINTS.intersection(text):
-        return None  # bare text (`nimbus`, `2 + 3`): not worth a parse
-    try:
-        call = ast.parse(f"f({text})", mode="eval").body
-        if not isinstance(call, ast.Call) or not isinstance(call.func, ast.Name) or call.func.id != "f":
-            return None  # `'a'), g(` closes the call early: not one call's arguments
-        if any(isinstance(a, ast.Starred) for a in call.args) or any(k.arg is None for k in call.keywords):
-            return None
-        args = tuple(_literal(a) for a in call.args)
-        return args, {k.arg: _keyword_value(k.value, text) for k in call.keywords}
-    except (SyntaxError, ValueError, TypeError, RecursionError, MemoryError):
-        return None
-
-
-class Written(str):
-    """A keyword argument written as an expression (`expression=127 * 83`): its text, as the
-    tool gets it (the calculator reads it; nothing runs it). Marked, so that a tool call
-    written inside it is still told apart from a quoted string (harness.judge)."""
-
-
-def _keyword_value(node: ast.AST, text: str) -> Any:
-    try:
-        return _literal(node)
-    except ValueError:
-        segment = ast.get_source_segment(f"f({text})", node)
-        if segment is None:
-            raise
-        return Written(segment)
-
-
-def _literal(node: ast.AST, depth: int = 0) -> Any:
-    """A literal of JSON's kinds (a tuple becomes a list); anything else is a ValueError."""
-    if depth > _DEPTH:
-        raise ValueError("nested too deeply")
-    if isinstance(node, ast.Constant) and isinstance(node.value, _PLAIN):
-        return node.value
-    if isinstance(node, ast.UnaryOp) and isinstance(node.op, ast.USub) and isinstance(node.operand, ast.Constant):
-        value = node.operand.value
-        if type(value) in (int, float):
-            return -value
-    if isinstance(node, (ast.List, ast.Tuple)):
-        return [_literal(e, depth + 1) for e in node.elts]
-    if isinstance(node, ast.Dict) and all(isinstance(k, ast.Constant) and isinstance(k.value, str) for k in node.keys):
-        return {k.value: _literal(v, depth + 1) for k, v in zip(node.keys, node.values)}
-    raise ValueError("not a plain literal")
-
-
-def split_call(rest: str, close: str) -> tuple[str, str] | None:
-    """'6.5 * 340) * 1.80' -> ('6.5 * 340', ' * 1.80'): the arguments up to the bracket that
-    closes the call, and what follows it; None if it never closes. One pass, quotes skipped."""
-    opening = {")": "(", "]": "["}[close]
-    depth, quote = 0, ""
-    for i, ch in enumerate(rest):
-        if quote:
-            quote = "" if ch == quote else quote
-        elif ch in "'\"":
-            quote = ch
-        elif ch == opening:
-            depth += 1
-        elif ch == close:
-            if depth == 0:
-                return rest[:i], rest[i + 1 :]
-            depth -= 1
-    return None
 
 
 def _search(pattern: regex.Pattern[str], text: str) -> regex.Match[str] | None:

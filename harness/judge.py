@@ -19,7 +19,7 @@ import regex
 
 from harness import notices
 from harness.decisions import Action, Rejection
-from harness.dialects import ARGS_MAX, Written, split_call
+from harness.arguments import ARGS_MAX, Written, split_call
 from harness.traits import answer_may_open, compatible
 
 if TYPE_CHECKING:

@@ -11,7 +11,7 @@ import time
 import pytest
 
 from harness import Agent, ScriptedModel
-from harness.dialects import parse_args
+from harness.arguments import parse_args
 from harness.tools import calculator, canned, from_function
 
 PROMPT = "Tools:\n$tools\n\nQuestion: $question\n"
