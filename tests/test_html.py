@@ -219,8 +219,10 @@ def test_the_page_on_a_screen_and_a_projector(browser, exported, run, size):
             assert "quota was fine" in ghost.inner_text()
         else:
             assert ghost.count() == 0
+    page_.locator("h1").click()  # the keys go to the page, not to a control that kept the focus
     page_.keyboard.press("Home")
-    assert page_.url.endswith("#step-0")  # the address follows the step: it can be shared
+    page_.wait_for_function("location.hash === '#step-0'", timeout=10_000)  # the address follows the step
+    assert page_.url.endswith("#step-0") and page_.locator("#counter").inner_text() == f"Step 0 of {last}"
     assert problems == []
     context.close()
 
