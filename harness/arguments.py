@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import ast
 import json
+import warnings
 from typing import Any
 
 ARGS_MAX = 100_000  # characters of arguments on one Action line (a file written whole fits)
@@ -54,16 +55,25 @@ def _python_args(text: str) -> tuple[tuple[Any, ...], dict[str, Any]] | None:
     reads (it runs nothing); its parser refuses deep nesting; the text is at most ARGS_MAX."""
     if not _PY_HINTS.intersection(text):
         return None  # bare text (`nimbus`, `2 + 3`): not worth a parse
+    if len(text) > 1 and text[0] == text[-1] == "'" and not _SPECIAL.intersection(text[1:-1]):
+        return (text[1:-1],), {}  # 'Paris': the common case, without the parser
+    source = f"f({text})"
     try:
-        call = ast.parse(f"f({text})", mode="eval").body
+        with warnings.catch_warnings():  # model text is not ours to warn about ('C:\data')
+            warnings.simplefilter("ignore")
+            call = ast.parse(source, mode="eval").body
         if not isinstance(call, ast.Call) or not isinstance(call.func, ast.Name) or call.func.id != "f":
             return None  # `'a'), g(` closes the call early: not one call's arguments
         if any(isinstance(a, ast.Starred) for a in call.args) or any(k.arg is None for k in call.keywords):
             return None
         args = tuple(_literal(a) for a in call.args)
-        return args, {k.arg: _keyword_value(k.value, text) for k in call.keywords}
+        encoded = source.encode("utf-8") if any(not _is_literal(k.value) for k in call.keywords) else b""
+        return args, {k.arg: _keyword_value(k.value, encoded) for k in call.keywords}
     except (SyntaxError, ValueError, TypeError, RecursionError, MemoryError):
         return None
+
+
+_SPECIAL = frozenset("'\\")  # inside '...', these need the parser
 
 
 class Written(str):
@@ -72,14 +82,21 @@ class Written(str):
     written inside it is still told apart from a quoted string (harness.judge)."""
 
 
-def _keyword_value(node: ast.AST, text: str) -> Any:
+def _is_literal(node: ast.AST) -> bool:
+    try:
+        _literal(node)
+        return True
+    except ValueError:
+        return False
+
+
+def _keyword_value(node: ast.AST, encoded: bytes) -> Any:
+    """A literal, or else the expression's own text: sliced by the node's offsets (bytes of
+    UTF-8, on the one line there is), once per keyword, never re-reading the whole text."""
     try:
         return _literal(node)
     except ValueError:
-        segment = ast.get_source_segment(f"f({text})", node)
-        if segment is None:
-            raise
-        return Written(segment)
+        return Written(encoded[node.col_offset : node.end_col_offset].decode("utf-8"))
 
 
 def _literal(node: ast.AST, depth: int = 0) -> Any:

@@ -122,10 +122,12 @@ class Dialect:
             return m["tool"], m["rest"]
         return None
 
-    def read_action(self, line: str) -> Action | None:
+    def read_action(self, line: str, parse: bool = True) -> Action | None:
+        """The call on an Action line; with parse=False its arguments are left unread (a line
+        that will not run: only its tool is judged)."""
         if m := _search(self._action, line):
             tool, raw = m.groups()  # (tool, args): the only groups of every _action pattern
-            args, kwargs = parse_args(raw)
+            args, kwargs = parse_args(raw) if parse else ((), {})
             return Action(tool, args, kwargs, raw)
         return None
 

@@ -234,7 +234,10 @@ class Governor:
     def _judge(self, gate: _Gate) -> str:
         self.action_lines += 1
         number, line = self.action_lines, gate.text
-        action = self.dialect.read_action(line)
+        # A line that cannot run (the reply's actions are used up, or its answer came first)
+        # is judged by its tool alone: its arguments are not worth reading.
+        runs = len(self.actions) < self.dialect.max_actions and self.answer is None
+        action = self.dialect.read_action(line, parse=runs)
         if action is not None and self.dialect.is_finish(action) and self.answer is None:
             gate.kind = "answer"  # Finish[...] is the final answer, written as an action
             self.action_lines -= 1

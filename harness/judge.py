@@ -1,9 +1,9 @@
 """Judging a complete Action line, and whether the final answer may open.
 
-    judge_action   must parse, name a known tool, call one tool (not one inside another),
-                   give values (not the parameters' names), stay within the dialect's
-                   number of actions per reply, and not depend on an accepted action's
-                   unseen result
+    judge_action   must parse, name a known tool, stay within the dialect's number of
+                   actions per reply, call one tool (not one inside another), and not
+                   depend on an accepted action's unseen result
+    why_failed     a call that ran and failed: a parameter's name given as its value?
     judge_answer   in a dialect that asks for it, only neutral actions may come before
 
 Each returns None when the candidate passes, else the Rejection (worded in
@@ -42,10 +42,10 @@ def judge_action(
         return why_not(dialect, tools, number, line)
     if tools is not None and action.tool not in tools:
         return notices.unknown_tool(number, action.tool, tools.names)
-    if tools is not None and (rejection := misused(dialect, tools, number, action)):
-        return rejection
     if len(accepted) >= dialect.max_actions:
         return notices.too_many_actions(number, action.tool, dialect.max_actions)
+    if tools is not None and (rejection := misused(dialect, tools, number, action)):
+        return rejection
     trait = trait_of(tools, action.tool)
     for first, first_action, first_trait in accepted:
         if not compatible(first_trait, trait):
@@ -98,23 +98,33 @@ def why_not(dialect: Dialect, tools: Registry | None, number: int, line: str) ->
 
 
 def misused(dialect: Dialect, tools: Registry, number: int, action: Action) -> Rejection | None:
-    """A call that parses but cannot be what the model meant: another tool written inside its
-    arguments (only when they are bare text or an expression: a JSON or quoted string may
-    hold any text), or
-    a parameter's name given as its value (copied from the tool list), or as a call around
-    the value (`capital(country("Freedonia"))`)."""
+    """A call that cannot be what the model meant: another tool written inside its arguments
+    (looked for only in bare text and in expressions given by keyword: a JSON or quoted
+    string may hold any text, and a file's content often does)."""
     bare = not action.kwargs and action.args == (action.raw.strip(),)
-    written = any(isinstance(v, Written) for v in action.kwargs.values())
-    if (bare or written) and (inner := inner_call(dialect, tools, action.raw)):
-        if (early := split_call(action.raw, dialect.close)) is not None:  # `f('a') + f('b')`: f('a') first
+    if bare:
+        inner = inner_call(dialect, tools, action.raw)
+        if inner and (early := split_call(action.raw, dialect.close)) is not None:  # `f('a') + f('b')`: f('a') first
             inner = action.tool, dialect.signature(action.tool, (early[0].strip()[: notices.PREVIEW],))
-        return notices.nested_call(number, action.tool, *inner)
+    else:
+        written = (v for v in action.kwargs.values() if isinstance(v, Written))
+        inner = next(filter(None, (inner_call(dialect, tools, v) for v in written)), None)
+    return notices.nested_call(number, action.tool, *inner) if inner else None
+
+
+def why_failed(dialect: Dialect, tools: Registry, number: int, action: Action) -> Rejection | None:
+    """A call that ran and failed, with a parameter's name where its value belongs (copied
+    from the tool list: `calculator(expression)`), or wrapped around the value
+    (`capital(country("Freedonia"))`): the notice writes the call as it should be. Only after
+    a failure: a value may be equal to a parameter's name and be right (a file's content)."""
     tool = tools[action.tool]
-    if bare and (m := _WRAPPED.fullmatch(action.raw.strip())) and m[1].casefold() in {p.casefold() for p in tool.params}:
+    names = {p.casefold(): p for p in tool.params}
+    bare = not action.kwargs and action.args == (action.raw.strip(),)
+    if bare and (m := _WRAPPED.fullmatch(action.raw.strip())) and m[1].casefold() in names:
         return notices.placeholder(number, tool.name, m[1], dialect.signature(tool.name, (m[2].strip()[: notices.PREVIEW],)))
-    given = [(p, a) for p, a in zip(tool.params, action.args)] + list(action.kwargs.items())
+    given = [*zip(tool.params, action.args), *action.kwargs.items()]
     for param, value in given:
         if isinstance(value, str) and value.strip(" <>{}[]'\"`").casefold() == param.casefold():
-            example = dialect.signature(tool.name, (tool.example,)) if tool.example else f"{tool.name}(...) with a real value"
+            example = dialect.signature(tool.name, (tool.example,)) if tool.example else f"{tool.name}(...)"
             return notices.placeholder(number, tool.name, param, example)
     return None

@@ -3,8 +3,8 @@
     max_steps            model calls in all                      -> max_steps
     unknown_tool_limit   replies in a row naming unknown tools    -> unknown_tool_limit
     format_error_limit   replies in a row without a usable action -> format_error_limit
-    repeat_limit         failing calls made again unchanged       -> repeated_call_limit
-                         (same tool, same arguments, same error)
+    repeat_limit         failing calls made again unchanged, in   -> repeated_call_limit
+                         all (same tool, same arguments, same error as an earlier call)
 
 A known tool that runs resets the first two counts; 0 turns a count-limit off. The
 defaults are written here and nowhere else.
@@ -46,7 +46,7 @@ class Tally:
         return first
 
     def repeated_too_often(self) -> StopReason | None:
-        if self.repeats and self.repeats == self.limits.repeat_limit:
+        if self.limits.repeat_limit and self.repeats >= self.limits.repeat_limit:  # (two in one reply may pass it)
             return StopReason.REPEATED_CALL_LIMIT
         return None
 

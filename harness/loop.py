@@ -42,6 +42,7 @@ from harness.events import (
     Usage,
 )
 from harness.governor import Governor
+from harness.judge import why_failed
 from harness.limits import Limits, Tally
 from harness.notices import more_rejections, repeated_call
 from harness.model import Model, ModelError, ModelExhausted, Sent, TokenUsage
@@ -96,8 +97,8 @@ def run(setup: Setup, model: Model, emit: Emit = nobody) -> RunRecord:
                 if ok and setup.tools[action.tool].ends_run:  # finish(message): done, at once
                     return out.stop(StopReason.FINAL_ANSWER, step, result)
                 out.code(dialect.observation(step, number, result))
-                if not ok and (first := tally.again(step, action, result)):
-                    out.notice(step, repeated_call(number, action.tool, first))
+                if not ok and (hint := explain(setup, tally, step, number, action, result)):
+                    out.notice(step, hint)
             if reason := tally.repeated_too_often():
                 return out.stop(reason, step)
         return out.stop(StopReason.MAX_STEPS, step)
@@ -110,6 +111,14 @@ def run(setup: Setup, model: Model, emit: Emit = nobody) -> RunRecord:
         return out.stop(StopReason.MODEL_ERROR, step - 1, detail=str(e))
     except KeyboardInterrupt:
         return out.stop(StopReason.CANCELED, step)
+
+
+def explain(setup: Setup, tally: Tally, step: int, number: int, action: Action, error: str) -> Rejection | None:
+    """A failed call, told what to change: the same failing call again, or a parameter's
+    name where its value belongs (the observation already says what the tool said)."""
+    if first := tally.again(step, action, error):
+        return repeated_call(number, action.tool, first)
+    return why_failed(setup.dialect, setup.tools, number, action)
 
 
 class Canceled(Exception):

@@ -86,7 +86,7 @@ def nested_call(number: int, tool: str, inner: str, inner_call: str) -> Rejectio
 def placeholder(number: int, tool: str, param: str, example: str) -> Rejection:
     return Rejection(
         "protocol_violation.placeholder",
-        f"`{param}` is the name of {tool}'s parameter, not a value; it did not run. "
+        f"`{param}` is the name of {tool}'s parameter, not a value. "
         f"Write the value itself, as in Action: {example}",
         number,
         tool,

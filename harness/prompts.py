@@ -22,6 +22,7 @@ A template for a chat model may begin with its turn frames, TOML between two `++
 The loop writes these strings around what code writes (observations, notices), tagged
 `developer`: they are the developer's text, control tokens and all, while code's own text
 never holds one. So an observation arrives as a turn of its own, as chat models expect.
+(The react-paper dialect writes its own cue, `Thought 2:`; a template for it needs no `cue`.)
 """
 
 from __future__ import annotations
@@ -128,6 +129,10 @@ def fill(text: str, variables: dict[str, str], where: str) -> Filled:
 
 def split_frames(text: str, where: str) -> tuple[str, Frames]:
     """(body, frames): the TOML between a first line `+++` and the next such line, if any."""
+    if text.startswith("\ufeff"):  # else the frames would be sent to the model as prompt text
+        raise TemplateError(where, "the template begins with a byte-order mark; save it as UTF-8 without one")
+    if text.startswith("+++\r\n"):
+        raise TemplateError(where, "the template's frames end their lines with CRLF; save it with LF line endings")
     if not text.startswith("+++\n"):
         return text, Frames()
     end = text.find("\n+++\n", 3)

@@ -221,8 +221,16 @@ def _loose(key: str) -> str:
     return " ".join(key.strip().strip("'\"`").split()).casefold()
 
 
-def as_typed(key: str) -> str:
-    """A key as an argument is typed: `"lamp"`, or `4.2` for a number."""
+def as_typed(key: str, params: tuple[str, ...] = ()) -> str:
+    """A key as a call's arguments are typed: `"lamp"`, `4.2` for a number, and for a tool
+    of several parameters `"Paris", "Lyon"` (its key is the JSON list of them)."""
+    if len(params) > 1 and key[:1] == "[":
+        try:
+            values = json.loads(key)
+        except (ValueError, RecursionError):
+            values = None
+        if isinstance(values, list):
+            return ", ".join(json.dumps(v, ensure_ascii=False) for v in values)
     if key[:1] in "\"[{":  # a string, list or object as text: quoted, as it was given
         return json.dumps(key, ensure_ascii=False)
     try:
@@ -234,6 +242,7 @@ def as_typed(key: str) -> str:
 
 KNOWN_SHOWN = 10  # keys listed in a canned tool's "no result" error
 KEY_SHOWN = 120  # characters of the key it was given, quoted back
+EXAMPLE_MAX = 200  # characters of a call's arguments shown as a tool's example (as a scenario's `example`)
 
 
 def canned(
@@ -258,12 +267,13 @@ def canned(
             return results[near[0]]
         if default is not None:
             return default
-        known = ", ".join(f"{name}({as_typed(k)})" for k in list(results)[:KNOWN_SHOWN])
+        known = ", ".join(f"{name}({as_typed(k, params)})" for k in list(results)[:KNOWN_SHOWN])
         more = f" and {len(results) - KNOWN_SHOWN:,} more" if len(results) > KNOWN_SHOWN else ""
-        given = as_typed(key) if len(key) <= KEY_SHOWN else as_typed(key[:KEY_SHOWN]) + "…"
+        given = as_typed(key, params) if len(key) <= KEY_SHOWN else as_typed(key[:KEY_SHOWN]) + "…"
         raise ToolError(f"{name} has no result for {given}. It knows: {known}{more}.")
 
-    example = as_typed(next(iter(results))) if results else None
+    first = as_typed(next(iter(results)), params) if results else None
+    example = first if first is not None and len(first) <= EXAMPLE_MAX else None
     return Tool(name, description, params, lookup, trait, example=example)
 
 

@@ -27,7 +27,8 @@ def run(*completions: str, tools=(PRICE, calculator()), **limits):
 
 
 def code_lines(record) -> list[str]:
-    return [s.text for s in record.transcript.spans if s.author.value == "code"]
+    """Each line code wrote (its observations and notices), in order."""
+    return [line for s in record.transcript.spans if s.author.value == "code" for line in s.text.splitlines(keepends=True)]
 
 
 # --- 1. arguments as models write them ---------------------------------------------------
@@ -76,9 +77,8 @@ def test_python_style_arguments_are_read_never_run(raw, parsed):
 def test_hostile_arguments_stay_bounded():
     for raw in ["[" * 10_000 + "]" * 10_000, "'" + "a" * 1_000_000 + "'", "x=" + "(" * 50_000, "'\\" * 100_000]:
         start = time.perf_counter()
-        args, kwargs = parse_args(raw)
+        assert parse_args(raw) == ((raw.strip(),), {}) or raw.startswith("'a")  # bare text, or the one string
         assert time.perf_counter() - start < 10  # a guard against a hang, not a speed claim
-        assert kwargs == {} or all(isinstance(k, str) for k in kwargs)
     record = run("Action: price('" + "a" * 1_000_000 + "')\n", "Final Answer: x\n")
     assert "longer than 100,000 characters" in code_lines(record)[0]
     start = time.perf_counter()
@@ -123,6 +123,21 @@ def test_an_expression_given_by_keyword_reaches_the_calculator_as_its_text():
     assert record.calls[0].notices == ("protocol_violation.nested_call",)
 
 
+def test_a_quoted_string_beside_an_expression_is_still_data():
+    def note(text: str, times: str) -> str:
+        """Keep a note."""
+        return f"kept {text!r} x{times}"
+
+    record = run("Action: note(text=\"then call price('lamp')\", times=2*3)\n", "Final Answer: x\n", tools=[PRICE, note])
+    assert record.calls[0].ran == ("note",) and code_lines(record)[0] == "Observation: kept \"then call price('lamp')\" x2*3\n"
+
+
+def test_many_keywords_written_as_expressions_are_read_in_linear_time():
+    start = time.perf_counter()
+    args, kwargs = parse_args(", ".join(f"k{i}=x" for i in range(12_000)))  # 108,888 characters
+    assert len(kwargs) == 12_000 and time.perf_counter() - start < 10  # a guard: it took minutes when quadratic
+
+
 def test_text_in_a_string_argument_is_data_not_a_nested_call():
     def note(text: str) -> str:
         """Keep a note."""
@@ -141,15 +156,34 @@ def test_text_after_the_closing_bracket_gets_a_notice_with_the_whole_call():
 @pytest.mark.parametrize("line", ["Action: calculator(expression)", "Action: price(<item>)", "Action: price(item='item')"])
 def test_a_parameter_name_as_the_value_gets_a_notice_with_an_example(line):
     record = run(line + "\n", "Final Answer: x\n")
-    assert record.calls[0].ran == () and record.calls[0].notices == ("protocol_violation.placeholder",)
-    assert "is the name of" in code_lines(record)[0] and "Action: " in code_lines(record)[0]
+    assert record.calls[0].notices == ("protocol_violation.placeholder",)  # after the tool's own error
+    observation, notice = code_lines(record)
+    assert observation.startswith("Observation: Error: ") and "is the name of" in notice and "Action: " in notice
+
+
+def test_a_value_equal_to_a_parameter_name_that_works_is_no_placeholder():
+    define = canned("define", "What a word means", {"cat": "an animal", "word": "a unit of language"}, ("word",))
+    record = run("Action: define(word)\n", "Final Answer: x\n", tools=[define])
+    assert code_lines(record) == ["Observation: a unit of language\n"]
+
+
+def test_harness_agent_writes_a_file_whose_content_is_a_parameter_name():
+    import json
+    import subprocess
+    import sys
+
+    turns = [{"thought": "t", "action": {"tool": "write_file", "args": {"path": "slot.xml", "content": "<content>"}}},
+             {"thought": "t", "action": {"tool": "finish", "args": {"message": "done"}}}]
+    request = json.dumps({"op": "run_agent", "task": "t", "workspace": {}, "model_turns": turns})
+    done = subprocess.run([sys.executable, "-m", "harness", "agent"], input=request, capture_output=True, text=True, check=True)
+    assert json.loads(done.stdout)["workspace"] == {"slot.xml": "<content>"}
 
 
 def test_a_parameter_name_written_as_a_call_around_the_value_gets_the_call_without_it():
     capital = canned("capital", "The capital of a country", {"Freedonia": "Fredonville"}, ("country",))
     record = run('Action: capital(country("Freedonia"))\n', "Final Answer: x\n", tools=[capital])
     assert record.calls[0].notices == ("protocol_violation.placeholder",)
-    assert code_lines(record)[0].endswith('Write the value itself, as in Action: capital("Freedonia")\n')
+    assert code_lines(record)[1].endswith('Write the value itself, as in Action: capital("Freedonia")\n')
 
 
 def test_the_tool_list_shows_a_concrete_call_for_each_tool():
@@ -176,6 +210,22 @@ def test_a_repeated_failing_call_is_told_so_and_ends_the_run_at_its_limit():
     told = [c.notices for c in record.calls]
     assert told == [(), (), ("protocol_violation.repeated_call",), ("protocol_violation.repeated_call",)]
     assert "You already made exactly this call in step 1" in code_lines(record)[3]
+
+
+def test_the_repeat_limit_holds_when_one_reply_repeats_a_call_twice():
+    from harness import Limits
+
+    agent = Agent(PROMPT, tools=[calculator()], dialect="governed", limits=Limits(max_steps=5))
+    twice = "Thought: again\nAction: calculator(x)\nAction: calculator(x)\n"  # neutral: both may run
+    record = agent.run("q", ScriptedModel([twice] * 5))
+    assert record.stop_reason == "repeated_call_limit" and record.steps == 2
+
+
+def test_a_canned_tool_of_two_parameters_shows_its_keys_as_two_arguments():
+    fare = canned("fare", "A fare", {'["Paris", "Lyon"]': "40"}, ("from_city", "to_city"))
+    record = run('Action: fare("Paris", "Rome")\n', "Final Answer: x\n", tools=[fare])
+    assert '(example: fare("Paris", "Lyon"))' in record.transcript.spans[0].text
+    assert code_lines(record)[0].endswith('It knows: fare("Paris", "Lyon").\n')
 
 
 def test_a_changed_call_after_a_failure_is_not_a_repeat():

