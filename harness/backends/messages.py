@@ -43,29 +43,54 @@ def messages(spans: Iterable[Span]) -> list[dict[str, str]]:
     """The buffer's spans as chat messages, by the rule above."""
     out: list[dict[str, str]] = []
     for span in spans:
-        if span.author is Author.DEVELOPER and (token := PATTERN.search(span.text)):
-            raise HarnessError(
-                "--model chat:NAME",
-                f"the prompt template writes the control token {token.group()!r}, but a chat endpoint frames "
-                "the turns itself: use a template without control tokens or turn frames (e.g. prompt = \"default\")",
-            )
-        role = ROLE[span.author]
-        if out and out[-1]["role"] == role:
-            out[-1]["content"] += span.text
-        else:
-            out.append({"role": role, "content": span.text})
+        _add(out, span)
     return out
+
+
+def _add(out: list[dict[str, str]], span: Span) -> None:
+    """The rule, one span at a time: a message of its own, or the end of the last one's
+    content. The last message is replaced, never changed in place, so a copy of `out`
+    taken earlier (a call's messages) stays as it was."""
+    if span.author is Author.DEVELOPER and (token := PATTERN.search(span.text)):
+        raise HarnessError(
+            "--model chat:NAME",
+            f"the prompt template writes the control token {token.group()!r}, but a chat endpoint frames "
+            "the turns itself: use a template without control tokens or turn frames (e.g. prompt = \"default\")",
+        )
+    role = ROLE[span.author]
+    if out and out[-1]["role"] == role:
+        out[-1] = {"role": role, "content": out[-1]["content"] + span.text}
+    else:
+        out.append({"role": role, "content": span.text})
 
 
 def per_call(spans: Iterable[Span]) -> list[list[dict[str, str]]]:
-    """The messages each model call was sent: the rule applied to the spans before its turn."""
+    """The messages each model call was sent: the rule applied to the spans before its turn.
+    One pass: each call's list is the messages so far (its own dicts), never re-split."""
     out: list[list[dict[str, str]]] = []
-    before: list[Span] = []
+    sent: list[dict[str, str]] = []
     for span in spans:
         if span.author is Author.MODEL:
-            out.append(messages(before))
-        before.append(span)
+            out.append([dict(m) for m in sent])
+        _add(sent, span)
     return out
+
+
+def sent_counts(spans: Iterable[Span]) -> tuple[list[dict[str, str]], list[int]]:
+    """The run's messages once, and how many of them each call was sent, for the views
+    (whose size then grows with the buffer, not with calls times messages):
+
+        call i was sent  all[:counts[i]]
+
+    That holds for a Transcript's spans: it never has two model spans side by side, so a
+    model turn always starts a message and the ones before it are never changed again."""
+    out: list[dict[str, str]] = []
+    counts: list[int] = []
+    for span in spans:
+        if span.author is Author.MODEL:
+            counts.append(len(out))
+        _add(out, span)
+    return out, counts
 
 
 def sent_text(record: RunRecord, source: str) -> str:
