@@ -43,12 +43,15 @@ class Sent:
             self.call_of.append(calls if frame.author is Author.MODEL else None)
             calls += frame.author is Author.MODEL
 
+    def count_of(self, k: int) -> int | None:
+        """How many of the run's messages frame k's call was sent (None: no call, or not chat)."""
+        call = self.call_of[k] if self.chat and k < len(self.call_of) else None
+        return None if call is None or call >= len(self.counts) else self.counts[call]
+
     def of_frame(self, k: int) -> list[dict[str, str]] | None:
         """The messages frame k's call was sent (None: no call at this frame, or not chat)."""
-        call = self.call_of[k] if self.chat and k < len(self.call_of) else None
-        if call is None or call >= len(self.counts):
-            return None
-        return self.messages[: self.counts[call]]
+        count = self.count_of(k)
+        return None if count is None else self.messages[:count]
 
     def heading(self, k: int) -> str:
         """One line: what the view of frame k shows, or why it shows nothing."""
