@@ -66,12 +66,15 @@ def _add(out: list[dict[str, str]], span: Span) -> None:
 
 def per_call(spans: Iterable[Span]) -> list[list[dict[str, str]]]:
     """The messages each model call was sent: the rule applied to the spans before its turn.
-    One pass: each call's list is the messages so far (its own dicts), never re-split."""
+    One pass over the spans, each text joined once; each call's list is a copy of the
+    messages so far, whose dicts the lists share (`_add` never changes one: read them, do
+    not change them). The lists themselves hold calls × messages entries in all; the views
+    use sent_counts instead (tests/benchmarks/messages.py)."""
     out: list[list[dict[str, str]]] = []
     sent: list[dict[str, str]] = []
     for span in spans:
         if span.author is Author.MODEL:
-            out.append([dict(m) for m in sent])
+            out.append(list(sent))
         _add(sent, span)
     return out
 
@@ -100,8 +103,9 @@ def sent_text(record: RunRecord, source: str) -> str:
 
     if record.scenario is None or record.scenario.endpoint != "chat":
         raise HarnessError(f"{source}: --messages", "this run did not go through a chat endpoint: each call was sent the buffer as one text")
+    run, counts = sent_counts(record.transcript.spans)
     out = []
-    for number, sent in enumerate(per_call(record.transcript.spans), 1):
+    for number, sent in enumerate((run[:n] for n in counts), 1):
         out.append(f"call {number} sent {len(sent)} message{'s' if len(sent) != 1 else ''}:\n")
         for message in sent:
             lines = message["content"].split("\n")
