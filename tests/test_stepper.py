@@ -509,6 +509,8 @@ def test_step_frame_messages_prints_what_that_step_s_call_was_sent(tmp_path):
         "user      │ Observation: 2",
     ]
     assert "\x1b" not in result.stdout
+    facts = invoke("step", str(saved), "--frame", str(last_call)).stdout  # the step's "sent" fact says how it went
+    assert "sent   completion = model(messages(buffer)): the whole buffer, " in facts and "sent fresh as 3 chat messages" in facts
     first = invoke("step", str(saved), "--frame", "0", "--messages")
     assert first.exit_code == 0 and first.stdout.splitlines()[1].startswith("what was sent: no call wrote step 0")
     plain = invoke("step", "nimbus", "--frame", "1", "--messages")
