@@ -359,6 +359,8 @@ def test_a_chat_run_s_page_shows_what_each_call_was_sent_and_hostile_text_stays_
     assert box.is_visible() and button.get_attribute("aria-expanded") == "true"
     assert shown() == [[m["role"], m["content"]] for m in calls[1]]  # what show --messages prints
     assert [role for role, _ in shown()] == ["user", "assistant", "user"]
+    SHOTS.mkdir(exist_ok=True)
+    page_.screenshot(path=str(SHOTS / "chat-what-was-sent.png"), full_page=True)
     assert f"Thought: {hostile}\n" in shown()[1][1] and shown()[0][1].endswith(f"1+1? {hostile}\n")
     page_.keyboard.press("ArrowLeft")
     page_.keyboard.press("ArrowLeft")  # call 1: the toggle stays open, the messages are that call's
