@@ -372,14 +372,14 @@ def step(
 ) -> None:
     """Step through a run in the terminal, one addition to the buffer at a time."""
     from harness.render.frames import frames
-    from harness.render.sent import Sent
+    from harness.render.sent import SentMessages
     from harness.render.stepper import frame_view, sent_view, step_through
 
     if messages and frame is None:
         raise HarnessError("--messages", "goes with --frame K; while stepping, the m key shows them")
     record = _open(target, no_stop, model, base_url)
     fs = frames(record)
-    sent = Sent(record, fs)
+    sent = SentMessages(record, fs)
     if frame is not None:
         if frame >= len(fs):
             raise HarnessError(f"--frame {frame}", f"this run has frames 0 to {len(fs) - 1}")

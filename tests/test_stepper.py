@@ -523,7 +523,7 @@ def test_the_m_key_shows_a_chat_call_s_messages_in_a_real_terminal(tmp_path, tmu
     """In tmux: m on a model step replaces the buffer by the messages its call was sent, a
     role on every line (a wrapped line too), the hostile thought shown and not obeyed; m
     again brings the buffer back; a run that did not go through chat says so in one line."""
-    from harness.render.sent import NOT_CHAT, Sent
+    from harness.render.sent import NOT_CHAT, SentMessages
     from harness.render.stepper import HELP_CHAT
 
     saved = chat_run(tmp_path)
@@ -531,7 +531,7 @@ def test_the_m_key_shows_a_chat_call_s_messages_in_a_real_terminal(tmp_path, tmu
     fs = frames(record)
     width, height = 60, 40
     term = tmux(width, height, f"{HARNESS} step {shlex.quote(str(saved))}")
-    model = Screen(fs, Console(width=width, height=height), Sent(record, fs))
+    model = Screen(fs, Console(width=width, height=height), SentMessages(record, fs))
 
     def press(key: str, tmux_key: str) -> list[str]:
         model.press(key, height)
@@ -554,7 +554,7 @@ def test_the_m_key_shows_a_chat_call_s_messages_in_a_real_terminal(tmp_path, tmu
     term.keys("q")
 
     plain = tmux(120, 40, f"{HARNESS} step nimbus")
-    nimbus = Screen(frames(open_run("nimbus")), Console(width=120, height=40), Sent(open_run("nimbus"), frames(open_run("nimbus"))))
+    nimbus = Screen(frames(open_run("nimbus")), Console(width=120, height=40), SentMessages(open_run("nimbus"), frames(open_run("nimbus"))))
     plain.expect(drawn(nimbus), "nimbus step 0")
     nimbus.press("m", 40)
     plain.keys("m")

@@ -23,7 +23,7 @@ from importlib.resources import files
 import regex
 
 from harness.escape import for_html, for_script_json
-from harness.render.sent import Sent
+from harness.render.sent import SentMessages
 from harness.render.frames import CHARS_PER_TOKEN, KINDS, NO_STOP, CallCost, costs, frames, parts, stop_was_off
 from harness.run_record import RunRecord
 
@@ -33,7 +33,7 @@ PAGE_HEADER = "<!doctype html>\n<!-- harness page v1 -->\n"  # how a page of our
 
 def page(record: RunRecord, title: str) -> str:
     fs = frames(record)
-    sent = Sent(record, fs)  # a chat run: its messages once, and how many each step's call was sent
+    sent = SentMessages(record, fs)  # a chat run: its messages once, and how many each step's call was sent
     data = {
         "frames": [
             {"author": f.author.value, "added": f.added, "parts": parts(f), "cut": f.cut, "cut_by": f.cut_by, "sent": f.sent, "why": f.why,

@@ -31,7 +31,7 @@ NOT_CHAT = "m: this run did not go through a chat endpoint: each call was sent t
 ROLE_STYLE = {"assistant": STYLES[Author.MODEL], "user": ""}
 
 
-class Sent:
+class SentMessages:
     """The messages of a run's calls, by frame."""
 
     def __init__(self, record: RunRecord, frames: list[Frame]) -> None:

@@ -42,7 +42,7 @@ from harness.escape import for_terminal
 from harness.render.frames import Frame
 from harness.render.keys import KeyReader
 from harness.render.live import legend, marks_legend
-from harness.render.sent import NOT_CHAT, Sent
+from harness.render.sent import NOT_CHAT, SentMessages
 from harness.render.wrap import BufferLines
 
 KEYS = {
@@ -103,7 +103,7 @@ def frame_view(frames: list[Frame], k: int, console: Console) -> Text:
     return Text("\n").join(frame_lines(console, frames, k))
 
 
-def sent_view(console: Console, frames: list[Frame], k: int, sent: Sent) -> Text:
+def sent_view(console: Console, frames: list[Frame], k: int, sent: SentMessages) -> Text:
     """What `--frame K --messages` prints: the step's header, then what its call was sent."""
     width = console.size.width
     lines = [*header(frames, k).wrap(console, width), *sent.heading_line(k).wrap(console, width), Text()]
@@ -114,7 +114,7 @@ class Screen:
     """What one screen shows: frame k, scrolled by `top` (None: follow the newest part);
     with `showing_sent` (the m key), what frame k's call was sent instead of the buffer."""
 
-    def __init__(self, frames: list[Frame], console: Console, sent: Sent | None = None) -> None:
+    def __init__(self, frames: list[Frame], console: Console, sent: SentMessages | None = None) -> None:
         self.frames, self.console, self.sent = frames, console, sent
         self.k, self.top, self.showing_sent = 0, None, False
         self._sent_lines: tuple[tuple[int, int], list[Text]] | None = None
@@ -185,7 +185,7 @@ class Screen:
         return lines[:height]
 
 
-def step_through(console: Console, frames: list[Frame], sent: Sent | None = None) -> None:
+def step_through(console: Console, frames: list[Frame], sent: SentMessages | None = None) -> None:
     """Full screen, keys as they come, until q. The terminal is restored however it ends."""
     try:
         import termios
@@ -223,7 +223,7 @@ def step_through(console: Console, frames: list[Frame], sent: Sent | None = None
         termios.tcsetattr(fd, termios.TCSADRAIN, saved)
 
 
-def screen_lines(console: Console, frames: list[Frame], k: int, sent: Sent | None = None) -> list[Text]:
+def screen_lines(console: Console, frames: list[Frame], k: int, sent: SentMessages | None = None) -> list[Text]:
     """The screen of frame k as a fresh stepper draws it (following the newest part)."""
     screen = Screen(frames, console, sent)
     screen.k = k
