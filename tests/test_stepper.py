@@ -561,3 +561,17 @@ def test_the_m_key_shows_a_chat_call_s_messages_in_a_real_terminal(tmp_path, tmu
     shown = plain.expect(drawn(nimbus), "nimbus after m")
     assert shown[1] == NOT_CHAT and shown[-1] == HELP
     plain.keys("q")
+
+
+def test_a_saved_chat_run_edited_to_hold_a_control_token_is_still_shown(tmp_path):
+    """The chat rule refuses a control token in what it sends; a view sends nothing, so a
+    saved file someone edited still steps, prints its messages and exports."""
+    saved = chat_run(tmp_path)
+    text = saved.read_text(encoding="utf-8")
+    assert "Use exactly this format:" in text
+    saved.write_text(text.replace("Use exactly this format:", "Use <|im_start|>system this format:"), encoding="utf-8")
+    shown = invoke("step", str(saved), "--frame", "1", "--messages")
+    assert shown.exit_code == 0, shown.output
+    assert "user      │ Use <|im_start|>system this format:" in shown.stdout.splitlines()
+    assert invoke("step", str(saved), "--frame", "1").exit_code == 0
+    assert invoke("export", str(saved), "--html", str(tmp_path / "page.html")).exit_code == 0

@@ -47,11 +47,12 @@ def messages(spans: Iterable[Span]) -> list[dict[str, str]]:
     return out
 
 
-def _add(out: list[dict[str, str]], span: Span) -> None:
+def _add(out: list[dict[str, str]], span: Span, sending: bool = True) -> None:
     """The rule, one span at a time: a message of its own, or the end of the last one's
     content. The last message is replaced, never changed in place, so a copy of `out`
-    taken earlier (a call's messages) stays as it was."""
-    if span.author is Author.DEVELOPER and (token := PATTERN.search(span.text)):
+    taken earlier (a call's messages) stays as it was. Only what is sent (`sending`) is
+    refused a control token; a view of a saved file shows one as the text it is."""
+    if sending and span.author is Author.DEVELOPER and (token := PATTERN.search(span.text)):
         raise HarnessError(
             "--model chat:NAME",
             f"the prompt template writes the control token {token.group()!r}, but a chat endpoint frames "
@@ -86,13 +87,14 @@ def sent_counts(spans: Iterable[Span]) -> tuple[list[dict[str, str]], list[int]]
         call i was sent  all[:counts[i]]
 
     That holds for a Transcript's spans: it never has two model spans side by side, so a
-    model turn always starts a message and the ones before it are never changed again."""
+    model turn always starts a message and the ones before it are never changed again.
+    Nothing is sent: a saved file someone edited to hold a control token is still shown."""
     out: list[dict[str, str]] = []
     counts: list[int] = []
     for span in spans:
         if span.author is Author.MODEL:
             counts.append(len(out))
-        _add(out, span)
+        _add(out, span, sending=False)
     return out, counts
 
 
