@@ -4,7 +4,8 @@ No network, no external fonts or scripts: the page, its style, its script and th
 data are all in the file. The data travels as JSON in a <script type="application/json">
 element and is put on the page with textContent, so nothing the model wrote is ever
 parsed as HTML. A chat run's messages travel once, each step saying how many of them its
-call was sent (harness.render.sent), for the page's "what was sent" toggle. The cost chart is an inline SVG drawn here.
+call was sent (harness.render.sent), for the page's "what was sent" toggle. The cost
+chart is an inline SVG drawn here.
 
 The template's placeholders (__TITLE__, __DATA__, …) are filled in one pass: each is
 replaced once and what it is replaced with is never scanned again, so a title holding
@@ -23,8 +24,8 @@ from importlib.resources import files
 import regex
 
 from harness.escape import for_html, for_script_json
-from harness.render.sent import SentMessages
 from harness.render.frames import CHARS_PER_TOKEN, KINDS, NO_STOP, CallCost, costs, frames, parts, stop_was_off
+from harness.render.sent import SentMessages
 from harness.run_record import RunRecord
 
 GENERATOR = '<meta name="generator" content="harness">'
