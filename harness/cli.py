@@ -376,21 +376,29 @@ def step(
     no_stop: NoStopOption = False,
     model: ModelOption = None,
     base_url: BaseUrlOption = None,
+    messages: Annotated[bool, typer.Option("--messages", help="With --frame K, a chat run: the messages that step's call sent (the m key).")] = False,
 ) -> None:
     """Step through a run in the terminal, one addition to the buffer at a time."""
     from harness.render.frames import frames
-    from harness.render.stepper import frame_view, step_through
+    from harness.render.sent import SentMessages
+    from harness.render.stepper import frame_view, sent_view, step_through
 
-    fs = frames(_open(target, no_stop, model, base_url))
+    if messages and frame is None:
+        raise HarnessError("--messages", "goes with --frame K; while stepping, the m key shows them")
+    record = _open(target, no_stop, model, base_url)
+    fs = frames(record)
+    sent = SentMessages(record, fs)
     if frame is not None:
         if frame >= len(fs):
             raise HarnessError(f"--frame {frame}", f"this run has frames 0 to {len(fs) - 1}")
+        if messages and not sent.chat:
+            raise HarnessError(f"{target}: --messages", "this run did not go through a chat endpoint: each call was sent the buffer as one text")
         console = _console()
-        console.print(frame_view(fs, frame, console))
+        console.print(sent_view(console, fs, frame, sent) if messages else frame_view(fs, frame, console))
         return
     if not (sys.stdin.isatty() and sys.stdout.isatty()):
         raise HarnessError("harness step", "needs a terminal to read keys; use --frame K to print one frame")
-    step_through(_console(), fs)
+    step_through(_console(), fs, sent)
 
 
 @app.command()

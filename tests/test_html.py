@@ -321,3 +321,62 @@ def test_the_cost_chart_of_a_long_run_shows_the_curve(browser, tmp_path):
     assert all(r > 0 for r in rises) and rises[-1] > rises[0] * 1.5  # it rises, and faster as it goes
     page_.locator("section.cost").screenshot(path=str(SHOTS / "savings-cost.png"))
     page_.close()
+
+
+def test_a_chat_run_s_page_shows_what_each_call_was_sent_and_hostile_text_stays_text(browser, tmp_path):
+    """The "what was sent" toggle: only on a chat run's page, on a model step the messages
+    its call was sent (role, then text), the same as `harness show --messages`; hostile
+    text in a message is text; the page of a run that did not go through chat has none."""
+    import json
+
+    from harness.backends.messages import per_call
+    from harness.record import read_text
+    from harness.run_record import load_record
+
+    hostile = "".join(HOSTILE)
+    scenario = tmp_path / "chat.toml"
+    completions = json.dumps([f"Thought: {hostile}\nAction: calculator(1 + 1)\n", "Final Answer: 2\n"])
+    scenario.write_text(f"question = {json.dumps('1+1? ' + hostile)}\nendpoint = \"chat\"\ncompletions = {completions}\n[tools.calculator]\n", encoding="utf-8")
+    saved, out = tmp_path / "chat.txt", tmp_path / "chat.html"
+    assert runner.invoke(app, ["run", str(scenario), "--save", str(saved)]).exit_code == 0
+    assert runner.invoke(app, ["export", str(saved), "--html", str(out)]).exit_code == 0
+    calls = per_call(load_record(read_text(saved), str(saved)).transcript.spans)
+
+    page_ = browser.new_page(viewport={"width": 1280, "height": 900})
+    dialogs, requests, errors = [], [], []
+    page_.on("dialog", lambda d: (dialogs.append(d.message), d.dismiss()))
+    page_.on("request", lambda r: requests.append(r.url))
+    page_.on("pageerror", lambda e: errors.append(str(e)))
+    page_.goto(out.as_uri())
+    button, box = page_.locator("#show-sent"), page_.locator("#messages")
+    assert button.is_visible() and button.is_disabled()  # step 0: no call yet
+    assert button.inner_text() == "No call at this step: nothing was sent"
+
+    def shown() -> list[list[str]]:
+        return page_.evaluate("Array.from(document.querySelectorAll('#messages .msg')).map(m => [m.querySelector('.role').textContent, m.querySelector('.content').textContent])")
+
+    page_.keyboard.press("End")  # the last step: call 2
+    assert not box.is_visible()
+    button.click()
+    assert box.is_visible() and button.get_attribute("aria-expanded") == "true"
+    assert shown() == [[m["role"], m["content"]] for m in calls[1]]  # what show --messages prints
+    assert [role for role, _ in shown()] == ["user", "assistant", "user"]
+    SHOTS.mkdir(exist_ok=True)
+    page_.screenshot(path=str(SHOTS / "chat-what-was-sent.png"), full_page=True)
+    assert f"Thought: {hostile}\n" in shown()[1][1] and shown()[0][1].endswith(f"1+1? {hostile}\n")
+    page_.keyboard.press("ArrowLeft")
+    page_.keyboard.press("ArrowLeft")  # call 1: the toggle stays open, the messages are that call's
+    assert shown() == [[m["role"], m["content"]] for m in calls[0]]
+    page_.keyboard.press("m")
+    assert not box.is_visible() and button.inner_text() == "Show the 1 message this call was sent (m)"
+    page_.wait_for_timeout(200)  # an onerror handler would have fired by now
+    assert page_.evaluate("window.pwned") is None and dialogs == [] and errors == []
+    assert requests == [out.as_uri()] and page_.locator("script").count() == 2
+
+    plain = tmp_path / "nimbus.html"
+    assert runner.invoke(app, ["export", "nimbus", "--html", str(plain)]).exit_code == 0
+    page_.goto(plain.as_uri())
+    page_.keyboard.press("ArrowRight")
+    page_.keyboard.press("m")
+    assert not page_.locator("#chat").is_visible() and not box.is_visible()
+    page_.close()

@@ -476,3 +476,102 @@ def test_hostile_text_the_user_was_not_shown_stays_inert_in_notes_and_rows():
     assert len(quoted) == 1 and "<img" not in quoted[0] and "\x1b" not in quoted[0] and "\\[link\\]" in quoted[0]
     rows = "\n".join(line.plain for line in screen_lines(Console(width=60, height=20), frames(record), 1))
     assert "\x1b" not in rows and "model     ✗ Action: x(<img" in rows and "␛]0;PWNED␇" in rows
+
+
+HOSTILE_THOUGHT = "Thought: add.\x1b]0;PWNED\x07\x1b[2J <b>now</b>\n"
+
+
+def chat_run(tmp_path: Path) -> Path:
+    """A chat run recorded offline: a scripted scenario with endpoint = "chat", saved."""
+    import json
+
+    scenario = tmp_path / "chat.toml"
+    completions = json.dumps([HOSTILE_THOUGHT + "Action: calculator(1 + 1)\n", "Final Answer: 2\n"])
+    scenario.write_text(f'question = "1+1?"\nendpoint = "chat"\ncompletions = {completions}\n[tools.calculator]\n', encoding="utf-8")
+    saved = tmp_path / "chat.txt"
+    assert invoke("run", str(scenario), "--save", str(saved)).exit_code == 0
+    return saved
+
+
+def test_step_frame_messages_prints_what_that_step_s_call_was_sent(tmp_path):
+    saved = chat_run(tmp_path)
+    fs = frames(open_run(str(saved)))
+    last_call = max(i for i, f in enumerate(fs) if f.author.value == "model")
+    result = invoke("step", str(saved), "--frame", str(last_call), "--messages")
+    assert result.exit_code == 0, result.output
+    lines = result.stdout.splitlines()
+    assert lines[0].startswith(f"Step {last_call} of ")
+    assert lines[1] == "what was sent: call 2, 3 messages by the chat rule (m: back to the buffer)"
+    assert lines[3] == "user      │ Answer the question below. You can use these tools:"
+    assert lines[-3:] == [
+        "assistant │ Thought: add.␛]0;PWNED␇␛[2J <b>now</b>",  # shown, not obeyed
+        "assistant │ Action: calculator(1 + 1)",
+        "user      │ Observation: 2",
+    ]
+    assert "\x1b" not in result.stdout
+    facts = invoke("step", str(saved), "--frame", str(last_call)).stdout  # the step's "sent" fact says how it went
+    assert "sent   completion = model(messages(buffer)): the whole buffer, " in facts and "sent fresh as 3 chat messages" in facts
+    first = invoke("step", str(saved), "--frame", "0", "--messages")
+    assert first.exit_code == 0 and first.stdout.splitlines()[1].startswith("what was sent: no call wrote step 0")
+    plain = invoke("step", "nimbus", "--frame", "1", "--messages")
+    assert plain.exit_code == 2 and plain.stderr == "error: nimbus: --messages: this run did not go through a chat endpoint: each call was sent the buffer as one text\n"
+    alone = invoke("step", str(saved), "--messages")
+    assert alone.exit_code == 2 and alone.stderr == "error: --messages: goes with --frame K; while stepping, the m key shows them\n"
+
+
+def test_the_m_key_shows_a_chat_call_s_messages_in_a_real_terminal(tmp_path, tmux):
+    """In tmux: m on a model step replaces the buffer by the messages its call was sent, a
+    role on every line (a wrapped line too), the hostile thought shown and not obeyed; m
+    again brings the buffer back; a run that did not go through chat says so in one line."""
+    from harness.render.sent import NOT_CHAT, SentMessages
+    from harness.render.stepper import HELP_CHAT
+
+    saved = chat_run(tmp_path)
+    record = open_run(str(saved))
+    fs = frames(record)
+    width, height = 60, 40
+    term = tmux(width, height, f"{HARNESS} step {shlex.quote(str(saved))}")
+    model = Screen(fs, Console(width=width, height=height), SentMessages(record, fs))
+
+    def press(key: str, tmux_key: str) -> list[str]:
+        model.press(key, height)
+        term.keys(tmux_key)
+        return term.expect(drawn(model), f"{tmux_key} at step {model.k}")
+
+    shown = term.expect(drawn(model), "step 0")
+    assert shown[-1] == HELP_CHAT[:width].rstrip() and "m: messages" in shown[-1]
+    press("\x1b[F", "End")  # the last step: the model's final answer, call 2
+    shown = press("m", "m")
+    assert shown[1] == "what was sent: call 2, 3 messages by the chat rule (m: back"
+    assert "assistant │ Thought: add.␛]0;PWNED␇␛[2J <b>now</b>" in shown
+    assert "assistant │ Action: calculator(1 + 1)" in shown and "user      │ Observation: 2" in shown
+    rows = shown[3 : shown.index("", 3)]
+    assert rows and all(re.match(r"(user     |assistant)[ ↪]│", row) for row in rows), rows
+    assert any(row.startswith("user     ↪│ ") for row in rows)  # a wrapped line keeps its role
+    assert "PWNED" not in term.run("display-message", "-p", "-t", term.name, "#{pane_title}")
+    shown = press("m", "m")
+    assert "model     ▶ Final Answer: 2" in shown and "model     │ Thought: add.␛]0;PWNED␇␛[2J <b>now</b>" in shown
+    term.keys("q")
+
+    plain = tmux(120, 40, f"{HARNESS} step nimbus")
+    nimbus = Screen(frames(open_run("nimbus")), Console(width=120, height=40), SentMessages(open_run("nimbus"), frames(open_run("nimbus"))))
+    plain.expect(drawn(nimbus), "nimbus step 0")
+    nimbus.press("m", 40)
+    plain.keys("m")
+    shown = plain.expect(drawn(nimbus), "nimbus after m")
+    assert shown[1] == NOT_CHAT and shown[-1] == HELP
+    plain.keys("q")
+
+
+def test_a_saved_chat_run_edited_to_hold_a_control_token_is_still_shown(tmp_path):
+    """The chat rule refuses a control token in what it sends; a view sends nothing, so a
+    saved file someone edited still steps, prints its messages and exports."""
+    saved = chat_run(tmp_path)
+    text = saved.read_text(encoding="utf-8")
+    assert "Use exactly this format:" in text
+    saved.write_text(text.replace("Use exactly this format:", "Use <|im_start|>system this format:"), encoding="utf-8")
+    shown = invoke("step", str(saved), "--frame", "1", "--messages")
+    assert shown.exit_code == 0, shown.output
+    assert "user      │ Use <|im_start|>system this format:" in shown.stdout.splitlines()
+    assert invoke("step", str(saved), "--frame", "1").exit_code == 0
+    assert invoke("export", str(saved), "--html", str(tmp_path / "page.html")).exit_code == 0

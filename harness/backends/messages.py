@@ -43,29 +43,59 @@ def messages(spans: Iterable[Span]) -> list[dict[str, str]]:
     """The buffer's spans as chat messages, by the rule above."""
     out: list[dict[str, str]] = []
     for span in spans:
-        if span.author is Author.DEVELOPER and (token := PATTERN.search(span.text)):
-            raise HarnessError(
-                "--model chat:NAME",
-                f"the prompt template writes the control token {token.group()!r}, but a chat endpoint frames "
-                "the turns itself: use a template without control tokens or turn frames (e.g. prompt = \"default\")",
-            )
-        role = ROLE[span.author]
-        if out and out[-1]["role"] == role:
-            out[-1]["content"] += span.text
-        else:
-            out.append({"role": role, "content": span.text})
+        _add(out, span)
     return out
+
+
+def _add(out: list[dict[str, str]], span: Span, sending: bool = True) -> None:
+    """The rule, one span at a time: a message of its own, or the end of the last one's
+    content. The last message is replaced, never changed in place, so a copy of `out`
+    taken earlier (a call's messages) stays as it was. Only what is sent (`sending`) is
+    refused a control token; a view of a saved file shows one as the text it is."""
+    if sending and span.author is Author.DEVELOPER and (token := PATTERN.search(span.text)):
+        raise HarnessError(
+            "--model chat:NAME",
+            f"the prompt template writes the control token {token.group()!r}, but a chat endpoint frames "
+            "the turns itself: use a template without control tokens or turn frames (e.g. prompt = \"default\")",
+        )
+    role = ROLE[span.author]
+    if out and out[-1]["role"] == role:
+        out[-1] = {"role": role, "content": out[-1]["content"] + span.text}
+    else:
+        out.append({"role": role, "content": span.text})
 
 
 def per_call(spans: Iterable[Span]) -> list[list[dict[str, str]]]:
-    """The messages each model call was sent: the rule applied to the spans before its turn."""
+    """The messages each model call was sent: the rule applied to the spans before its turn.
+    One pass over the spans, each text joined once; each call's list is a copy of the
+    messages so far, whose dicts the lists share (`_add` never changes one: read them, do
+    not change them). The lists themselves hold calls × messages entries in all; the views
+    use sent_counts instead (tests/benchmarks/messages.py)."""
     out: list[list[dict[str, str]]] = []
-    before: list[Span] = []
+    sent: list[dict[str, str]] = []
     for span in spans:
         if span.author is Author.MODEL:
-            out.append(messages(before))
-        before.append(span)
+            out.append(list(sent))
+        _add(sent, span)
     return out
+
+
+def sent_counts(spans: Iterable[Span]) -> tuple[list[dict[str, str]], list[int]]:
+    """The run's messages once, and how many of them each call was sent, for the views
+    (whose size then grows with the buffer, not with calls times messages):
+
+        call i was sent  all[:counts[i]]
+
+    That holds for a Transcript's spans: it never has two model spans side by side, so a
+    model turn always starts a message and the ones before it are never changed again.
+    Nothing is sent: a saved file someone edited to hold a control token is still shown."""
+    out: list[dict[str, str]] = []
+    counts: list[int] = []
+    for span in spans:
+        if span.author is Author.MODEL:
+            counts.append(len(out))
+        _add(out, span, sending=False)
+    return out, counts
 
 
 def sent_text(record: RunRecord, source: str) -> str:
@@ -75,8 +105,9 @@ def sent_text(record: RunRecord, source: str) -> str:
 
     if record.scenario is None or record.scenario.endpoint != "chat":
         raise HarnessError(f"{source}: --messages", "this run did not go through a chat endpoint: each call was sent the buffer as one text")
+    run, counts = sent_counts(record.transcript.spans)
     out = []
-    for number, sent in enumerate(per_call(record.transcript.spans), 1):
+    for number, sent in enumerate((run[:n] for n in counts), 1):
         out.append(f"call {number} sent {len(sent)} message{'s' if len(sent) != 1 else ''}:\n")
         for message in sent:
             lines = message["content"].split("\n")

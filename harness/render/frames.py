@@ -83,6 +83,8 @@ def frames(record: RunRecord) -> list[Frame]:
             call = next(calls, CallRecord())
             told = len(call.notices)  # not yet written: the loop writes them first after the reply
             sent = f"completion = model(buffer): the whole buffer, {before:,} characters, sent fresh"
+            if call.messages is not None:  # a chat endpoint: the same buffer, cut by author (harness.backends.messages)
+                sent = f"completion = model(messages(buffer)): the whole buffer, {before:,} characters, sent fresh as {call.messages} chat message{'s' if call.messages != 1 else ''}"
             if no_stop:
                 sent += ", with no stop sequence: nothing cuts what it writes"
         elif span.author is Author.CODE:

@@ -3,7 +3,9 @@
 No network, no external fonts or scripts: the page, its style, its script and the run's
 data are all in the file. The data travels as JSON in a <script type="application/json">
 element and is put on the page with textContent, so nothing the model wrote is ever
-parsed as HTML. The cost chart is an inline SVG drawn here.
+parsed as HTML. A chat run's messages travel once, each step saying how many of them its
+call was sent (harness.render.sent), for the page's "what was sent" toggle. The cost
+chart is an inline SVG drawn here.
 
 The template's placeholders (__TITLE__, __DATA__, …) are filled in one pass: each is
 replaced once and what it is replaced with is never scanned again, so a title holding
@@ -23,6 +25,7 @@ import regex
 
 from harness.escape import for_html, for_script_json
 from harness.render.frames import CHARS_PER_TOKEN, KINDS, NO_STOP, CallCost, costs, frames, parts, stop_was_off
+from harness.render.sent import SentMessages
 from harness.run_record import RunRecord
 
 GENERATOR = '<meta name="generator" content="harness">'
@@ -30,11 +33,16 @@ PAGE_HEADER = "<!doctype html>\n<!-- harness page v1 -->\n"  # how a page of our
 
 
 def page(record: RunRecord, title: str) -> str:
+    fs = frames(record)
+    sent = SentMessages(record, fs)  # a chat run: its messages once, and how many each step's call was sent
     data = {
         "frames": [
-            {"author": f.author.value, "added": f.added, "parts": parts(f), "cut": f.cut, "cut_by": f.cut_by, "sent": f.sent, "why": f.why}
-            for f in frames(record)
+            {"author": f.author.value, "added": f.added, "parts": parts(f), "cut": f.cut, "cut_by": f.cut_by, "sent": f.sent, "why": f.why,
+             "messages": sent.count_of(i)}
+            for i, f in enumerate(fs)
         ],
+        "chat": sent.chat,
+        "messages": [[m["role"], m["content"]] for m in sent.messages],
         "words": {**KINDS, "cut": {"stop": "cut by the stop sequence, never in the buffer:", "prefix": "stopped by the prefix rule, never in the buffer:"}},
     }
     rows = costs(record.transcript)

@@ -17,7 +17,9 @@ underlined); parts that hold a notice are marked ⚠; neither needs colour. When
 buffer is taller than the screen the view follows the newest part and says how many
 lines are above and below. Keys: Enter, → or space next; ← or backspace back; Home, End;
 PgUp, PgDn, ↑, ↓ scroll (and the mouse wheel, where the terminal turns it into ↑ ↓);
-q quits and gives the terminal back as it was. Keys that arrive together all count.
+m shows what the step's call was sent, message by message, in place of the buffer (a chat
+run's; harness.render.sent); q quits and gives the terminal back as it was. Keys that
+arrive together all count.
 
 Each move, or a resize of the window, redraws the whole screen: home, clear, then exactly
 one screen of lines (the terminal's own size, whatever COLUMNS and LINES say), none wider
@@ -40,6 +42,7 @@ from harness.escape import for_terminal
 from harness.render.frames import Frame
 from harness.render.keys import KeyReader
 from harness.render.live import legend, marks_legend
+from harness.render.sent import NOT_CHAT, SentMessages
 from harness.render.wrap import BufferLines
 
 KEYS = {
@@ -52,8 +55,10 @@ KEYS = {
     "page_up": ("\x1b[5~",),
     "page_down": ("\x1b[6~",),
     "quit": ("q", "Q", "\x03", "\x1b"),
+    "messages": ("m", "M"),
 }
 HELP = "→ Enter space: next  ← Bksp: back  Home End  PgUp PgDn ↑ ↓: scroll  q: quit"
+HELP_CHAT = "→ Enter space: next  ← Bksp: back  m: messages  Home End  PgUp PgDn ↑ ↓  q: quit"  # a chat run's: m early, in view on a narrow screen
 WHEEL_AS_ARROWS = ("\x1b[?1007h", "\x1b[?1007l")  # xterm's alternate scroll: the wheel sends ↑ ↓
 
 
@@ -98,12 +103,21 @@ def frame_view(frames: list[Frame], k: int, console: Console) -> Text:
     return Text("\n").join(frame_lines(console, frames, k))
 
 
-class Screen:
-    """What one screen shows: frame k, scrolled by `top` (None: follow the newest part)."""
+def sent_view(console: Console, frames: list[Frame], k: int, sent: SentMessages) -> Text:
+    """What `--frame K --messages` prints: the step's header, then what its call was sent."""
+    width = console.size.width
+    lines = [*header(frames, k).wrap(console, width), *sent.heading_line(k).wrap(console, width), Text()]
+    return Text("\n").join([*lines, *sent.lines(k, console, width)])
 
-    def __init__(self, frames: list[Frame], console: Console) -> None:
-        self.frames, self.console = frames, console
-        self.k, self.top = 0, None
+
+class Screen:
+    """What one screen shows: frame k, scrolled by `top` (None: follow the newest part);
+    with `showing_sent` (the m key), what frame k's call was sent instead of the buffer."""
+
+    def __init__(self, frames: list[Frame], console: Console, sent: SentMessages | None = None) -> None:
+        self.frames, self.console, self.sent = frames, console, sent
+        self.k, self.top, self.showing_sent = 0, None, False
+        self._sent_lines: tuple[tuple[int, int], list[Text]] | None = None
         self._follow = 0  # the top line that follows the newest part, as last drawn
         self._lines: BufferLines | None = None
 
@@ -122,12 +136,26 @@ class Screen:
         for name, delta in scrolls.items():
             if key in KEYS[name]:
                 self.top = (self.top if self.top is not None else self._follow) + delta
+        if key in KEYS["messages"]:
+            self.showing_sent, self.top = not self.showing_sent, None
+
+    def sent_lines(self, width: int) -> list[Text]:
+        """Frame k's messages at this width, made once per (step, width)."""
+        if self.sent is None:
+            return []
+        if self._sent_lines is None or self._sent_lines[0] != (self.k, width):
+            self._sent_lines = ((self.k, width), self.sent.lines(self.k, self.console, width))
+        return self._sent_lines[1]
 
     def lines(self) -> list[Text]:
         """Exactly one screen: the header, the buffer's window, the facts (at most a third
         of the screen), and the keys last; no line wider than the screen."""
         width, height = self.console.size
-        made, before, newest = self.buffer(width).upto(self.k)
+        if self.showing_sent:  # the messages, their end in view: the newest message is last
+            made, newest = self.sent_lines(width), []
+            before = len(made)
+        else:
+            made, before, newest = self.buffer(width).upto(self.k)
         facts = facts_lines(self.frames[self.k], self.console, width)
         most = max(1, height // 3)
         if len(facts) > most:
@@ -146,14 +174,18 @@ class Screen:
         if end < total:
             window.append(Text(f"↓ {total - end:,} lines below (PgDn ↓; → or ← follows the newest part)", style="dim"))
         above = Text(f"↑ {top:,} lines above (PgUp ↑)", style="dim") if top else Text()
-        lines = [header(self.frames, self.k), marks_legend(True), above, *window, Text(), *facts]
-        lines += [Text()] * (height - 1 - len(lines)) + [Text(HELP, style="dim")]
+        second = marks_legend(True)
+        if self.showing_sent:
+            second = self.sent.heading_line(self.k) if self.sent else Text(NOT_CHAT, style="dim")
+        lines = [header(self.frames, self.k), second, above, *window, Text(), *facts]
+        keys = HELP_CHAT if self.sent is not None and self.sent.chat else HELP
+        lines += [Text()] * (height - 1 - len(lines)) + [Text(keys, style="dim")]
         for line in lines:
             line.truncate(width)
         return lines[:height]
 
 
-def step_through(console: Console, frames: list[Frame]) -> None:
+def step_through(console: Console, frames: list[Frame], sent: SentMessages | None = None) -> None:
     """Full screen, keys as they come, until q. The terminal is restored however it ends."""
     try:
         import termios
@@ -162,7 +194,7 @@ def step_through(console: Console, frames: list[Frame]) -> None:
         raise HarnessError("harness step", "reads keys only on a POSIX terminal; use --frame K to print one frame") from None
     fd = sys.stdin.fileno()
     saved = termios.tcgetattr(fd)
-    screen_, reader = Screen(frames, console), KeyReader(fd)
+    screen_, reader = Screen(frames, console, sent), KeyReader(fd)
     try:
         tty.setcbreak(fd)  # keys arrive at once and unechoed
         with console.screen(hide_cursor=True) as screen:
@@ -170,11 +202,12 @@ def step_through(console: Console, frames: list[Frame]) -> None:
             drawn = None
             while True:
                 size = os.get_terminal_size(sys.stdout.fileno())  # the terminal's own, not COLUMNS/LINES
-                if drawn != (screen_.k, screen_.top, size):  # a key moved or scrolled, or a resize
+                state = (screen_.k, screen_.top, screen_.showing_sent, size)
+                if drawn != state:  # a key moved, scrolled or toggled, or a resize
                     console.size = size
                     console.control(Control.home(), Control.clear())
                     screen.update(Text("\n").join(screen_.lines()))
-                    drawn = (screen_.k, screen_.top, size)
+                    drawn = state
                 keys = reader.read(timeout=0.2)
                 if keys is None:  # the terminal is gone
                     return
@@ -190,8 +223,8 @@ def step_through(console: Console, frames: list[Frame]) -> None:
         termios.tcsetattr(fd, termios.TCSADRAIN, saved)
 
 
-def screen_lines(console: Console, frames: list[Frame], k: int) -> list[Text]:
+def screen_lines(console: Console, frames: list[Frame], k: int, sent: SentMessages | None = None) -> list[Text]:
     """The screen of frame k as a fresh stepper draws it (following the newest part)."""
-    screen = Screen(frames, console)
+    screen = Screen(frames, console, sent)
     screen.k = k
     return screen.lines()

@@ -1,0 +1,79 @@
+"""What a call of a chat run was sent, for the stepper (`m`, `--frame K --messages`) and the page.
+
+A run through a chat endpoint (`scenario.endpoint == "chat"`) sent each call the buffer
+cut into messages by harness.backends.messages. Every view shows the same messages, one
+role per physical line, as the stepper names an author per line:
+
+    what was sent: call 2, 3 messages by the chat rule (m: back to the buffer)
+    user      │ Answer the question below. You can use these tools:
+    user     ↪│ … the rest of a line too wide for the screen
+    assistant │ Thought: add.
+    user      │ Observation: 2
+
+The run's messages are split once (messages.sent_counts) and call i shows the first
+counts[i] of them, so the views grow with the buffer, not with calls times messages.
+A run that did not go through chat has no messages: the key says so in one line.
+"""
+
+from __future__ import annotations
+
+from rich.console import Console
+from rich.text import Text
+
+from harness.backends.messages import sent_counts
+from harness.escape import for_terminal
+from harness.render.frames import Frame
+from harness.render.live import NOTE_STYLE, STYLES, WIDTH
+from harness.run_record import RunRecord
+from harness.transcript import Author, split_lines
+
+NOT_CHAT = "m: this run did not go through a chat endpoint: each call was sent the buffer as one text"
+ROLE_STYLE = {"assistant": STYLES[Author.MODEL], "user": ""}
+
+
+class SentMessages:
+    """The messages of a run's calls, by frame."""
+
+    def __init__(self, record: RunRecord, frames: list[Frame]) -> None:
+        self.chat = record.scenario is not None and record.scenario.endpoint == "chat"
+        self.messages, self.counts = sent_counts(record.transcript.spans) if self.chat else ([], [])
+        self.call_of: list[int | None] = []  # frame -> its call (model frames only), 0-based
+        calls = 0
+        for frame in frames:
+            self.call_of.append(calls if frame.author is Author.MODEL else None)
+            calls += frame.author is Author.MODEL
+
+    def count_of(self, k: int) -> int | None:
+        """How many of the run's messages frame k's call was sent (None: no call, or not chat)."""
+        call = self.call_of[k] if self.chat and k < len(self.call_of) else None
+        return None if call is None or call >= len(self.counts) else self.counts[call]
+
+    def of_frame(self, k: int) -> list[dict[str, str]] | None:
+        """The messages frame k's call was sent (None: no call at this frame, or not chat)."""
+        count = self.count_of(k)
+        return None if count is None else self.messages[:count]
+
+    def heading(self, k: int) -> str:
+        """One line: what the view of frame k shows, or why it shows nothing."""
+        if not self.chat:
+            return NOT_CHAT
+        sent = self.of_frame(k)
+        if sent is None:
+            return f"what was sent: no call wrote step {k} (a model step shows what its call was sent)"
+        return f"what was sent: call {self.call_of[k] + 1}, {len(sent)} message{'s' if len(sent) != 1 else ''} by the chat rule (m: back to the buffer)"
+
+    def lines(self, k: int, console: Console, width: int) -> list[Text]:
+        """Frame k's messages as physical lines, each led by its role."""
+        out: list[Text] = []
+        for message in self.of_frame(k) or []:
+            role, style = message["role"], ROLE_STYLE.get(message["role"], "")
+            for row in split_lines(message["content"]) or [""]:
+                body = Text(for_terminal(row.rstrip("\n")), style=style)
+                pieces = list(body.wrap(console, max(1, width - WIDTH - 3), overflow="fold")) or [Text()]
+                for i, piece in enumerate(pieces):
+                    head = f"{role:<{WIDTH}} │ " if i == 0 else f"{role:<{WIDTH}}↪│ "
+                    out.append(Text(head, style=f"bold {style}".strip()).append_text(piece))
+        return out
+
+    def heading_line(self, k: int) -> Text:
+        return Text(for_terminal(self.heading(k)), style=NOTE_STYLE)
