@@ -248,33 +248,29 @@ def test_nothing_neutralised_still_looks_like_a_control_token():
 # --- bounds: a runaway call costs bounded time and memory --------------------------------
 
 
-def test_a_runaway_stream_is_stopped_at_max_chars_with_flat_memory(server, monkeypatch):
+def failure_and_peak(model: ServerModel) -> tuple[str, int]:
+    """The model's failure message, and the most memory Python held while it failed."""
     import tracemalloc
 
-    monkeypatch.setenv("HARNESS_API_KEY", KEY)
-    server.reply = Reply(chunks=[], repeat=sse(text("word " * 50))[0])
-    model = ServerModel("m", server.url, max_chars=2_000_000)
     tracemalloc.start()
     try:
         message = failure(model)
-        peak = tracemalloc.get_traced_memory()[1]
+        return message, tracemalloc.get_traced_memory()[1]
     finally:
         tracemalloc.stop()
+
+
+def test_a_runaway_stream_is_stopped_at_max_chars_with_flat_memory(server, monkeypatch):
+    monkeypatch.setenv("HARNESS_API_KEY", KEY)
+    server.reply = Reply(chunks=[], repeat=sse(text("word " * 50))[0])
+    message, peak = failure_and_peak(ServerModel("m", server.url, max_chars=2_000_000))
     assert "passed 2,000,000 characters" in message
     assert peak < 8_000_000, f"{peak:,} bytes at the peak for a stream of 2 MB: the text is not kept"
 
 
 def test_a_line_without_an_end_is_stopped_with_flat_memory(server, monkeypatch):
-    import tracemalloc
-
     server.reply = Reply(chunks=[b"data: "], repeat=b"x" * 65536)
-    model = ServerModel("m", server.url, max_chars=10_000)
-    tracemalloc.start()
-    try:
-        message = failure(model)
-        peak = tracemalloc.get_traced_memory()[1]
-    finally:
-        tracemalloc.stop()
+    message, peak = failure_and_peak(ServerModel("m", server.url, max_chars=10_000))
     assert "a line longer than 145,536 bytes" in message and peak < 2_000_000
 
 

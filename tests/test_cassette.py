@@ -23,6 +23,7 @@ from typer.testing import CliRunner
 
 import harness.agent  # noqa: F401 (loaded here, so pytester's in-process runs share one Agent class)
 from harness.cli import app
+from textfiles import edit, read, write
 
 pytest_plugins = ["pytester"]
 runner = CliRunner()
@@ -46,21 +47,6 @@ def invoke(*args: str):
     return runner.invoke(app, list(args), env={"COLUMNS": "200", "NO_COLOR": "1"})
 
 
-def write(path: Path, text: str) -> None:
-    path.parent.mkdir(parents=True, exist_ok=True)
-    with open(path, "w", encoding="utf-8", newline="") as f:
-        f.write(text)
-
-
-def read(path: Path) -> str:
-    with open(path, encoding="utf-8", newline="") as f:
-        return f.read()
-
-
-def edit(path: Path, old: str, new: str) -> None:
-    text = read(path)
-    assert old in text, old
-    write(path, text.replace(old, new))
 
 
 @pytest.fixture

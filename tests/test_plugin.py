@@ -15,6 +15,7 @@ import pytest
 
 from harness.record import run_scenario
 from harness.scenario import find_scenario, load_scenario
+from textfiles import edit, read, write
 
 pytest_plugins = ["pytester"]
 
@@ -44,20 +45,6 @@ def folder(pytester):
     return transcripts
 
 
-def write(path: Path, text: str) -> None:
-    with open(path, "w", encoding="utf-8", newline="") as f:
-        f.write(text)
-
-
-def read(path: Path) -> str:
-    with open(path, encoding="utf-8", newline="") as f:
-        return f.read()
-
-
-def edit(path: Path, old: str, new: str) -> None:
-    text = read(path)
-    assert old in text
-    write(path, text.replace(old, new))
 
 
 def assert_readable(output: str) -> None:
