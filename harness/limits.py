@@ -3,8 +3,8 @@
     max_steps            model calls in all                      -> max_steps
     unknown_tool_limit   replies in a row naming unknown tools    -> unknown_tool_limit
     format_error_limit   replies in a row without a usable action -> format_error_limit
-    repeat_limit         failing calls made again unchanged, in   -> repeated_call_limit
-                         all (same tool, same arguments, same error as an earlier call)
+    repeat_limit         calls made again unchanged, in all       -> repeated_call_limit
+                         (same tool, same arguments, same result or error as before)
 
 A known tool that runs resets the first two counts; 0 turns a count-limit off. The
 defaults are written here and nowhere else.
@@ -33,13 +33,13 @@ class Tally:
 
     def __init__(self, limits: Limits) -> None:
         self.limits, self.unknown_tools, self.format_errors = limits, 0, 0
-        self.failed: dict[tuple[str, str, str], int] = {}  # (tool, arguments, error) -> the step it was first made
+        self.made: dict[tuple[str, str, str], int] = {}  # (tool, arguments, result) -> the step it was first made
         self.repeats = 0
 
-    def again(self, step: int, action: Action, error: str) -> int | None:
-        """A call that failed: the step where the same call failed the same way, or None."""
-        key = (action.tool, json.dumps([action.args, action.kwargs], sort_keys=True, default=str), error)
-        first = self.failed.setdefault(key, step)
+    def again(self, step: int, action: Action, result: str) -> int | None:
+        """The step where the same call gave the same result (or error) before, or None."""
+        key = (action.tool, json.dumps([action.args, action.kwargs], sort_keys=True, default=str), result)
+        first = self.made.setdefault(key, step)
         if first == step:
             return None
         self.repeats += 1

@@ -97,7 +97,7 @@ def run(setup: Setup, model: Model, emit: Emit = nobody) -> RunRecord:
                 if ok and setup.tools[action.tool].ends_run:  # finish(message): done, at once
                     return out.stop(StopReason.FINAL_ANSWER, step, result)
                 out.code(dialect.observation(step, number, result))
-                if not ok and (hint := explain(setup, tally, step, number, action, result)):
+                if hint := explain(setup, tally, step, number, action, result, ok):
                     out.notice(step, hint)
             if reason := tally.repeated_too_often():
                 return out.stop(reason, step)
@@ -113,12 +113,12 @@ def run(setup: Setup, model: Model, emit: Emit = nobody) -> RunRecord:
         return out.stop(StopReason.CANCELED, step)
 
 
-def explain(setup: Setup, tally: Tally, step: int, number: int, action: Action, error: str) -> Rejection | None:
-    """A failed call, told what to change: the same failing call again, or a parameter's
-    name where its value belongs (the observation already says what the tool said)."""
-    if first := tally.again(step, action, error):
-        return repeated_call(number, action.tool, first)
-    return why_failed(setup.dialect, setup.tools, number, action)
+def explain(setup: Setup, tally: Tally, step: int, number: int, action: Action, result: str, ok: bool) -> Rejection | None:
+    """A call the model should not have made so: the same call again with the same result
+    (failing, or answered already), or, failing, a parameter's name where its value belongs."""
+    if first := tally.again(step, action, result):
+        return repeated_call(number, action.tool, first, ok)
+    return None if ok else why_failed(setup.dialect, setup.tools, number, action)
 
 
 class Canceled(Exception):

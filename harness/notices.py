@@ -94,14 +94,23 @@ def placeholder(number: int, tool: str, param: str, example: str) -> Rejection:
     )
 
 
-def repeated_call(number: int, tool: str, first_step: int) -> Rejection:
+def repeated_call(number: int, tool: str, first_step: int, answered: bool = False) -> Rejection:
+    if answered:  # it worked before: the model has the result and should move on
+        message = (
+            f"You already made exactly this call in step {first_step} and got the same result; "
+            "use it: call the next tool you need, or write the Final Answer."
+        )
+    else:
+        message = (
+            f"You already made exactly this call in step {first_step} and got the same error; repeating "
+            f"it will not help. Change the arguments to {tool} as the error says, or call another tool."
+        )
     return Rejection(
         "protocol_violation.repeated_call",
-        f"You already made exactly this call in step {first_step} and got the same error; repeating "
-        f"it will not help. Change the arguments to {tool} as the error says, or call another tool.",
+        message,
         number,
         tool,
-        (f"the same failing call as in step {first_step}",),
+        (f"the same call and {'result' if answered else 'error'} as in step {first_step}",),
     )
 
 

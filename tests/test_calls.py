@@ -228,6 +228,13 @@ def test_a_canned_tool_of_two_parameters_shows_its_keys_as_two_arguments():
     assert code_lines(record)[0].endswith('It knows: fare("Paris", "Lyon").\n')
 
 
+def test_a_call_repeated_after_it_worked_is_told_to_use_the_result():
+    again = "Action: price('lamp')\n"
+    record = run(again, again, again, "Final Answer: 18.50\n")
+    assert record.stop_reason == "repeated_call_limit" and record.steps == 3
+    assert "got the same result; use it: call the next tool you need, or write the Final Answer." in code_lines(record)[2]
+
+
 def test_a_changed_call_after_a_failure_is_not_a_repeat():
     record = run("Action: price('sofa')\n", "Action: price('lamp')\n", "Final Answer: 18.50\n")
     assert record.stop_reason == "final_answer" and all(c.notices == () for c in record.calls)
