@@ -66,6 +66,11 @@ _LOOKED_AT = 50  # names followed by a bracket examined in one argument text
 _WRAPPED = regex.compile(r"([A-Za-z_][A-Za-z0-9_]{0,63})[ \t]*\((.{0,1000})\)")  # `country("Freedonia")`
 
 
+def bare(action: Action) -> bool:
+    """Its arguments reached the tool as the text the model wrote (no JSON, no literals)."""
+    return not action.kwargs and action.args == (action.raw.strip(),)
+
+
 def inner_call(dialect: Dialect, tools: Registry, text: str) -> tuple[str, str] | None:
     """(tool, its call as written) for the first known tool called inside `text`."""
     for i, m in enumerate(_NAME.finditer(text)):
@@ -101,8 +106,7 @@ def misused(dialect: Dialect, tools: Registry, number: int, action: Action) -> R
     """A call that cannot be what the model meant: another tool written inside its arguments
     (looked for only in bare text and in expressions given by keyword: a JSON or quoted
     string may hold any text, and a file's content often does)."""
-    bare = not action.kwargs and action.args == (action.raw.strip(),)
-    if bare:
+    if bare(action):
         inner = inner_call(dialect, tools, action.raw)
         if inner and (early := split_call(action.raw, dialect.close)) is not None:  # `f('a') + f('b')`: f('a') first
             inner = action.tool, dialect.signature(action.tool, (early[0].strip()[: notices.PREVIEW],))
@@ -118,9 +122,8 @@ def why_failed(dialect: Dialect, tools: Registry, number: int, action: Action) -
     (`capital(country("Freedonia"))`): the notice writes the call as it should be. Only after
     a failure: a value may be equal to a parameter's name and be right (a file's content)."""
     tool = tools[action.tool]
-    names = {p.casefold(): p for p in tool.params}
-    bare = not action.kwargs and action.args == (action.raw.strip(),)
-    if bare and (m := _WRAPPED.fullmatch(action.raw.strip())) and m[1].casefold() in names:
+    names = {p.casefold() for p in tool.params}
+    if bare(action) and (m := _WRAPPED.fullmatch(action.raw.strip())) and m[1].casefold() in names:
         return notices.placeholder(number, tool.name, m[1], dialect.signature(tool.name, (m[2].strip()[: notices.PREVIEW],)))
     given = [*zip(tool.params, action.args), *action.kwargs.items()]
     for param, value in given:
