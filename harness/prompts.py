@@ -139,7 +139,7 @@ def split_frames(text: str, where: str) -> tuple[str, Frames]:
     if end < 0:
         raise TemplateError(where, "the frames begin with a line '+++' but no line '+++' ends them")
     try:
-        data = tomllib.loads(text[4:end])
+        data = tomllib.loads("\n" + text[4:end])  # (a blank first line: errors name the file's lines)
     except tomllib.TOMLDecodeError as e:
         raise TemplateError(where, f"the frames are not TOML ({e})") from None
     for key, value in data.items():
