@@ -210,8 +210,13 @@ def _seconds(value: float | None) -> float | None:
 
 @app.command()
 def run(
-    scenario: Annotated[
-        str, typer.Argument(help="A scenario .toml file, or the name of a shipped one (see `harness list`).", autocompletion=_scenario_names)
+    scenarios: Annotated[
+        list[str],
+        typer.Argument(
+            metavar="SCENARIO...",
+            help="Scenario .toml files, names of shipped ones (see `harness list`), or folders (every *.toml under them).",
+            autocompletion=_scenario_names,
+        ),
     ],
     format: FormatOption = Format.rich,
     save: Annotated[Path | None, typer.Option(help="Also save the transcript (save format v1) to this file.")] = None,
@@ -228,8 +233,23 @@ def run(
     max_seconds: MaxSeconds = None,
     strict: Strict = None,
     wait_for_server: WaitForServer = None,
+    jobs: Annotated[int, typer.Option("--jobs", "-j", min=1, max=256, help="Several scenarios: how many run at once.")] = 1,
+    save_dir: Annotated[Path | None, typer.Option("--save-dir", help="Several scenarios: save each transcript as DIR/<scenario>.txt.")] = None,
+    report: Annotated[Path | None, typer.Option("--report", help="Several scenarios: write the summary as JSON here.")] = None,
+    junit: Annotated[Path | None, typer.Option("--junit", help="Several scenarios: write a JUnit XML report here, for CI.")] = None,
+    fail_on: Annotated[str | None, typer.Option("--fail-on", metavar="REASON,...", help="Several scenarios: exit 1 if a run ends so (stop reasons, or mismatch).")] = None,
 ) -> None:
-    """Run a scenario on its scripted model, or on a live one, and print the transcript."""
+    """Run scenarios on their scripted model, or on a live one; one prints its transcript, several a summary."""
+    batch = (save_dir, report, junit, fail_on)
+    if len(scenarios) > 1 or any(Path(s).is_dir() for s in scenarios) or any(o is not None for o in batch):
+        from harness.cli_batch import Options, refuse_single_run_options, run_many
+
+        refuse_single_run_options(format is not Format.rich, save, live or delay is not None, cost)
+        reasons = frozenset(r.strip() for r in (fail_on or "").split(",") if r.strip())
+        call = CallOptions(max_tokens, max_chars, max_seconds, strict, wait_for_server)
+        run_many(scenarios, Options(jobs, save_dir, report, junit, reasons, model, base_url, call, peek or 0, max_steps, no_stop))
+        return
+    scenario = scenarios[0]
     from harness.loop import nobody
     from harness.record import run_scenario
     from harness.scenario import find_scenario, load_scenario

@@ -1,0 +1,172 @@
+"""`harness run` with several scenarios: the same runs whatever --jobs is, a summary in
+scenario order, reports CI reads, exit codes, and a broken scenario among good ones."""
+
+from __future__ import annotations
+
+import json
+import xml.etree.ElementTree as ET
+from pathlib import Path
+
+from typer.testing import CliRunner
+
+from harness.cli import app
+from harness.run_record import load_record
+
+runner = CliRunner()
+ROOT = Path(__file__).parent.parent
+
+CALC = '''question = "What is {a} + {b}?"
+{more}
+completions = [
+"""Thought: I add them.
+Action: calculator({a} + {b})
+""",
+"""Thought: Done.
+Final Answer: {answer}
+""",
+]
+
+[tools.calculator]
+'''
+
+
+def scenario(folder: Path, name: str, a: int = 1, b: int = 2, answer: str | None = None, more: str = "") -> Path:
+    path = folder / f"{name}.toml"
+    path.write_text(CALC.format(a=a, b=b, answer=answer if answer is not None else a + b, more=more), encoding="utf-8")
+    return path
+
+
+def invoke(*args: str):
+    return runner.invoke(app, list(args), env={"COLUMNS": "200", "NO_COLOR": "1"})
+
+
+def report_without_times(path: Path, folder: Path) -> list[dict]:
+    runs = json.loads(path.read_text(encoding="utf-8"))["runs"]
+    for run in runs:
+        run.pop("seconds")
+        if run["transcript"]:
+            run["transcript"] = str(Path(run["transcript"]).relative_to(folder))
+    return runs
+
+
+def test_a_folder_gives_the_same_transcripts_and_summary_whatever_jobs_is(tmp_path):
+    """The shipped folder (every demo: canceled, model_error, limits) with --jobs 1 and 4."""
+    out = {}
+    for jobs in ("1", "4"):
+        folder = tmp_path / f"j{jobs}"
+        result = invoke("run", "transcripts", "--jobs", jobs, "--save-dir", str(folder), "--report", str(tmp_path / f"r{jobs}.json"))
+        assert result.exit_code == 3, result.output  # model-error.toml ends in model_error
+        out[jobs] = (
+            {p.name: p.read_bytes() for p in folder.iterdir()},
+            report_without_times(tmp_path / f"r{jobs}.json", folder),
+            [line.split()[0] for line in result.stdout.splitlines()[1:-1]],
+        )
+    shipped = sorted(p.stem for p in (ROOT / "transcripts").glob("*.toml"))
+    assert out["1"] == out["4"]
+    files, runs, rows = out["4"]
+    assert rows == shipped == [r["scenario"] for r in runs]  # scenario order, not finishing order
+    assert sorted(files) == [f"{name}.txt" for name in shipped]
+    # Each file is what `harness run NAME --save` writes.
+    single = tmp_path / "single.txt"
+    assert invoke("run", "transcripts/nimbus.toml", "--save", str(single), "-f", "tagged").exit_code == 0
+    assert files["nimbus.txt"] == single.read_bytes()
+
+
+def test_a_broken_scenario_is_one_line_naming_it_the_others_run_and_the_exit_is_2(tmp_path):
+    scenario(tmp_path, "a")
+    (tmp_path / "b.toml").write_text('question = "x"\nmax_steps = "many"\n', encoding="utf-8")
+    scenario(tmp_path, "c", 3, 4)
+    result = invoke("run", str(tmp_path), "--save-dir", str(tmp_path / "out"))
+    assert result.exit_code == 2
+    errors = [line for line in result.stderr.splitlines() if line.startswith("error:")]
+    assert errors == [f"error: {tmp_path / 'b.toml'}: max_steps: must be a whole number, 0 or more"]
+    assert "Traceback" not in result.output
+    assert sorted(p.name for p in (tmp_path / "out").iterdir()) == ["a.txt", "c.txt"]
+    rows = result.stdout.splitlines()
+    assert rows[2].split()[:2] == ["b", "not"] and rows[3].split()[:4] == ["c", "final_answer", "2", "7"]
+    assert rows[-1] == "3 runs: 2 final_answer, 1 not run"
+
+
+def test_junit_is_xml_ci_reads_model_error_is_an_error_and_fail_on_makes_failures(tmp_path):
+    scenario(tmp_path, "good")
+    scenario(tmp_path, "short", more="max_steps = 1")
+    scenario(tmp_path, "broken", more='model_error = { step = 2, message = "HTTP 503 \\u001b[31m" }')
+    junit = tmp_path / "junit.xml"
+    result = invoke("run", str(tmp_path), "--junit", str(junit), "--fail-on", "max_steps")
+    assert result.exit_code == 3, result.output  # model_error comes before --fail-on
+    suite = ET.parse(junit).getroot().find("testsuite")
+    cases = {case.get("name"): case for case in suite.iter("testcase")}
+    assert sorted(cases) == ["broken", "good", "short"]
+    assert (suite.get("tests"), suite.get("errors"), suite.get("failures")) == ("3", "1", "1")
+    assert cases["broken"].find("error").get("type") == "model_error"
+    assert "\x1b" not in junit.read_text(encoding="utf-8")  # the model's text is shown, never obeyed
+    assert cases["short"].find("failure").get("type") == "max_steps"
+    assert cases["good"].find("error") is None and cases["good"].find("failure") is None
+
+
+def test_fail_on_decides_exit_1_and_other_stop_reasons_pass(tmp_path):
+    scenario(tmp_path, "good")
+    scenario(tmp_path, "short", more="max_steps = 1")
+    assert invoke("run", str(tmp_path)).exit_code == 0
+    assert invoke("run", str(tmp_path), "--fail-on", "max_steps,format_error_limit").exit_code == 1
+    wrong = invoke("run", str(tmp_path), "--fail-on", "max-steps")
+    assert wrong.exit_code == 2 and wrong.stderr.startswith("error: --fail-on: 'max-steps' is not a stop reason")
+
+
+def test_expect_marks_match_and_mismatch_and_fail_on_mismatch_exits_1(tmp_path):
+    scenario(tmp_path, "right", 1, 2, more='expect = "3"')
+    scenario(tmp_path, "wrong", 2, 2, answer="5", more='expect = "4"')
+    scenario(tmp_path, "pattern", 3, 3, answer="It is 6.", more="expect_regex = '^It is [0-9]+\\.$'")
+    report = tmp_path / "r.json"
+    result = invoke("run", str(tmp_path), "--report", str(report))
+    assert result.exit_code == 0
+    marks = {line.split()[0]: line.split()[-1] for line in result.stdout.splitlines()[1:-1]}
+    assert marks == {"pattern": "match", "right": "match", "wrong": "mismatch"}
+    assert result.stdout.splitlines()[-1] == "3 runs: 3 final_answer · expect: 2 match, 1 mismatch"
+    assert {r["scenario"]: r["expect"] for r in json.loads(report.read_text())["runs"]}["wrong"] == "mismatch"
+    assert invoke("run", str(tmp_path), "--fail-on", "mismatch").exit_code == 1
+
+
+def test_a_bad_expect_regex_is_one_line_naming_the_field(tmp_path):
+    path = scenario(tmp_path, "bad", more="expect_regex = '('")
+    result = invoke("run", str(path), "nimbus")
+    assert result.exit_code == 2
+    assert result.stderr.splitlines()[0].startswith(f"error: {path}: expect_regex: is not a regular expression")
+
+
+def test_plain_progress_is_one_line_per_finished_run_on_stderr(tmp_path):
+    scenario(tmp_path, "a")
+    scenario(tmp_path, "b", more="max_steps = 1")
+    result = invoke("run", str(tmp_path / "a.toml"), str(tmp_path / "b.toml"))
+    lines = sorted(line for line in result.stderr.splitlines() if line.startswith("["))
+    assert [line.split(" ", 1)[1].rsplit(", ", 1)[0] for line in lines] == [
+        "a: final_answer, 2 steps",
+        "b: max_steps, 1 step",
+    ]
+    assert all(line.endswith(" s") for line in lines)
+
+
+def test_save_dir_never_replaces_a_file_harness_did_not_write(tmp_path):
+    scenario(tmp_path, "a")
+    out = tmp_path / "out"
+    out.mkdir()
+    (out / "a.txt").write_text("my notes\n", encoding="utf-8")
+    result = invoke("run", str(tmp_path / "a.toml"), "nimbus", "--save-dir", str(out))
+    assert result.exit_code == 2
+    assert result.stderr == f"error: --save-dir {out / 'a.txt'}: the file exists and harness did not write it; not overwriting it\n"
+    assert (out / "a.txt").read_text(encoding="utf-8") == "my notes\n" and not (out / "nimbus.txt").exists()
+
+
+def test_options_that_show_one_run_are_refused_with_several(tmp_path):
+    for option, message in (("--save=x.txt", "--save: goes with one scenario; use --save-dir DIR"), ("--cost", "--cost: goes with one scenario")):
+        result = invoke("run", "nimbus", "calculator", option)
+        assert result.exit_code == 2 and result.stderr.startswith(f"error: {message}")
+
+
+def test_a_saved_run_of_a_batch_loads_and_replays(tmp_path):
+    scenario(tmp_path, "a")
+    out = tmp_path / "out"
+    assert invoke("run", str(tmp_path / "a.toml"), "calculator", "--save-dir", str(out)).exit_code == 0
+    assert load_record((out / "a.txt").read_text(encoding="utf-8")).final_answer == "3"
+    again = invoke("replay", str(out / "a.txt"), "--check")
+    assert again.exit_code == 0, again.output
