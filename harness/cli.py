@@ -21,6 +21,7 @@ from typing import TYPE_CHECKING, Annotated, Any
 import typer
 from typer.core import TyperGroup
 
+from harness.cli_batch import FailOn, Jobs, Junit, Report, SaveDir
 from harness.cli_models import (
     BaseUrlOption,
     CallOptions,
@@ -233,11 +234,11 @@ def run(
     max_seconds: MaxSeconds = None,
     strict: Strict = None,
     wait_for_server: WaitForServer = None,
-    jobs: Annotated[int, typer.Option("--jobs", "-j", min=1, max=256, help="Several scenarios: how many run at once.")] = 1,
-    save_dir: Annotated[Path | None, typer.Option("--save-dir", help="Several scenarios: save each transcript as DIR/<scenario>.txt.")] = None,
-    report: Annotated[Path | None, typer.Option("--report", help="Several scenarios: write the summary as JSON here.")] = None,
-    junit: Annotated[Path | None, typer.Option("--junit", help="Several scenarios: write a JUnit XML report here, for CI.")] = None,
-    fail_on: Annotated[str | None, typer.Option("--fail-on", metavar="REASON,...", help="Several scenarios: exit 1 if a run ends so (stop reasons, or mismatch).")] = None,
+    jobs: Jobs = 1,
+    save_dir: SaveDir = None,
+    report: Report = None,
+    junit: Junit = None,
+    fail_on: FailOn = None,
 ) -> None:
     """Run scenarios on their scripted model, or on a live one; one prints its transcript, several a summary."""
     batch = (save_dir, report, junit, fail_on)

@@ -13,15 +13,27 @@ import sys
 import time
 from dataclasses import dataclass
 from pathlib import Path
+from typing import TYPE_CHECKING, Annotated
 
 import typer
 
-from harness.batch import Job, Outcome, Wrap, run_all
 from harness.cli_models import CallOptions, live_model_from
 from harness.errors import HarnessError
 from harness.escape import for_terminal
 
-MODEL_FAILED, BAD_INPUT, INTERRUPTED = 3, 2, 130
+if TYPE_CHECKING:  # imported when a batch runs: `harness --help` stays fast
+    from harness.batch import Job, Outcome, Wrap
+
+INTERRUPTED = 130
+
+Jobs = Annotated[int, typer.Option("--jobs", "-j", min=1, max=256, help="Several scenarios: how many run at once.")]
+SaveDir = Annotated[Path | None, typer.Option("--save-dir", help="Several scenarios: save each transcript as DIR/<scenario>.txt.")]
+Report = Annotated[Path | None, typer.Option("--report", help="Several scenarios: write the summary as JSON here.")]
+Junit = Annotated[Path | None, typer.Option("--junit", help="Several scenarios: write a JUnit XML report here, for CI.")]
+FailOn = Annotated[
+    str | None,
+    typer.Option("--fail-on", metavar="REASON,...", help="Several scenarios: exit 1 if a run ends so (stop reasons, or mismatch)."),
+]
 
 
 @dataclass(frozen=True)
@@ -42,6 +54,7 @@ class Options:
 def gather(arguments: list[str]) -> list[Job]:
     """Names, files and folders (every *.toml under them, sorted), in the order given; a
     file given twice runs once. One that cannot be loaded is a Job with its error."""
+    from harness.batch import Job
     from harness.scenario import find_scenario, load_scenario
 
     jobs, seen = [], set()
@@ -101,6 +114,7 @@ def check(jobs: list[Job], options: Options) -> None:
 
 def worker(options: Options, root: Path):
     """The work of one run: what `harness run NAME --save DIR/NAME.txt` does."""
+    from harness.batch import Outcome
     from harness.expect import matches
     from harness.files import write_file
     from harness.record import run_scenario
@@ -133,6 +147,7 @@ def worker(options: Options, root: Path):
 
 
 def run_many(arguments: list[str], options: Options) -> None:
+    from harness.batch import Outcome, run_all
     from harness.batch_progress import progress_for
     from harness.batch_report import exit_code, summary, write_reports
 
