@@ -8,6 +8,7 @@ long and reads in order.
 
 from __future__ import annotations
 
+import os
 import threading
 from collections import Counter
 from collections.abc import Iterator
@@ -53,7 +54,7 @@ class Bar:
             MofNCompleteColumn(),
             TimeElapsedColumn(),
             TextColumn("{task.description}", markup=False),
-            console=Console(file=out, highlight=False),
+            console=Console(file=out, highlight=False, width=_width(out)),
         )
         self.task = self.progress.add_task(self._text(), total=total)
 
@@ -71,6 +72,14 @@ class Bar:
             self.running -= 1
             self.reasons[o.stop_reason or "not run"] += 1
             self.progress.update(self.task, advance=1, description=self._text())
+
+
+def _width(out: IO[str]) -> int | None:
+    """The terminal's own width (rich would ask stdout, which may be a file by now)."""
+    try:
+        return os.get_terminal_size(out.fileno()).columns
+    except (OSError, ValueError):
+        return None
 
 
 @contextmanager

@@ -4,13 +4,16 @@ scenario order, reports CI reads, exit codes, and a broken scenario among good o
 from __future__ import annotations
 
 import json
+import time
 import xml.etree.ElementTree as ET
 from pathlib import Path
 
+import regex
 from typer.testing import CliRunner
 
 from harness.cli import app
 from harness.run_record import load_record
+from tests.test_stepper import HARNESS, tmux  # noqa: F401  (tmux is a fixture: a terminal of its own)
 
 runner = CliRunner()
 ROOT = Path(__file__).parent.parent
@@ -170,3 +173,18 @@ def test_a_saved_run_of_a_batch_loads_and_replays(tmp_path):
     assert load_record((out / "a.txt").read_text(encoding="utf-8")).final_answer == "3"
     again = invoke("replay", str(out / "a.txt"), "--check")
     assert again.exit_code == 0, again.output
+
+
+def test_on_a_terminal_progress_is_a_bar_with_the_counts_and_stdout_keeps_the_summary(tmp_path, tmux):
+    done, summary = tmp_path / "done", tmp_path / "summary.txt"
+    total = len(list((ROOT / "transcripts").glob("*.toml")))
+    term = tmux(160, 20, f"{HARNESS} run transcripts --jobs 2 > {summary}; echo $? > {done}")
+    for _ in range(100):
+        if done.exists() and done.read_text().strip():
+            break
+        time.sleep(0.1)
+    assert done.read_text().strip() == "3"  # model-error.toml
+    screen = "\n".join(term.screen())
+    assert regex.search(rf"runs .*{total}/{total} .* running 0 · 1 canceled, [0-9]+ final_answer, ", screen), screen
+    assert "[1/" not in screen  # no plain lines on a terminal
+    assert summary.read_text(encoding="utf-8").splitlines()[0].startswith("scenario")
