@@ -103,3 +103,26 @@ def test_ctrl_c_mid_batch_cancels_the_running_runs_saves_them_and_prints_the_sum
         assert replay(path.read_text(encoding="utf-8"), str(path)).matches
     assert stdout.splitlines()[-1] == "2 runs: 2 canceled · expect: 2 mismatch · 4 not started (interrupted)"
     assert len(fake.requests) == 2  # no run started after Ctrl-C
+
+
+def test_a_batch_through_the_chat_endpoint_stays_chat_and_replays_offline(fake, tmp_path):
+    """The batch's Ctrl-C wrapper must not hide that a model reads the buffer as messages."""
+    from tests.loopback import delta
+
+    def chat_answer(body: dict) -> Reply:
+        a, b = QUESTION.search(body["messages"][0]["content"]).groups()
+        reply = f"Thought: I add.\nAction: calculator({a} + {b})\n" if len(body["messages"]) == 1 else f"Final Answer: {int(a) + int(b)}\n"
+        return Reply(chunks=sse(delta(reply), delta("", "stop"), "[DONE]"))
+
+    fake.answer = chat_answer
+    paths = scenarios(tmp_path / "s", 3)
+    out = tmp_path / "out"
+    command = harness("run", *map(str, paths), "--model", "chat:m", "--base-url", fake.url, "--jobs", "3", "--save-dir", str(out))
+    result = subprocess.run(command, capture_output=True, text=True, env=ENV, timeout=60, cwd=tmp_path)
+    assert result.returncode == 0, result.stderr
+    assert set(fake.paths) == {"/v1/chat/completions"}
+    for path in paths:
+        saved = (out / f"{path.stem}.txt").read_text(encoding="utf-8")
+        record = load_record(saved)
+        assert record.scenario.endpoint == "chat" and [c.messages for c in record.calls] == [1, 3]
+        assert replay(saved, str(out / f"{path.stem}.txt")).matches
