@@ -14,7 +14,6 @@ import os
 import sys
 from collections.abc import Iterator
 from contextlib import contextmanager
-from enum import StrEnum
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated, Any
 
@@ -34,11 +33,10 @@ from harness.cli_models import (
     live_model_from,
     tell_stderr,
 )
+from harness.cli_views import Format, FormatOption, despite_a_closed_pipe, live_view, new_console, print_event, show_record
 from harness.errors import HarnessError
 
 if TYPE_CHECKING:
-    from rich.console import Console
-
     from harness.run_record import RunRecord
 
 MODEL_FAILED = 3  # the run ended in model_error: a live model or server failed
@@ -106,69 +104,6 @@ def _scenario_names(incomplete: str) -> list[str]:
 
     names = [p.stem for p in shipped_scenarios()] + [str(p) for p in Path().glob("*.toml")]
     return [n for n in names if n.startswith(incomplete)]
-
-
-class Format(StrEnum):
-    rich = "rich"
-    tagged = "tagged"
-    json = "json"
-    events = "events"
-
-
-FormatOption = Annotated[
-    Format,
-    typer.Option("--format", "-f", help="rich: coloured by author; tagged: the save format; json; events: JSON Lines."),
-]
-
-
-def _console() -> Console:
-    from rich.console import Console
-
-    return Console(highlight=False, soft_wrap=True)
-
-
-def _show(fmt: Format, record: RunRecord) -> None:
-    """Print a finished run in the chosen format."""
-    if fmt is Format.tagged:
-        from harness.escape import for_terminal
-
-        # The bytes as saved for a pipe or a file; a terminal is shown them, never obeys them.
-        sys.stdout.write(for_terminal(record.saved) if sys.stdout.isatty() else record.saved)
-    elif fmt is Format.json:
-        from harness.render.json import to_json
-
-        typer.echo(to_json(record))
-    else:
-        from harness.render.live import saved_events
-
-        draw = _live(0.0) if fmt is Format.rich else _print_event
-        for event in saved_events(record):
-            draw(event)
-
-
-def _live(delay: float):
-    from harness.render.live import LiveView
-
-    return LiveView(_console(), delay)
-
-
-def _print_event(event: Any) -> None:
-    from harness.render.events import event_line
-
-    sys.stdout.write(event_line(event) + "\n")  # buffered: a flush per line costs more than the event
-
-
-def _despite_a_closed_pipe(draw):
-    """`harness run x --save f | head`: once the reader has gone, stop drawing, but let the
-    run go on to its end, so that it is still saved."""
-
-    def emit(event: Any) -> None:
-        try:
-            draw(event)
-        except BrokenPipeError:
-            os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())  # the rest goes nowhere
-
-    return emit
 
 
 def _saved(path: Path) -> RunRecord:
@@ -273,11 +208,11 @@ def run(
 
         check_target(save, HEADER, "--save")
     # rich and events are drawn from the events as they happen; tagged and json at the end.
-    emit = _live(delay if delay is not None else 0.03 if live else 0.0) if format is Format.rich else None
+    emit = live_view(delay if delay is not None else 0.03 if live else 0.0) if format is Format.rich else None
     if format is Format.events:
-        emit = _print_event
+        emit = print_event
     root = Path.cwd()
-    record = run_scenario(spec, _despite_a_closed_pipe(emit) if emit else nobody, live_model, peek or 0, root)
+    record = run_scenario(spec, despite_a_closed_pipe(emit) if emit else nobody, live_model, peek or 0, root)
     if live_model is not None:
         record = record.but(model=model)  # a fact of the recording: which model made it
     tell_stderr(record, live_model)
@@ -285,7 +220,7 @@ def run(
         record = record.placed(target)
         _write(save, record.saved, HEADER, "--save", target)
     if format in (Format.tagged, Format.json):
-        _show(format, record)
+        show_record(format, record)
     if cost:
         from harness.render.frames import cost_table, costs
 
@@ -308,7 +243,7 @@ def show(
 
         typer.echo(sent_text(_saved(saved), str(saved)), nl=False)
         return
-    _show(format, _saved(saved))
+    show_record(format, _saved(saved))
 
 
 @app.command()
@@ -334,7 +269,7 @@ def replay(
         result = replay_text(read_text(saved), str(saved), model=live_model, root=Path.cwd())
     tell_stderr(result.record, live_model)
     if not check:
-        _show(format, result.record)
+        show_record(format, result.record)
         return
     if result.matches:
         typer.echo(f"ok: replaying {saved} gives the same transcript, byte for byte")
@@ -406,12 +341,12 @@ def step(
     if frame is not None:
         if frame >= len(fs):
             raise HarnessError(f"--frame {frame}", f"this run has frames 0 to {len(fs) - 1}")
-        console = _console()
+        console = new_console()
         console.print(frame_view(fs, frame, console))
         return
     if not (sys.stdin.isatty() and sys.stdout.isatty()):
         raise HarnessError("harness step", "needs a terminal to read keys; use --frame K to print one frame")
-    step_through(_console(), fs)
+    step_through(new_console(), fs)
 
 
 @app.command()

@@ -19,7 +19,6 @@ import typer
 
 from harness.cli_models import CallOptions, live_model_from
 from harness.errors import HarnessError
-from harness.escape import for_terminal
 
 if TYPE_CHECKING:  # imported when a batch runs: `harness --help` stays fast
     from harness.batch import Job, Outcome, Wrap
@@ -150,6 +149,7 @@ def run_many(arguments: list[str], options: Options) -> None:
     from harness.batch import Outcome, run_all
     from harness.batch_progress import progress_for
     from harness.batch_report import exit_code, summary, write_reports
+    from harness.escape import for_terminal
 
     jobs = gather(arguments)
     check(jobs, options)
@@ -164,7 +164,7 @@ def run_many(arguments: list[str], options: Options) -> None:
     not_started = ordered.count(None)
     ordered = [o for o in ordered if o is not None]
     typer.echo(summary(ordered, not_started), nl=False)
-    for path in write_reports(ordered, options.report, options.junit, options.fail_on):
+    for path in write_reports(ordered, options.report, options.junit, options.fail_on, not_started):
         typer.echo(f"wrote {path}", err=True)
     if interrupted:
         typer.echo("interrupted", err=True)
