@@ -188,3 +188,38 @@ def test_on_a_terminal_progress_is_a_bar_with_the_counts_and_stdout_keeps_the_su
     assert regex.search(rf"runs .*{total}/{total} .* running 0 · 1 canceled, [0-9]+ final_answer, ", screen), screen
     assert "[1/" not in screen  # no plain lines on a terminal
     assert summary.read_text(encoding="utf-8").splitlines()[0].startswith("scenario")
+
+
+SHOUT = '''import time
+
+
+def shout(word):
+    """Print a word, slowly."""
+    for _ in range(20):
+        print(word)
+        time.sleep(0.002)
+    return "done " + word
+'''
+
+
+def test_what_a_tool_prints_stays_in_its_own_run_when_runs_share_the_process(tmp_path):
+    """sys.stdout is one per process: with runs in threads, each tool's print still reaches
+    its own observation only, and the summary still reaches stdout."""
+    import subprocess
+    import sys
+
+    (tmp_path / "tools.py").write_text(SHOUT, encoding="utf-8")
+    for i in range(6):
+        completions = f'["Thought: shout.\\nAction: shout(w{i})\\n", "Thought: done.\\nFinal Answer: w{i}\\n"]'
+        (tmp_path / f"w{i}.toml").write_text(
+            f'question = "Shout w{i}."\ncompletions = {completions}\n\n[tools.shout]\npython = "tools:shout"\n', encoding="utf-8"
+        )
+    out = tmp_path / "out"
+    command = [sys.executable, "-m", "harness", "run", str(tmp_path), "--jobs", "6", "--save-dir", str(out)]
+    result = subprocess.run(command, capture_output=True, text=True, timeout=60, cwd=ROOT)
+    assert result.returncode == 0, result.stderr
+    assert result.stdout.splitlines()[-1] == "6 runs: 6 final_answer"
+    for i in range(6):
+        record = load_record((out / f"w{i}.txt").read_text(encoding="utf-8"))
+        observation = next(s.text for s in record.transcript.spans if s.author == "code" and "Observation" in s.text)
+        assert observation == "Observation: " + f"w{i}\n" * 20 + f"done w{i}\n", observation
