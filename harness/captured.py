@@ -1,8 +1,9 @@
 """What user code prints, caught for the run that ran it, even with runs in several threads.
 
-    with printed_here() as printed:      # a tool's call, a tool module's import
+    with printed_here() as printed:      # a tool module's import
         fn()
     printed.getvalue()                   # what this thread printed meanwhile
+    printed, outer = start() ... stop(outer)   # the same without a generator (each tool call)
 
 sys.stdout is one object for the whole process. Swapping it for a buffer around a tool's
 call is right for one run; with a batch's runs in threads (harness.batch) two swaps
@@ -41,24 +42,34 @@ class _PerThread:
         return getattr(self._target(), name)
 
 
-@contextmanager
-def printed_here() -> Iterator[io.StringIO]:
+def start() -> tuple[io.StringIO, io.StringIO | None]:
+    """Begin catching this thread's prints: (its buffer, the one it replaces, for `stop`)."""
     global _depth, _proxy
-    buffer = io.StringIO()
     with _lock:
         if _depth == 0:
-            _proxy = _PerThread(sys.stdout)
+            if _proxy is None or _proxy.real is not sys.stdout:  # made once per real stream: cheap after
+                _proxy = _PerThread(sys.stdout)
             sys.stdout = _proxy
         _depth += 1
-        proxy = _proxy
-    assert proxy is not None
-    outer = getattr(proxy.local, "buffer", None)  # a tool that imports a tool module: nested
-    proxy.local.buffer = buffer
+    local = _proxy.local
+    outer = getattr(local, "buffer", None)  # a tool that imports a tool module: nested
+    local.buffer = buffer = io.StringIO()
+    return buffer, outer
+
+
+def stop(outer: io.StringIO | None) -> None:
+    global _depth
+    _proxy.local.buffer = outer
+    with _lock:
+        _depth -= 1
+        if _depth == 0:
+            sys.stdout = _proxy.real
+
+
+@contextmanager
+def printed_here() -> Iterator[io.StringIO]:
+    buffer, outer = start()
     try:
         yield buffer
     finally:
-        proxy.local.buffer = outer
-        with _lock:
-            _depth -= 1
-            if _depth == 0:
-                sys.stdout, _proxy = proxy.real, None
+        stop(outer)

@@ -30,7 +30,7 @@ from dataclasses import dataclass
 from functools import cached_property
 from typing import Any
 
-from harness.captured import printed_here
+from harness import captured
 from harness.user_code import describe, message
 
 TRAITS = ("exploration", "exploitation", "neutral", "unknown")
@@ -111,15 +111,17 @@ class Registry:
         # (str, bool) -> the text code splices in, and whether the tool succeeded
         """(observation text, ok). A failing tool is an observation, never a crash; what it
         prints goes into the observation, never onto harness's own output."""
-        with printed_here() as printed:  # this run's own, whatever other runs' tools print (harness.captured)
-            try:
-                result, ok = self._tools[name].call(args, kwargs), True
-            except ToolError as e:
-                result, ok = f"Error: {message(e)}", False
-            except KeyboardInterrupt:  # a real Ctrl-C: the loop cancels the run
-                raise
-            except BaseException as e:  # user code may raise anything, SystemExit too: the model reads it
-                result, ok = f"Error: {describe(e)}", False
+        printed, outer = captured.start()  # this run's own, whatever other runs' tools print
+        try:
+            result, ok = self._tools[name].call(args, kwargs), True
+        except ToolError as e:
+            result, ok = f"Error: {message(e)}", False
+        except KeyboardInterrupt:  # a real Ctrl-C: the loop cancels the run
+            raise
+        except BaseException as e:  # user code may raise anything, SystemExit too: the model reads it
+            result, ok = f"Error: {describe(e)}", False
+        finally:
+            captured.stop(outer)
         if text := printed.getvalue():
             result = text + ("" if text.endswith("\n") else "\n") + result
         return result, ok
