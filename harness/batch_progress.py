@@ -19,6 +19,9 @@ from harness.batch import Job, Outcome
 from harness.escape import for_terminal
 
 
+DETAIL = 200  # characters of a model error's detail on its line (the report has it whole)
+
+
 class Lines:
     """One line per finished run: `[3/8] nimbus: final_answer, 4 steps, 0.12 s, 310 tokens`."""
 
@@ -36,6 +39,8 @@ class Lines:
             what = f"{o.stop_reason}, {o.steps} step{'s' if o.steps != 1 else ''}, {o.seconds:.2f} s"
             if o.prompt_tokens is not None or o.completion_tokens is not None:
                 what += f", {(o.prompt_tokens or 0) + (o.completion_tokens or 0)} tokens"
+            if o.stop_reason == "model_error":  # why, in the log, as a single run's error line says
+                what += f": {o.detail[:DETAIL]}" + ("…" if len(o.detail) > DETAIL else "")
         self.out.write(for_terminal(f"[{self.done}/{self.total}] {o.name}: {what}") + "\n")
         self.out.flush()
 

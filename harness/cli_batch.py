@@ -80,10 +80,9 @@ def gather(arguments: list[str]) -> list[Job]:
 def check(jobs: list[Job], options: Options) -> None:
     """Everything that can be refused is refused before the first run (exit 2)."""
     from harness.batch_report import JSON_HEADER, JUNIT_HEADER
+    from harness.events import StopReason
     from harness.files import check_target
     from harness.transcript import HEADER
-
-    from harness.events import StopReason
 
     known = {"mismatch", *StopReason}
     if unknown := sorted(options.fail_on - known):
@@ -101,14 +100,16 @@ def check(jobs: list[Job], options: Options) -> None:
         raise HarnessError(f"--save-dir {folder}", "is not a folder")
     if not folder.parent.is_dir():
         raise HarnessError(f"--save-dir {folder}", "its parent folder does not exist")
-    folder.mkdir(exist_ok=True)
     names: dict[str, Job] = {}
     for job in (j for j in jobs if j.scenario is not None):
         if job.name in names:
             first, second = names[job.name].scenario.source, job.scenario.source  # type: ignore[union-attr]
             raise HarnessError(f"--save-dir {folder}", f"{first} and {second} would both be saved as {job.name}.txt")
         names[job.name] = job
-        check_target(folder / f"{job.name}.txt", HEADER, "--save-dir")
+    if folder.is_dir():  # a folder of earlier runs: only harness's own files are replaced
+        for name in names:
+            check_target(folder / f"{name}.txt", HEADER, "--save-dir")
+    folder.mkdir(exist_ok=True)
 
 
 def worker(options: Options, root: Path):
@@ -116,6 +117,7 @@ def worker(options: Options, root: Path):
     from harness.batch import Outcome
     from harness.expect import matches
     from harness.files import write_file
+    from harness.escape import for_terminal
     from harness.record import run_scenario
     from harness.transcript import HEADER
 
@@ -133,6 +135,8 @@ def worker(options: Options, root: Path):
             seconds = time.perf_counter() - start
             if live is not None:
                 record = record.but(model=options.model)
+                for note in getattr(live, "notes", ()):  # what was dropped on arrival, as a single run says it
+                    typer.echo(f"note: {for_terminal(job.name)}: {for_terminal(note)}", err=True)
             saved = None
             if options.save_dir is not None:
                 saved = (options.save_dir / f"{job.name}.txt").absolute()

@@ -140,13 +140,14 @@ def test_a_bad_expect_regex_is_one_line_naming_the_field(tmp_path):
 def test_plain_progress_is_one_line_per_finished_run_on_stderr(tmp_path):
     scenario(tmp_path, "a")
     scenario(tmp_path, "b", more="max_steps = 1")
-    result = invoke("run", str(tmp_path / "a.toml"), str(tmp_path / "b.toml"))
-    lines = sorted(line for line in result.stderr.splitlines() if line.startswith("["))
-    assert [line.split(" ", 1)[1].rsplit(", ", 1)[0] for line in lines] == [
+    scenario(tmp_path, "c", more='model_error = { step = 1, message = "HTTP 503: loading" }')
+    result = invoke("run", str(tmp_path / "a.toml"), str(tmp_path / "b.toml"), str(tmp_path / "c.toml"))
+    lines = sorted(line.split(" ", 1)[1] for line in result.stderr.splitlines() if line.startswith("["))
+    assert [regex.sub(r", [0-9.]+ s", "", line) for line in lines] == [
         "a: final_answer, 2 steps",
         "b: max_steps, 1 step",
+        "c: model_error, 0 steps: HTTP 503: loading",
     ]
-    assert all(line.endswith(" s") for line in lines)
 
 
 def test_save_dir_never_replaces_a_file_harness_did_not_write(tmp_path):
@@ -223,3 +224,17 @@ def test_what_a_tool_prints_stays_in_its_own_run_when_runs_share_the_process(tmp
         record = load_record((out / f"w{i}.txt").read_text(encoding="utf-8"))
         observation = next(s.text for s in record.transcript.spans if s.author == "code" and "Observation" in s.text)
         assert observation == "Observation: " + f"w{i}\n" * 20 + f"done w{i}\n", observation
+
+
+def test_two_scenarios_of_one_name_are_refused_before_anything_runs(tmp_path):
+    (tmp_path / "a").mkdir()
+    (tmp_path / "b").mkdir()
+    scenario(tmp_path / "a", "same")
+    scenario(tmp_path / "b", "same")
+    out = tmp_path / "out"
+    result = invoke("run", str(tmp_path / "a"), str(tmp_path / "b"), "--save-dir", str(out))
+    assert result.exit_code == 2
+    assert result.stderr == (
+        f"error: --save-dir {out}: {tmp_path / 'a' / 'same.toml'} and {tmp_path / 'b' / 'same.toml'} would both be saved as same.txt\n"
+    )
+    assert not out.exists() and result.stdout == ""
