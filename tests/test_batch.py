@@ -143,7 +143,7 @@ def test_plain_progress_is_one_line_per_finished_run_on_stderr(tmp_path):
     scenario(tmp_path, "c", more='model_error = { step = 1, message = "HTTP 503: loading" }')
     result = invoke("run", str(tmp_path / "a.toml"), str(tmp_path / "b.toml"), str(tmp_path / "c.toml"))
     lines = sorted(line.split(" ", 1)[1] for line in result.stderr.splitlines() if line.startswith("["))
-    assert [regex.sub(r", [0-9.]+ s", "", line) for line in lines] == [
+    assert [regex.sub(r", [0-9]+[.][0-9]{2} s\b", "", line) for line in lines] == [
         "a: final_answer, 2 steps",
         "b: max_steps, 1 step",
         "c: model_error, 0 steps: HTTP 503: loading",
