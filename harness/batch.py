@@ -102,19 +102,19 @@ def run_all(
     with ThreadPoolExecutor(max_workers=max(1, workers), thread_name_prefix="harness-run") as pool:
         pending: dict[Future, int] = {pool.submit(one, job): i for i, job in enumerate(jobs)}
         while pending:
-            try:
+            try:  # Ctrl-C may come anywhere in here, a second one too: the loop still waits for every run
                 done, _ = wait(pending, timeout=0.5, return_when=FIRST_COMPLETED)
+                for future in done:
+                    outcome = None if future.cancelled() else future.result()
+                    i = pending.pop(future)
+                    if outcome is not None:
+                        outcomes[i] = outcome
+                        finished(outcome)
             except KeyboardInterrupt:
                 interrupted = True
                 stop.set()  # the running ones cancel at their next chunk
                 for future in pending:
                     future.cancel()  # the waiting ones never start
-                continue
-            for future in done:
-                i = pending.pop(future)
-                if not future.cancelled() and (outcome := future.result()) is not None:
-                    outcomes[i] = outcome
-                    finished(outcome)
     return outcomes, interrupted
 
 
