@@ -238,3 +238,15 @@ def test_two_scenarios_of_one_name_are_refused_before_anything_runs(tmp_path):
         f"error: --save-dir {out}: {tmp_path / 'a' / 'same.toml'} and {tmp_path / 'b' / 'same.toml'} would both be saved as same.txt\n"
     )
     assert not out.exists() and result.stdout == ""
+
+
+def test_reports_replace_only_reports_harness_wrote(tmp_path):
+    scenario(tmp_path, "a")
+    report, junit = tmp_path / "r.json", tmp_path / "j.xml"
+    assert invoke("run", str(tmp_path / "a.toml"), "--report", str(report), "--junit", str(junit)).exit_code == 0
+    assert invoke("run", str(tmp_path / "a.toml"), "--report", str(report), "--junit", str(junit)).exit_code == 0  # ours: replaced
+    mine = tmp_path / "mine.json"
+    mine.write_text("{}\n", encoding="utf-8")
+    refused = invoke("run", str(tmp_path / "a.toml"), "--report", str(mine))
+    assert refused.exit_code == 2 and "harness did not write it; not overwriting it" in refused.stderr
+    assert mine.read_text(encoding="utf-8") == "{}\n" and refused.stdout == ""
