@@ -250,3 +250,11 @@ def test_reports_replace_only_reports_harness_wrote(tmp_path):
     refused = invoke("run", str(tmp_path / "a.toml"), "--report", str(mine))
     assert refused.exit_code == 2 and "harness did not write it; not overwriting it" in refused.stderr
     assert mine.read_text(encoding="utf-8") == "{}\n" and refused.stdout == ""
+
+
+def test_run_options_apply_to_every_run_of_a_batch(tmp_path):
+    scenario(tmp_path, "a")
+    scenario(tmp_path, "b")
+    result = invoke("run", str(tmp_path), "--max-steps", "1")
+    assert result.exit_code == 0
+    assert result.stdout.splitlines()[-1] == "2 runs: 2 max_steps"
