@@ -33,7 +33,15 @@ from harness.cli_models import (
     live_model_from,
     tell_stderr,
 )
-from harness.cli_views import Format, FormatOption, despite_a_closed_pipe, live_view, new_console, print_event, show_record
+from harness.cli_views import (  # under the names the commands have always called them by
+    Format,
+    FormatOption,
+)
+from harness.cli_views import despite_a_closed_pipe as _despite_a_closed_pipe
+from harness.cli_views import live_view as _live
+from harness.cli_views import new_console as _console
+from harness.cli_views import print_event as _print_event
+from harness.cli_views import show_record as _show
 from harness.errors import HarnessError
 
 if TYPE_CHECKING:
@@ -208,11 +216,11 @@ def run(
 
         check_target(save, HEADER, "--save")
     # rich and events are drawn from the events as they happen; tagged and json at the end.
-    emit = live_view(delay if delay is not None else 0.03 if live else 0.0) if format is Format.rich else None
+    emit = _live(delay if delay is not None else 0.03 if live else 0.0) if format is Format.rich else None
     if format is Format.events:
-        emit = print_event
+        emit = _print_event
     root = Path.cwd()
-    record = run_scenario(spec, despite_a_closed_pipe(emit) if emit else nobody, live_model, peek or 0, root)
+    record = run_scenario(spec, _despite_a_closed_pipe(emit) if emit else nobody, live_model, peek or 0, root)
     if live_model is not None:
         record = record.but(model=model)  # a fact of the recording: which model made it
     tell_stderr(record, live_model)
@@ -220,7 +228,7 @@ def run(
         record = record.placed(target)
         _write(save, record.saved, HEADER, "--save", target)
     if format in (Format.tagged, Format.json):
-        show_record(format, record)
+        _show(format, record)
     if cost:
         from harness.render.frames import cost_table, costs
 
@@ -243,7 +251,7 @@ def show(
 
         typer.echo(sent_text(_saved(saved), str(saved)), nl=False)
         return
-    show_record(format, _saved(saved))
+    _show(format, _saved(saved))
 
 
 @app.command()
@@ -269,7 +277,7 @@ def replay(
         result = replay_text(read_text(saved), str(saved), model=live_model, root=Path.cwd())
     tell_stderr(result.record, live_model)
     if not check:
-        show_record(format, result.record)
+        _show(format, result.record)
         return
     if result.matches:
         typer.echo(f"ok: replaying {saved} gives the same transcript, byte for byte")
@@ -341,12 +349,12 @@ def step(
     if frame is not None:
         if frame >= len(fs):
             raise HarnessError(f"--frame {frame}", f"this run has frames 0 to {len(fs) - 1}")
-        console = new_console()
+        console = _console()
         console.print(frame_view(fs, frame, console))
         return
     if not (sys.stdin.isatty() and sys.stdout.isatty()):
         raise HarnessError("harness step", "needs a terminal to read keys; use --frame K to print one frame")
-    step_through(new_console(), fs)
+    step_through(_console(), fs)
 
 
 @app.command()
