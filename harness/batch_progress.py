@@ -16,7 +16,7 @@ from contextlib import contextmanager
 from typing import IO
 
 from harness.batch import Job, Outcome
-from harness.escape import for_terminal
+from harness.batch_report import one_line
 
 
 DETAIL = 200  # characters of a model error's detail on its line (the report has it whole)
@@ -41,7 +41,7 @@ class Lines:
                 what += f", {(o.prompt_tokens or 0) + (o.completion_tokens or 0)} tokens"
             if o.stop_reason == "model_error":  # why, in the log, as a single run's error line says
                 what += f": {o.detail[:DETAIL]}" + ("…" if len(o.detail) > DETAIL else "")
-        self.out.write(for_terminal(f"[{self.done}/{self.total}] {o.name}: {what}") + "\n")
+        self.out.write(one_line(f"[{self.done}/{self.total}] {o.name}: {what}") + "\n")
         self.out.flush()
 
 

@@ -27,6 +27,12 @@ ANSWER_WIDTH = 40  # characters of the final answer in the table
 ERRORS = ("model_error", "canceled")
 
 
+def one_line(text: str) -> str:
+    """Text for one row of a table or a log: shown and never obeyed, and unable to start a
+    row of its own (a file may be named "a\\n3 runs: 3 final_answer.toml")."""
+    return for_terminal(text).replace("\n", "␊").replace("\t", "␉")
+
+
 def shortened(text: str | None, width: int = ANSWER_WIDTH) -> str:
     """The first line of an answer, at most `width` characters, shown and never obeyed."""
     if text is None:
@@ -55,7 +61,7 @@ def summary(outcomes: Sequence[Outcome], not_started: int = 0) -> str:
         reason = o.stop_reason or "not run"
         ran = not o.error
         steps, seconds = (str(o.steps), f"{o.seconds:.2f}") if ran else ("-", "-")
-        row = (for_terminal(o.name), reason, steps, shortened(o.final_answer), seconds, _tokens(o))
+        row = (one_line(o.name), reason, steps, shortened(o.final_answer), seconds, _tokens(o))
         rows.append(row + ((_expect(o),) if with_expect else ()))
     widths = [max(len(r[i]) for r in rows) for i in range(len(rows[0]))]
     right = {2, 4, 5}  # numbers line up on the right

@@ -117,7 +117,7 @@ def worker(options: Options, root: Path):
     from harness.batch import Outcome
     from harness.expect import matches
     from harness.files import write_file
-    from harness.escape import for_terminal
+    from harness.batch_report import one_line
     from harness.record import run_scenario
     from harness.transcript import HEADER
 
@@ -136,7 +136,7 @@ def worker(options: Options, root: Path):
             if live is not None:
                 record = record.but(model=options.model)
                 for note in getattr(live, "notes", ()):  # what was dropped on arrival, as a single run says it
-                    typer.echo(f"note: {for_terminal(job.name)}: {for_terminal(note)}", err=True)
+                    typer.echo(f"note: {one_line(job.name)}: {one_line(note)}", err=True)
             saved = None
             if options.save_dir is not None:
                 saved = (options.save_dir / f"{job.name}.txt").absolute()
@@ -152,14 +152,13 @@ def worker(options: Options, root: Path):
 def run_many(arguments: list[str], options: Options) -> None:
     from harness.batch import Outcome, run_all
     from harness.batch_progress import progress_for
-    from harness.batch_report import exit_code, summary, write_reports
-    from harness.escape import for_terminal
+    from harness.batch_report import exit_code, one_line, summary, write_reports
 
     jobs = gather(arguments)
     check(jobs, options)
     for job in jobs:
         if job.error:
-            typer.echo(f"error: {for_terminal(job.error)}", err=True)
+            typer.echo(f"error: {one_line(job.error)}", err=True)
     runnable = [j for j in jobs if j.scenario is not None]
     with progress_for(sys.stderr, len(runnable)) as progress:
         outcomes, interrupted = run_all(runnable, worker(options, Path.cwd()), options.jobs, progress.started, progress.finished)

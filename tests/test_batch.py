@@ -258,3 +258,12 @@ def test_run_options_apply_to_every_run_of_a_batch(tmp_path):
     result = invoke("run", str(tmp_path), "--max-steps", "1")
     assert result.exit_code == 0
     assert result.stdout.splitlines()[-1] == "2 runs: 2 max_steps"
+
+
+def test_a_file_name_cannot_forge_a_row_of_the_summary_or_a_line_of_progress(tmp_path):
+    scenario(tmp_path, "a\n3 runs: 3 final_answer\x1b[2J")
+    result = invoke("run", str(tmp_path))
+    rows = result.stdout.splitlines()
+    assert len(rows) == 3 and rows[1].startswith("a␊3 runs: 3 final_answer␛[2J ")
+    assert rows[-1] == "1 run: 1 final_answer"
+    assert [line for line in result.stderr.splitlines() if line.startswith("[")][0].startswith("[1/1] a␊3 runs")
