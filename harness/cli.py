@@ -14,13 +14,13 @@ import os
 import sys
 from collections.abc import Iterator
 from contextlib import contextmanager
-from enum import StrEnum
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 from typer.core import TyperGroup
 
+from harness.cli_batch import FailOn, Jobs, Junit, Report, SaveDir
 from harness.cli_models import (
     BaseUrlOption,
     CallOptions,
@@ -33,11 +33,18 @@ from harness.cli_models import (
     live_model_from,
     tell_stderr,
 )
+from harness.cli_views import (  # under the names the commands have always called them by
+    Format,
+    FormatOption,
+)
+from harness.cli_views import despite_a_closed_pipe as _despite_a_closed_pipe
+from harness.cli_views import live_view as _live
+from harness.cli_views import new_console as _console
+from harness.cli_views import print_event as _print_event
+from harness.cli_views import show_record as _show
 from harness.errors import HarnessError
 
 if TYPE_CHECKING:
-    from rich.console import Console
-
     from harness.run_record import RunRecord
 
 MODEL_FAILED = 3  # the run ended in model_error: a live model or server failed
@@ -107,69 +114,6 @@ def _scenario_names(incomplete: str) -> list[str]:
     return [n for n in names if n.startswith(incomplete)]
 
 
-class Format(StrEnum):
-    rich = "rich"
-    tagged = "tagged"
-    json = "json"
-    events = "events"
-
-
-FormatOption = Annotated[
-    Format,
-    typer.Option("--format", "-f", help="rich: coloured by author; tagged: the save format; json; events: JSON Lines."),
-]
-
-
-def _console() -> Console:
-    from rich.console import Console
-
-    return Console(highlight=False, soft_wrap=True)
-
-
-def _show(fmt: Format, record: RunRecord) -> None:
-    """Print a finished run in the chosen format."""
-    if fmt is Format.tagged:
-        from harness.escape import for_terminal
-
-        # The bytes as saved for a pipe or a file; a terminal is shown them, never obeys them.
-        sys.stdout.write(for_terminal(record.saved) if sys.stdout.isatty() else record.saved)
-    elif fmt is Format.json:
-        from harness.render.json import to_json
-
-        typer.echo(to_json(record))
-    else:
-        from harness.render.live import saved_events
-
-        draw = _live(0.0) if fmt is Format.rich else _print_event
-        for event in saved_events(record):
-            draw(event)
-
-
-def _live(delay: float):
-    from harness.render.live import LiveView
-
-    return LiveView(_console(), delay)
-
-
-def _print_event(event: Any) -> None:
-    from harness.render.events import event_line
-
-    sys.stdout.write(event_line(event) + "\n")  # buffered: a flush per line costs more than the event
-
-
-def _despite_a_closed_pipe(draw):
-    """`harness run x --save f | head`: once the reader has gone, stop drawing, but let the
-    run go on to its end, so that it is still saved."""
-
-    def emit(event: Any) -> None:
-        try:
-            draw(event)
-        except BrokenPipeError:
-            os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())  # the rest goes nowhere
-
-    return emit
-
-
 def _saved(path: Path) -> RunRecord:
     """A saved transcript, read and checked; any problem is one line naming the file."""
     from harness.record import read_text
@@ -210,8 +154,13 @@ def _seconds(value: float | None) -> float | None:
 
 @app.command()
 def run(
-    scenario: Annotated[
-        str, typer.Argument(help="A scenario .toml file, or the name of a shipped one (see `harness list`).", autocompletion=_scenario_names)
+    scenarios: Annotated[
+        list[str],
+        typer.Argument(
+            metavar="SCENARIO...",
+            help="Scenario .toml files, names of shipped ones (see `harness list`), or folders (every *.toml under them).",
+            autocompletion=_scenario_names,
+        ),
     ],
     format: FormatOption = Format.rich,
     save: Annotated[Path | None, typer.Option(help="Also save the transcript (save format v1) to this file.")] = None,
@@ -228,8 +177,23 @@ def run(
     max_seconds: MaxSeconds = None,
     strict: Strict = None,
     wait_for_server: WaitForServer = None,
+    jobs: Jobs = 1,
+    save_dir: SaveDir = None,
+    report: Report = None,
+    junit: Junit = None,
+    fail_on: FailOn = None,
 ) -> None:
-    """Run a scenario on its scripted model, or on a live one, and print the transcript."""
+    """Run scenarios on their scripted model, or on a live one; one prints its transcript, several a summary."""
+    batch = (save_dir, report, junit, fail_on)
+    if len(scenarios) > 1 or any(Path(s).is_dir() for s in scenarios) or any(o is not None for o in batch):
+        from harness.cli_batch import Options, refuse_single_run_options, run_many
+
+        refuse_single_run_options(format is not Format.rich, save, live or delay is not None, cost)
+        reasons = frozenset(r.strip() for r in (fail_on or "").split(",") if r.strip())
+        call = CallOptions(max_tokens, max_chars, max_seconds, strict, wait_for_server)
+        run_many(scenarios, Options(jobs, save_dir, report, junit, reasons, model, base_url, call, peek or 0, max_steps, no_stop))
+        return
+    scenario = scenarios[0]
     from harness.loop import nobody
     from harness.record import run_scenario
     from harness.scenario import find_scenario, load_scenario

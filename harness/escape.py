@@ -19,6 +19,8 @@ import html
 import json
 from typing import Any
 
+import regex
+
 # Terminal: "\n" ends a row and "\t" only moves right (rich expands it), so both stay.
 # Every other C0 character and DEL become Unicode control pictures (ESC -> ␛, CR -> ␍),
 # C1 characters (0x80-0x9f: 0x9b is a one-byte CSI) and the bidi controls that reorder
@@ -74,3 +76,14 @@ def for_json(line: str) -> str:
     if line.isascii() and "\x7f" not in line:  # the common case, checked in C: nothing to do
         return line
     return line.translate(_JSON)
+
+
+# XML 1.0 (a JUnit report) cannot hold most C0 characters at all, not even as &#x1b;: a
+# parser refuses the whole file. They are drawn as for a terminal (a JUnit page shows the
+# text to a person), and whatever else XML forbids (U+FFFE, U+FFFF) becomes a \u escape.
+_NOT_XML = regex.compile(r"[^\t\n\r\x20-\ud7ff\ue000-\ufffd\U00010000-\U0010ffff]")
+
+
+def for_xml(text: str) -> str:
+    """Untrusted text for an XML element or attribute (ElementTree escapes < & > and quotes)."""
+    return _NOT_XML.sub(lambda m: f"\\u{ord(m[0]):04x}", for_terminal(text))

@@ -19,6 +19,7 @@ existed, or by `harness agent`) replays from the scenario copy it stores.
 from __future__ import annotations
 
 import functools
+from collections.abc import Callable
 from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import NamedTuple
@@ -76,10 +77,16 @@ def build(scenario: Scenario) -> Built:
 
 
 def run_scenario(
-    scenario: Scenario, emit: Emit = nobody, model: Model | None = None, peek: int = 0, root: Path | None = None
+    scenario: Scenario,
+    emit: Emit = nobody,
+    model: Model | None = None,
+    peek: int = 0,
+    root: Path | None = None,
+    wrap: Callable[[Model], Model] | None = None,
 ) -> RunRecord:
     """Run a scenario on its scripted model, or on a live `model`; the record knows its source
     (a scenario loaded from a file: by its path relative to `root`, by default the working folder).
+    `wrap` wraps whichever model runs (a batch's Ctrl-C, harness.batch).
 
     With a live model and `peek`, the server is not told the stop strings: the scanner cuts
     and reads up to `peek` characters more, only to record what the stop prevented."""
@@ -89,7 +96,7 @@ def run_scenario(
         setup.peek, setup.send_stop = peek, peek == 0
         # How this run reached the model, written down for its replay.
         scenario = scenario.but(endpoint="chat" if hasattr(model, "stream_spans") else "completions")
-    record = run(setup, model or scripted, emit)
+    record = run(setup, wrap(model or scripted) if wrap else model or scripted, emit)
     last = record.transcript.last_author
     if record.stop_reason is StopReason.CANCELED and scenario.interrupt is None and last is Author.MODEL:
         # A real Ctrl-C while the model streamed: write it down, so the replay stops there too.

@@ -58,6 +58,8 @@ class Scenario:
     use_stop: bool = True  # False: no stop sequence (`--no-stop`; turns that come already cut)
     workspace: dict[str, str] | None = None  # in-memory files for the workspace tools
     endpoint: str = "completions"  # "chat": the buffer goes as messages (harness.backends.messages)
+    expect: str | None = None  # the final answer a batch's summary checks (harness.expect)
+    expect_regex: str | None = None  # or a pattern found in it
     source: str = field(default="", compare=False)  # where it was read from, for messages
     base: Path | None = field(default=None, compare=False)  # its folder: prompt_file and Python tools live here
     file: Path | None = field(default=None, compare=False)  # the .toml it was loaded from (absolute)
@@ -75,8 +77,9 @@ class Scenario:
         data = {name: getattr(self, name) for name in _META_FIELDS}
         if self.workspace is not None:
             data["workspace"] = dict(self.workspace)
-        for key in [k for k, unset in (("prompt_file", None), ("endpoint", "completions")) if data[k] == unset]:
-            del data[key]  # files written before prompt_file and endpoint existed stay the same
+        unset = (("prompt_file", None), ("endpoint", "completions"), ("expect", None), ("expect_regex", None))
+        for key in [k for k, default in unset if data[k] == default]:
+            del data[key]  # files written before these fields existed stay the same
         data["tools"] = {spec.name: spec.to_meta() for spec in self.tools}
         return data
 
@@ -195,6 +198,11 @@ def _parse(data: dict[str, Any], where: str, base: Path | None, check_files: boo
     if (endpoint := text("endpoint", "completions")) not in ("completions", "chat"):  # chat: harness.backends.messages
         raise fail("endpoint", 'must be "completions" or "chat"')
     chunk_size = count("chunk_size", 8)
+    expect, expect_regex = (None if data.get(k) is None else text(k) for k in ("expect", "expect_regex"))
+    if expect_regex is not None:
+        from harness.expect import check_pattern
+
+        check_pattern(expect_regex, f"{where}: expect_regex")
     if chunk_size < 1:
         raise fail("chunk_size", "must be 1 or more")
     scenario = Scenario(
@@ -215,6 +223,8 @@ def _parse(data: dict[str, Any], where: str, base: Path | None, check_files: boo
         use_stop=_flag(data, "use_stop", where),
         workspace=workspace,
         endpoint=endpoint,
+        expect=expect,
+        expect_regex=expect_regex,
         source=where,
         base=base,
     )

@@ -22,16 +22,15 @@ from __future__ import annotations
 
 import ast
 import inspect
-import io
 import json
 import math
 import operator
-import sys
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 from functools import cached_property
 from typing import Any
 
+from harness import captured
 from harness.user_code import describe, message
 
 TRAITS = ("exploration", "exploitation", "neutral", "unknown")
@@ -112,7 +111,7 @@ class Registry:
         # (str, bool) -> the text code splices in, and whether the tool succeeded
         """(observation text, ok). A failing tool is an observation, never a crash; what it
         prints goes into the observation, never onto harness's own output."""
-        stdout, sys.stdout = sys.stdout, (printed := io.StringIO())  # as contextlib.redirect_stdout, cheaper
+        printed, outer = captured.start()  # this run's own, whatever other runs' tools print
         try:
             result, ok = self._tools[name].call(args, kwargs), True
         except ToolError as e:
@@ -122,7 +121,7 @@ class Registry:
         except BaseException as e:  # user code may raise anything, SystemExit too: the model reads it
             result, ok = f"Error: {describe(e)}", False
         finally:
-            sys.stdout = stdout
+            captured.stop(outer)
         if text := printed.getvalue():
             result = text + ("" if text.endswith("\n") else "\n") + result
         return result, ok

@@ -8,15 +8,14 @@ prints while importing is dropped. Only a real Ctrl-C goes on up.
 
 from __future__ import annotations
 
-import contextlib
 import importlib
 import importlib.util
-import io
 import sys
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+from harness.captured import printed_here
 from harness.errors import HarnessError
 
 
@@ -101,7 +100,7 @@ class _Missing(Exception):
 def _contained(load: Callable[[], Any], module_name: str, field: str) -> Any:
     """Import user code: what it prints is dropped, whatever it raises is one HarnessError."""
     try:
-        with contextlib.redirect_stdout(io.StringIO()):
+        with printed_here():  # dropped; this thread's only (harness.captured)
             return load()
     except KeyboardInterrupt:
         raise

@@ -10,7 +10,9 @@ down in the test, so every failure a user can meet is produced over a real socke
     Reply(401, [b'{"error": "bad key $AUTH"}'])                  `$AUTH` echoes the key sent
 
 `serve(a, b, ...)` queues one reply per request (then empty streams); every request is kept
-(`requests`: headers and JSON body; `paths`). POSTs to `/extras/...` (llama-cpp-python's
+(`requests`: headers and JSON body; `paths`). A busy server: `delay` seconds before each
+answer, `answer(body) -> Reply` to answer what was asked, and `in_flight` /
+`most_in_flight` count the requests being answered at once. POSTs to `/extras/...` (llama-cpp-python's
 token count) get `extras_reply`, by default 404. GET answers 200 with a model list, as
 `/v1/models` does, so a client waiting for the server sees it ready. No model weights.
 """
@@ -68,6 +70,10 @@ class FakeServer:
         self.extras: list[dict] = []  # bodies POSTed to /extras/... (llama-cpp-python's token counts)
         self.extras_reply: tuple[int, object] = (404, {"detail": "Not Found"})
         self.client_left = threading.Event()
+        self.delay = 0.0  # seconds before each POST is answered (a busy server)
+        self.answer = None  # or a function of the JSON body giving the Reply (a server that reads its prompt)
+        self.in_flight = self.most_in_flight = 0  # POSTs being answered now; the most at once
+        self.count_lock = threading.Lock()
         fake = self
 
         class Handler(BaseHTTPRequestHandler):
@@ -92,9 +98,19 @@ class FakeServer:
                 if "/extras/" in self.path:  # llama-cpp-python's own endpoints: not this server's
                     fake.extras.append(body)
                     return self._json(*fake.extras_reply)
-                fake.requests.append((dict(self.headers), body))
-                fake.paths.append(self.path)
-                reply = fake.next_reply()
+                with fake.count_lock:
+                    fake.requests.append((dict(self.headers), body))
+                    fake.paths.append(self.path)
+                    fake.in_flight += 1
+                    fake.most_in_flight = max(fake.most_in_flight, fake.in_flight)
+                try:
+                    time.sleep(fake.delay)
+                    self._answer(body, fake.answer(body) if fake.answer else fake.next_reply())
+                finally:
+                    with fake.count_lock:
+                        fake.in_flight -= 1
+
+            def _answer(self, body: dict, reply: Reply) -> None:
                 auth = (self.headers.get("Authorization") or "").encode()
 
                 def echo(data: bytes) -> bytes:

@@ -1,0 +1,148 @@
+"""Many runs at once: the single run repeated with bounded concurrency, in this one place.
+
+    outcomes, interrupted = run_all(jobs, work, workers=4)
+
+A Job is one scenario to run (or one that could not be loaded, kept so the summary names
+it). `work(job, wrap)` runs it with harness.record.run_scenario, the function a single
+run goes through, and returns its Outcome. Every run builds its own buffer, tools and
+model: the runs share nothing but the stop flag. Runs wait on a model server, so threads
+are enough; the pool of `workers` threads is the only scheduler (the server batches).
+
+Ctrl-C reaches the main thread only. Then no new run starts, and the flag makes every
+running run's model raise KeyboardInterrupt in its own thread at its next chunk, which
+the loop turns into `canceled` exactly as it does for one run's Ctrl-C.
+
+An Outcome keeps the facts the summary needs, never the transcript: the memory of a long
+batch grows with the runs in flight, not with the runs done.
+"""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Callable, Iterator, Sequence
+from concurrent.futures import FIRST_COMPLETED, Future, ThreadPoolExecutor, wait
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from harness.model import Model
+from harness.run_record import RunRecord
+from harness.scenario import Scenario
+
+
+@dataclass(frozen=True)
+class Job:
+    name: str  # the scenario's file name without .toml: its transcript is <name>.txt
+    scenario: Scenario | None
+    error: str = ""  # why it could not be loaded (then scenario is None)
+
+
+@dataclass(frozen=True)
+class Outcome:
+    """One finished run, as the summary and the reports read it."""
+
+    name: str
+    stop_reason: str = ""  # "" when the scenario could not be loaded or built
+    steps: int = 0
+    final_answer: str | None = None
+    detail: str = ""
+    seconds: float = 0.0
+    prompt_tokens: int | None = None  # summed over the calls that were counted
+    completion_tokens: int | None = None
+    transcript: Path | None = None  # where it was saved (--save-dir)
+    expected: bool | None = None  # the final answer matched the scenario's `expect` (None: none stated)
+    error: str = ""  # the one line that says why it did not run
+
+    @classmethod
+    def of(cls, name: str, record: RunRecord, seconds: float, saved: Path | None, expected: bool | None) -> Outcome:
+        counts = [c.tokens for c in record.calls if c.tokens]
+        prompt = [t.get("prompt_tokens") for t in counts]
+        completion = [t.get("completion_tokens") for t in counts]
+        return cls(
+            name,
+            record.stop_reason.value,
+            record.steps,
+            record.final_answer,
+            record.detail,
+            seconds,
+            sum(p for p in prompt if p is not None) if any(p is not None for p in prompt) else None,
+            sum(c for c in completion if c is not None) if any(c is not None for c in completion) else None,
+            saved,
+            expected,
+        )
+
+
+Wrap = Callable[[Model], Model]
+Work = Callable[[Job, Wrap], Outcome]
+
+
+def run_all(
+    jobs: Sequence[Job],
+    work: Work,
+    workers: int = 1,
+    started: Callable[[Job], Any] = lambda job: None,
+    finished: Callable[[Outcome], Any] = lambda outcome: None,
+) -> tuple[list[Outcome | None], bool]:
+    """Every job run by `work` in at most `workers` threads; the outcomes in the jobs'
+    order (None for a run that never started), and whether Ctrl-C stopped the batch.
+    `started` is called in the run's thread, `finished` in the caller's, in finishing order."""
+    stop = threading.Event()
+
+    def wrap(model: Model) -> Model:
+        return cancelable(model, stop)
+
+    def one(job: Job) -> Outcome | None:
+        if stop.is_set():  # Ctrl-C came while it waited for a thread
+            return None
+        started(job)
+        return work(job, wrap)
+
+    outcomes: list[Outcome | None] = [None] * len(jobs)
+    interrupted = False
+    with ThreadPoolExecutor(max_workers=max(1, workers), thread_name_prefix="harness-run") as pool:
+        pending: dict[Future, int] = {pool.submit(one, job): i for i, job in enumerate(jobs)}
+        while pending:
+            try:  # Ctrl-C may come anywhere in here, a second one too: the loop still waits for every run
+                done, _ = wait(pending, timeout=0.5, return_when=FIRST_COMPLETED)
+                for future in done:
+                    outcome = None if future.cancelled() else future.result()
+                    i = pending.pop(future)
+                    if outcome is not None:
+                        outcomes[i] = outcome
+                        finished(outcome)
+            except KeyboardInterrupt:
+                interrupted = True
+                stop.set()  # the running ones cancel at their next chunk
+                for future in pending:
+                    future.cancel()  # the waiting ones never start
+    return outcomes, interrupted
+
+
+def cancelable(model: Model, stop: threading.Event) -> Model:
+    """`model`, whose streams raise KeyboardInterrupt once `stop` is set (a chat endpoint
+    stays one: the loop asks for `stream_spans` by name)."""
+    return CancelableChat(model, stop) if hasattr(model, "stream_spans") else Cancelable(model, stop)
+
+
+class Cancelable:
+    def __init__(self, model: Model, stop: threading.Event) -> None:
+        self.model, self.stop = model, stop
+
+    def stream(self, prompt: str, stop: Sequence[str]) -> Iterator[Any]:
+        return self._watch(self.model.stream(prompt, stop))  # the call starts (or fails) as it would
+
+    def _watch(self, chunks: Iterator[Any]) -> Iterator[Any]:
+        try:
+            if self.stop.is_set():  # a call that starts after Ctrl-C: canceled before its first chunk
+                raise KeyboardInterrupt
+            for chunk in chunks:
+                if self.stop.is_set():
+                    raise KeyboardInterrupt
+                yield chunk
+        finally:
+            getattr(chunks, "close", lambda: None)()
+
+
+class CancelableChat(Cancelable):
+    def stream_spans(self, transcript: Any, stop: Sequence[str]) -> Iterator[Any]:
+        return self._watch(self.model.stream_spans(transcript, stop))  # type: ignore[attr-defined]

@@ -1,0 +1,161 @@
+"""What a batch tells at its end: a summary table, a JSON report, a JUnit report, the exit code.
+
+All of them read the same Outcomes (harness.batch), in scenario order. Model text is
+untrusted: the table escapes it for a terminal, the JUnit file for XML, JSON escapes it
+itself. Both report files begin with a header of their own, so that harness replaces
+only a report it wrote (harness.files).
+
+A run is an error in JUnit when it could not run, ended in model_error or was canceled;
+a failure when --fail-on names its stop reason (or `mismatch`, and its answer was not
+the one its scenario expects); otherwise it passes.
+"""
+
+from __future__ import annotations
+
+import json
+from collections import Counter
+from collections.abc import Iterable, Sequence
+from pathlib import Path
+from typing import Any
+
+from harness.batch import Outcome
+from harness.escape import for_terminal, for_xml
+
+JSON_HEADER = '{\n  "harness": "batch report v1"'
+JUNIT_HEADER = '<?xml version="1.0" encoding="utf-8"?>\n<!-- harness batch report v1 -->\n'
+ANSWER_WIDTH = 40  # characters of the final answer in the table
+ERRORS = ("model_error", "canceled")
+
+
+def one_line(text: str) -> str:
+    """Text for one row of a table or a log: shown and never obeyed, and unable to start a
+    row of its own (a file may be named "a\\n3 runs: 3 final_answer.toml")."""
+    return for_terminal(text).replace("\n", "␊").replace("\t", "␉")
+
+
+def shortened(text: str | None, width: int = ANSWER_WIDTH) -> str:
+    """The first line of an answer, at most `width` characters, shown and never obeyed."""
+    if text is None:
+        return "-"
+    first = text.strip().split("\n", 1)[0]
+    short = first[: width - 1] + "…" if len(first) > width or first != text.strip() else first
+    return for_terminal(short)
+
+
+def _expect(o: Outcome) -> str:
+    return "-" if o.expected is None else "match" if o.expected else "mismatch"
+
+
+def _tokens(o: Outcome) -> str:
+    if o.prompt_tokens is None and o.completion_tokens is None:
+        return "-"
+    return str((o.prompt_tokens or 0) + (o.completion_tokens or 0))
+
+
+def summary(outcomes: Sequence[Outcome], not_started: int = 0) -> str:
+    """The table, one row per run in scenario order, then the counts."""
+    head = ("scenario", "stop reason", "steps", "final answer", "seconds", "tokens")
+    with_expect = any(o.expected is not None for o in outcomes)
+    rows = [head + (("expect",) if with_expect else ())]
+    for o in outcomes:
+        reason = o.stop_reason or "not run"
+        ran = not o.error
+        steps, seconds = (str(o.steps), f"{o.seconds:.2f}") if ran else ("-", "-")
+        row = (one_line(o.name), reason, steps, shortened(o.final_answer), seconds, _tokens(o))
+        rows.append(row + ((_expect(o),) if with_expect else ()))
+    widths = [max(len(r[i]) for r in rows) for i in range(len(rows[0]))]
+    right = {2, 4, 5}  # numbers line up on the right
+    lines = ["  ".join(c.rjust(w) if i in right else c.ljust(w) for i, (c, w) in enumerate(zip(r, widths))).rstrip() for r in rows]
+    return "\n".join(lines) + "\n" + counts_line(outcomes, not_started) + "\n"
+
+
+def counts_line(outcomes: Sequence[Outcome], not_started: int = 0) -> str:
+    reasons = Counter(o.stop_reason or "not run" for o in outcomes)
+    parts = [f"{len(outcomes)} run{'s' if len(outcomes) != 1 else ''}: " + ", ".join(f"{n} {r}" for r, n in sorted(reasons.items()))]
+    expected = Counter(_expect(o) for o in outcomes if o.expected is not None)
+    if expected:
+        parts.append("expect: " + ", ".join(f"{n} {k}" for k, n in sorted(expected.items())))
+    if not_started:
+        parts.append(f"{not_started} not started (interrupted)")
+    return " · ".join(parts)
+
+
+def failed(o: Outcome, fail_on: Iterable[str]) -> bool:
+    """--fail-on names its stop reason, or `mismatch` and its answer was not the expected one."""
+    names = set(fail_on)
+    return o.stop_reason in names or ("mismatch" in names and o.expected is False)
+
+
+def exit_code(outcomes: Sequence[Outcome], fail_on: Iterable[str]) -> int:
+    if any(o.error for o in outcomes):
+        return 2
+    if any(o.stop_reason == "model_error" for o in outcomes):
+        return 3
+    return 1 if any(failed(o, fail_on) for o in outcomes) else 0
+
+
+def as_dict(o: Outcome) -> dict[str, Any]:
+    tokens = None if _tokens(o) == "-" else int(_tokens(o))
+    return {
+        "scenario": o.name,
+        "stop_reason": o.stop_reason or None,
+        "steps": o.steps,
+        "final_answer": o.final_answer,
+        "detail": o.detail,
+        "seconds": round(o.seconds, 3),
+        "tokens": tokens,
+        "prompt_tokens": o.prompt_tokens,
+        "completion_tokens": o.completion_tokens,
+        "expect": None if o.expected is None else _expect(o),
+        "transcript": None if o.transcript is None else str(o.transcript),
+        "error": o.error or None,
+    }
+
+
+def to_json(outcomes: Sequence[Outcome], not_started: int = 0) -> str:
+    report = {"harness": "batch report v1", "runs": [as_dict(o) for o in outcomes], "not_started": not_started}
+    return json.dumps(report, indent=2) + "\n"  # ASCII: every other character as \u
+
+
+def to_junit(outcomes: Sequence[Outcome], fail_on: Iterable[str]) -> str:
+    import xml.etree.ElementTree as ET
+
+    fail_on = set(fail_on)
+    suite = ET.Element("testsuite", name="harness run", tests=str(len(outcomes)))
+    errors = failures = 0
+    for o in outcomes:
+        case = ET.SubElement(suite, "testcase", classname="harness", name=for_xml(o.name), time=f"{o.seconds:.3f}")
+        if o.error or o.stop_reason in ERRORS:
+            errors += 1
+            message = o.error or f"{o.stop_reason}: {o.detail}".rstrip(": ")
+            ET.SubElement(case, "error", type=o.stop_reason or "not_loaded", message=for_xml(message))
+        elif failed(o, fail_on):
+            failures += 1
+            kind = o.stop_reason if o.stop_reason in fail_on else "mismatch"
+            answer = "no final answer" if o.final_answer is None else f"final answer {o.final_answer!r}"
+            ET.SubElement(case, "failure", type=kind, message=for_xml(f"{kind}: {answer}"))
+        out = [f"stop reason: {o.stop_reason or 'not run'}, {o.steps} steps", f"final answer: {o.final_answer}"]
+        if o.transcript is not None:
+            out.append(f"transcript: {o.transcript}")
+        ET.SubElement(case, "system-out").text = for_xml("\n".join(out))
+    suite.set("errors", str(errors))
+    suite.set("failures", str(failures))
+    suite.set("time", f"{sum(o.seconds for o in outcomes):.3f}")
+    root = ET.Element("testsuites")
+    root.append(suite)
+    ET.indent(root)
+    return JUNIT_HEADER + ET.tostring(root, encoding="unicode") + "\n"
+
+
+def write_reports(outcomes: Sequence[Outcome], report: Path | None, junit: Path | None, fail_on: Iterable[str], not_started: int = 0) -> list[Path]:
+    """The report files asked for, each written whole or not at all; the paths written."""
+    from harness.files import write_file
+
+    written = []
+    if report is not None:
+        write_file(report, to_json(outcomes, not_started), JSON_HEADER, "--report")
+        written.append(report)
+    if junit is not None:
+        write_file(junit, to_junit(outcomes, fail_on), JUNIT_HEADER, "--junit")
+        written.append(junit)
+    return written

@@ -1,0 +1,187 @@
+"""`harness run A B DIR ...`: many scenarios, each run as `harness run A` runs it, with
+bounded concurrency (harness.batch), progress on stderr (harness.batch_progress), a
+summary on stdout and reports for CI (harness.batch_report).
+
+Exit codes, the first that applies: 130 Ctrl-C; 2 a scenario could not be loaded (one
+line naming it; the others still ran); 3 a run ended in model_error; 1 --fail-on matched;
+0 otherwise.
+"""
+
+from __future__ import annotations
+
+import sys
+import time
+from dataclasses import dataclass
+from pathlib import Path
+from typing import TYPE_CHECKING, Annotated
+
+import typer
+
+from harness.cli_models import CallOptions, live_model_from
+from harness.errors import HarnessError
+
+if TYPE_CHECKING:  # imported when a batch runs: `harness --help` stays fast
+    from harness.batch import Job, Outcome, Wrap
+
+INTERRUPTED = 130
+
+Jobs = Annotated[int, typer.Option("--jobs", "-j", min=1, max=256, help="Several scenarios: how many run at once.")]
+SaveDir = Annotated[Path | None, typer.Option("--save-dir", help="Several scenarios: save each transcript as DIR/<scenario>.txt.")]
+Report = Annotated[Path | None, typer.Option("--report", help="Several scenarios: write the summary as JSON here.")]
+Junit = Annotated[Path | None, typer.Option("--junit", help="Several scenarios: write a JUnit XML report here, for CI.")]
+FailOn = Annotated[
+    str | None,
+    typer.Option("--fail-on", metavar="REASON,...", help="Several scenarios: exit 1 if a run ends so (stop reasons, or mismatch)."),
+]
+
+
+@dataclass(frozen=True)
+class Options:
+    jobs: int = 1
+    save_dir: Path | None = None
+    report: Path | None = None
+    junit: Path | None = None
+    fail_on: frozenset[str] = frozenset()
+    model: str | None = None
+    base_url: str | None = None
+    call: CallOptions = CallOptions()
+    peek: int = 0
+    max_steps: int | None = None
+    no_stop: bool = False
+
+
+def gather(arguments: list[str]) -> list[Job]:
+    """Names, files and folders (every *.toml under them, sorted), in the order given; a
+    file given twice runs once. One that cannot be loaded is a Job with its error."""
+    from harness.batch import Job
+    from harness.scenario import find_scenario, load_scenario
+
+    jobs, seen = [], set()
+    for argument in arguments:
+        folder = Path(argument)
+        try:
+            paths = sorted(p for p in folder.rglob("*.toml") if p.is_file()) if folder.is_dir() else [find_scenario(argument)]
+        except HarnessError as e:
+            jobs.append(Job(Path(argument).stem, None, str(e)))
+            continue
+        if not paths:
+            jobs.append(Job(argument, None, f"{argument}: the folder holds no .toml scenario"))
+        for path in paths:
+            if (key := path.absolute()) in seen:
+                continue
+            seen.add(key)
+            try:
+                jobs.append(Job(path.stem, load_scenario(path)))
+            except HarnessError as e:
+                jobs.append(Job(path.stem, None, str(e)))
+    return jobs
+
+
+def check(jobs: list[Job], options: Options) -> None:
+    """Everything that can be refused is refused before the first run (exit 2)."""
+    from harness.batch_report import JSON_HEADER, JUNIT_HEADER
+    from harness.events import StopReason
+    from harness.files import check_target
+    from harness.transcript import HEADER
+
+    known = {"mismatch", *StopReason}
+    if unknown := sorted(options.fail_on - known):
+        raise HarnessError("--fail-on", f"{unknown[0]!r} is not a stop reason or mismatch (known: {', '.join(sorted(known))})")
+    live_model_from(options.model, options.base_url, options.call)  # a bad --model is one line, once
+    if options.peek and options.model in (None, "scripted"):
+        raise HarnessError("--peek", "goes with a live --model; a script is always read whole")
+    for path, header, option in ((options.report, JSON_HEADER, "--report"), (options.junit, JUNIT_HEADER, "--junit")):
+        if path is not None:
+            check_target(path, header, option)
+    if options.save_dir is None:
+        return
+    folder = options.save_dir
+    if folder.exists() and not folder.is_dir():
+        raise HarnessError(f"--save-dir {folder}", "is not a folder")
+    if not folder.parent.is_dir():
+        raise HarnessError(f"--save-dir {folder}", "its parent folder does not exist")
+    names: dict[str, Job] = {}
+    for job in (j for j in jobs if j.scenario is not None):
+        if job.name in names:
+            first, second = names[job.name].scenario.source, job.scenario.source  # type: ignore[union-attr]
+            raise HarnessError(f"--save-dir {folder}", f"{first} and {second} would both be saved as {job.name}.txt")
+        names[job.name] = job
+    if folder.is_dir():  # a folder of earlier runs: only harness's own files are replaced
+        for name in names:
+            check_target(folder / f"{name}.txt", HEADER, "--save-dir")
+    folder.mkdir(exist_ok=True)
+
+
+def worker(options: Options, root: Path):
+    """The work of one run: what `harness run NAME --save DIR/NAME.txt` does."""
+    from harness.batch import Outcome
+    from harness.expect import matches
+    from harness.files import write_file
+    from harness.batch_report import one_line
+    from harness.record import run_scenario
+    from harness.transcript import HEADER
+
+    def work(job: Job, wrap: Wrap) -> Outcome:
+        start = time.perf_counter()
+        spec = job.scenario
+        assert spec is not None
+        if options.max_steps is not None:
+            spec = spec.but(max_steps=options.max_steps)
+        if options.no_stop:
+            spec = spec.but(use_stop=False)
+        try:
+            live = live_model_from(options.model, options.base_url, options.call)  # a model of its own
+            record = run_scenario(spec, model=live, peek=options.peek, root=root, wrap=wrap)
+            seconds = time.perf_counter() - start
+            if live is not None:
+                record = record.but(model=options.model)
+                for note in getattr(live, "notes", ()):  # what was dropped on arrival, as a single run says it
+                    typer.echo(f"note: {one_line(job.name)}: {one_line(note)}", err=True)
+            saved = None
+            if options.save_dir is not None:
+                saved = (options.save_dir / f"{job.name}.txt").absolute()
+                record = record.placed(saved)
+                write_file(saved, record.saved, HEADER, "--save-dir")
+        except HarnessError as e:  # a template or tool that is missing: found when it is built
+            return Outcome(job.name, seconds=time.perf_counter() - start, error=str(e))
+        return Outcome.of(job.name, record, seconds, saved, matches(spec, record.final_answer))
+
+    return work
+
+
+def run_many(arguments: list[str], options: Options) -> None:
+    from harness.batch import Outcome, run_all
+    from harness.batch_progress import progress_for
+    from harness.batch_report import exit_code, one_line, summary, write_reports
+
+    jobs = gather(arguments)
+    check(jobs, options)
+    for job in jobs:
+        if job.error:
+            typer.echo(f"error: {one_line(job.error)}", err=True)
+    runnable = [j for j in jobs if j.scenario is not None]
+    with progress_for(sys.stderr, len(runnable)) as progress:
+        outcomes, interrupted = run_all(runnable, worker(options, Path.cwd()), options.jobs, progress.started, progress.finished)
+    ran = iter(outcomes)  # in the order of `runnable`; None: never started (Ctrl-C)
+    ordered = [Outcome(j.name, error=j.error) if j.error else next(ran) for j in jobs]
+    not_started = ordered.count(None)
+    ordered = [o for o in ordered if o is not None]
+    typer.echo(summary(ordered, not_started), nl=False)
+    for path in write_reports(ordered, options.report, options.junit, options.fail_on, not_started):
+        typer.echo(f"wrote {path}", err=True)
+    if interrupted:
+        typer.echo("interrupted", err=True)
+        raise typer.Exit(INTERRUPTED)
+    raise typer.Exit(exit_code(ordered, options.fail_on))
+
+
+def refuse_single_run_options(format_given: bool, save: Path | None, live: bool, cost: bool) -> None:
+    """What shows one run (its transcript, as it streams, its cost) cannot show several."""
+    for given, option, instead in (
+        (save is not None, "--save", "use --save-dir DIR"),
+        (format_given, "--format", "several runs print a summary; --report FILE writes it as JSON"),
+        (live, "--live", "several runs show progress on stderr"),
+        (cost, "--cost", "run one scenario to see its cost"),
+    ):
+        if given:
+            raise HarnessError(option, f"goes with one scenario; {instead}")

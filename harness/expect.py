@@ -1,0 +1,40 @@
+"""A scenario's expected answer: `expect = "303"` or `expect_regex = '^30[0-9]$'`.
+
+    expect        the final answer, without surrounding whitespace, is exactly this text
+    expect_regex  the pattern is found in the final answer (anchor it with ^ and $ to mean
+                  the whole answer); the search has a time bound, as the answer is the
+                  model's text (untrusted) and may be long
+
+`matches` is None when the scenario states nothing, so a summary can leave it out.
+"""
+
+from __future__ import annotations
+
+import regex
+
+from harness.errors import ScenarioError
+
+SEARCH_SECONDS = 1.0  # a pattern that takes longer on one answer counts as a mismatch
+
+
+def check_pattern(pattern: str, where: str) -> None:
+    """A pattern that does not compile is one line naming the field, when the scenario loads."""
+    try:
+        regex.compile(pattern)
+    except regex.error as e:
+        raise ScenarioError(where, f"is not a regular expression ({e})") from None
+
+
+def matches(scenario, answer: str | None) -> bool | None:
+    if scenario.expect is None and scenario.expect_regex is None:
+        return None
+    if answer is None:
+        return False
+    if scenario.expect is not None and answer.strip() != scenario.expect.strip():
+        return False
+    if scenario.expect_regex is not None:
+        try:
+            return regex.search(scenario.expect_regex, answer, timeout=SEARCH_SECONDS) is not None
+        except TimeoutError:
+            return False
+    return True

@@ -1,0 +1,115 @@
+"""What a batch (`harness run DIR --jobs N`) costs beside the runs it is made of.
+
+1. 200 scripted scenarios of 20 steps (19 calculator calls, then the answer), `--jobs 1`:
+   the command's wall time against the sum of the single runs' loop time (each scenario
+   loaded and run in this process, as `harness run` does) plus one start-up (the wall
+   time of `harness run` on one of them). Near 1: the batch adds no per-run start-up.
+2. 32 scenarios of 5 calls against a loopback server (tests/loopback.py) that answers
+   every call after 50 ms, `--jobs 8`: the wall time against 32 x 5 x 50 ms / 8, the time
+   8 runs in flight need at the least; given with and without one start-up.
+3. Peak memory (RSS of the command) for 100 and 1,000 scripted scenarios, `--jobs 4`: an
+   outcome keeps the summary's facts, not the transcript.
+
+    python tests/benchmarks/batch.py
+
+Not a test: it prints figures; nothing asserts on time. Best of three for wall times.
+"""
+
+from __future__ import annotations
+
+import os
+import resource
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).parent.parent.parent
+sys.path.insert(0, str(ROOT))
+
+STEP = '"""Thought: step {k}.\\nAction: calculator({k} + 1)\\n""",\n'
+ANSWER = '"""Thought: done.\\nFinal Answer: {n}\\n""",\n'
+
+
+def scripted(folder: Path, count: int, steps: int = 20) -> None:
+    folder.mkdir()
+    body = "".join(STEP.format(k=k) for k in range(1, steps)) + ANSWER.format(n=steps)
+    for i in range(count):
+        text = f'question = "Count to {steps}, case {i}."\nmax_steps = {steps}\ncompletions = [\n{body}]\n\n[tools.calculator]\n'
+        (folder / f"s{i:04d}.toml").write_text(text, encoding="utf-8")
+
+
+def wall(*args: str) -> float:
+    best = float("inf")
+    for _ in range(3):
+        start = time.perf_counter()
+        subprocess.run([sys.executable, "-m", "harness", *args], check=False, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, cwd=ROOT)
+        best = min(best, time.perf_counter() - start)
+    return best
+
+
+def loop_time(folder: Path) -> float:
+    from harness.record import run_scenario
+    from harness.scenario import load_scenario
+
+    total = 0.0
+    for path in sorted(folder.glob("*.toml")):
+        start = time.perf_counter()
+        record = run_scenario(load_scenario(path))
+        total += time.perf_counter() - start
+        assert record.stop_reason == "final_answer", record.stop_reason
+    return total
+
+
+def peak_rss_mb(*args: str) -> float:
+    code = "import resource, subprocess, sys; subprocess.run(sys.argv[1:], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL); print(resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss)"
+    out = subprocess.run([sys.executable, "-c", code, sys.executable, "-m", "harness", *args], capture_output=True, text=True, cwd=ROOT)
+    return int(out.stdout) / 1024
+
+
+def main() -> None:
+    with tempfile.TemporaryDirectory() as tmp:
+        tmp = Path(tmp)
+        folder = tmp / "scripted"
+        scripted(folder, 200)
+        loops = min(loop_time(folder) for _ in range(3))
+        start_up = wall("run", str(folder / "s0000.toml"), "--format", "tagged")
+        batch = wall("run", str(folder), "--jobs", "1")
+        print(f"1. 200 scripted x 20 steps, --jobs 1: {batch:.2f} s; loops {loops:.2f} s + one start-up {start_up:.2f} s = {loops + start_up:.2f} s; ratio {batch / (loops + start_up):.2f}")
+
+        from tests.loopback import FakeServer, Reply, sse, text
+
+        server = FakeServer()
+        server.delay = 0.05
+
+        def answer(body: dict) -> Reply:
+            k = body["prompt"].count("Thought: step ") + 1  # this call's number in its run
+            reply = f"Thought: step {k}.\nAction: calculator({k} + 1)\n" if k < 5 else "Thought: done.\nFinal Answer: 5\n"
+            return Reply(chunks=sse(text(reply), text("", "stop"), "[DONE]"))
+
+        server.answer = answer
+        live = tmp / "live"
+        live.mkdir()
+        for i in range(32):
+            (live / f"l{i:02d}.toml").write_text(f'question = "Count to 5, case {i}."\n\n[tools.calculator]\n', encoding="utf-8")
+        env_key = os.environ.setdefault("HARNESS_API_KEY", "sk-bench")
+        assert env_key
+        served = wall("run", str(live), "--jobs", "8", "--model", "openai:m", "--base-url", server.url)
+        calls = len(server.requests) // 3
+        ideal = 32 * 5 * 0.05 / 8
+        server.close()
+        print(
+            f"2. 32 x 5 calls at 50 ms, --jobs 8: {served:.2f} s ({calls} calls a run of the command); ideal {ideal:.2f} s;"
+            f" ratio {served / ideal:.2f}, {(served - start_up) / ideal:.2f} without one start-up"
+        )
+
+        for count in (100, 1000):
+            many = tmp / f"many{count}"
+            scripted(many, count)
+            print(f"3. {count} scripted x 20 steps, --jobs 4: peak RSS {peak_rss_mb('run', str(many), '--jobs', '4'):.0f} MB")
+    _ = resource  # (the children's peak is read in a child of its own: one figure per command)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,269 @@
+"""`harness run` with several scenarios: the same runs whatever --jobs is, a summary in
+scenario order, reports CI reads, exit codes, and a broken scenario among good ones."""
+
+from __future__ import annotations
+
+import json
+import time
+import xml.etree.ElementTree as ET
+from pathlib import Path
+
+import regex
+from typer.testing import CliRunner
+
+from harness.cli import app
+from harness.run_record import load_record
+from tests.test_stepper import HARNESS, tmux  # noqa: F401  (tmux is a fixture: a terminal of its own)
+
+runner = CliRunner()
+ROOT = Path(__file__).parent.parent
+
+CALC = '''question = "What is {a} + {b}?"
+{more}
+completions = [
+"""Thought: I add them.
+Action: calculator({a} + {b})
+""",
+"""Thought: Done.
+Final Answer: {answer}
+""",
+]
+
+[tools.calculator]
+'''
+
+
+def scenario(folder: Path, name: str, a: int = 1, b: int = 2, answer: str | None = None, more: str = "") -> Path:
+    path = folder / f"{name}.toml"
+    path.write_text(CALC.format(a=a, b=b, answer=answer if answer is not None else a + b, more=more), encoding="utf-8")
+    return path
+
+
+def invoke(*args: str):
+    return runner.invoke(app, list(args), env={"COLUMNS": "200", "NO_COLOR": "1"})
+
+
+def report_without_times(path: Path, folder: Path) -> list[dict]:
+    runs = json.loads(path.read_text(encoding="utf-8"))["runs"]
+    for run in runs:
+        run.pop("seconds")
+        if run["transcript"]:
+            run["transcript"] = str(Path(run["transcript"]).relative_to(folder))
+    return runs
+
+
+def test_a_folder_gives_the_same_transcripts_and_summary_whatever_jobs_is(tmp_path):
+    """The shipped folder (every demo: canceled, model_error, limits) with --jobs 1 and 4."""
+    out = {}
+    for jobs in ("1", "4"):
+        folder = tmp_path / f"j{jobs}"
+        result = invoke("run", "transcripts", "--jobs", jobs, "--save-dir", str(folder), "--report", str(tmp_path / f"r{jobs}.json"))
+        assert result.exit_code == 3, result.output  # model-error.toml ends in model_error
+        out[jobs] = (
+            {p.name: p.read_bytes() for p in folder.iterdir()},
+            report_without_times(tmp_path / f"r{jobs}.json", folder),
+            [line.split()[0] for line in result.stdout.splitlines()[1:-1]],
+        )
+    shipped = sorted(p.stem for p in (ROOT / "transcripts").glob("*.toml"))
+    assert out["1"] == out["4"]
+    files, runs, rows = out["4"]
+    assert rows == shipped == [r["scenario"] for r in runs]  # scenario order, not finishing order
+    assert sorted(files) == [f"{name}.txt" for name in shipped]
+    # Each file is what `harness run NAME --save` writes.
+    single = tmp_path / "single.txt"
+    assert invoke("run", "transcripts/nimbus.toml", "--save", str(single), "-f", "tagged").exit_code == 0
+    assert files["nimbus.txt"] == single.read_bytes()
+
+
+def test_a_broken_scenario_is_one_line_naming_it_the_others_run_and_the_exit_is_2(tmp_path):
+    scenario(tmp_path, "a")
+    (tmp_path / "b.toml").write_text('question = "x"\nmax_steps = "many"\n', encoding="utf-8")
+    scenario(tmp_path, "c", 3, 4)
+    result = invoke("run", str(tmp_path), "--save-dir", str(tmp_path / "out"))
+    assert result.exit_code == 2
+    errors = [line for line in result.stderr.splitlines() if line.startswith("error:")]
+    assert errors == [f"error: {tmp_path / 'b.toml'}: max_steps: must be a whole number, 0 or more"]
+    assert "Traceback" not in result.output
+    assert sorted(p.name for p in (tmp_path / "out").iterdir()) == ["a.txt", "c.txt"]
+    rows = result.stdout.splitlines()
+    assert rows[2].split()[:2] == ["b", "not"] and rows[3].split()[:4] == ["c", "final_answer", "2", "7"]
+    assert rows[-1] == "3 runs: 2 final_answer, 1 not run"
+
+
+def test_junit_is_xml_ci_reads_model_error_is_an_error_and_fail_on_makes_failures(tmp_path):
+    scenario(tmp_path, "good")
+    scenario(tmp_path, "short", more="max_steps = 1")
+    scenario(tmp_path, "broken", more='model_error = { step = 2, message = "HTTP 503 \\u001b[31m" }')
+    junit = tmp_path / "junit.xml"
+    result = invoke("run", str(tmp_path), "--junit", str(junit), "--fail-on", "max_steps")
+    assert result.exit_code == 3, result.output  # model_error comes before --fail-on
+    suite = ET.parse(junit).getroot().find("testsuite")
+    cases = {case.get("name"): case for case in suite.iter("testcase")}
+    assert sorted(cases) == ["broken", "good", "short"]
+    assert (suite.get("tests"), suite.get("errors"), suite.get("failures")) == ("3", "1", "1")
+    assert cases["broken"].find("error").get("type") == "model_error"
+    assert "\x1b" not in junit.read_text(encoding="utf-8")  # the model's text is shown, never obeyed
+    assert cases["short"].find("failure").get("type") == "max_steps"
+    assert cases["good"].find("error") is None and cases["good"].find("failure") is None
+
+
+def test_fail_on_decides_exit_1_and_other_stop_reasons_pass(tmp_path):
+    scenario(tmp_path, "good")
+    scenario(tmp_path, "short", more="max_steps = 1")
+    assert invoke("run", str(tmp_path)).exit_code == 0
+    assert invoke("run", str(tmp_path), "--fail-on", "max_steps,format_error_limit").exit_code == 1
+    wrong = invoke("run", str(tmp_path), "--fail-on", "max-steps")
+    assert wrong.exit_code == 2 and wrong.stderr.startswith("error: --fail-on: 'max-steps' is not a stop reason")
+
+
+def test_expect_marks_match_and_mismatch_and_fail_on_mismatch_exits_1(tmp_path):
+    scenario(tmp_path, "right", 1, 2, more='expect = "3"')
+    scenario(tmp_path, "wrong", 2, 2, answer="5", more='expect = "4"')
+    scenario(tmp_path, "pattern", 3, 3, answer="It is 6.", more="expect_regex = '^It is [0-9]+\\.$'")
+    report = tmp_path / "r.json"
+    result = invoke("run", str(tmp_path), "--report", str(report))
+    assert result.exit_code == 0
+    marks = {line.split()[0]: line.split()[-1] for line in result.stdout.splitlines()[1:-1]}
+    assert marks == {"pattern": "match", "right": "match", "wrong": "mismatch"}
+    assert result.stdout.splitlines()[-1] == "3 runs: 3 final_answer · expect: 2 match, 1 mismatch"
+    assert {r["scenario"]: r["expect"] for r in json.loads(report.read_text())["runs"]}["wrong"] == "mismatch"
+    assert invoke("run", str(tmp_path), "--fail-on", "mismatch").exit_code == 1
+
+
+def test_a_bad_expect_regex_is_one_line_naming_the_field(tmp_path):
+    path = scenario(tmp_path, "bad", more="expect_regex = '('")
+    result = invoke("run", str(path), "nimbus")
+    assert result.exit_code == 2
+    assert result.stderr.splitlines()[0].startswith(f"error: {path}: expect_regex: is not a regular expression")
+
+
+def test_plain_progress_is_one_line_per_finished_run_on_stderr(tmp_path):
+    scenario(tmp_path, "a")
+    scenario(tmp_path, "b", more="max_steps = 1")
+    scenario(tmp_path, "c", more='model_error = { step = 1, message = "HTTP 503: loading" }')
+    result = invoke("run", str(tmp_path / "a.toml"), str(tmp_path / "b.toml"), str(tmp_path / "c.toml"))
+    lines = sorted(line.split(" ", 1)[1] for line in result.stderr.splitlines() if line.startswith("["))
+    assert [regex.sub(r", [0-9]+[.][0-9]{2} s\b", "", line) for line in lines] == [
+        "a: final_answer, 2 steps",
+        "b: max_steps, 1 step",
+        "c: model_error, 0 steps: HTTP 503: loading",
+    ]
+
+
+def test_save_dir_never_replaces_a_file_harness_did_not_write(tmp_path):
+    scenario(tmp_path, "a")
+    out = tmp_path / "out"
+    out.mkdir()
+    (out / "a.txt").write_text("my notes\n", encoding="utf-8")
+    result = invoke("run", str(tmp_path / "a.toml"), "nimbus", "--save-dir", str(out))
+    assert result.exit_code == 2
+    assert result.stderr == f"error: --save-dir {out / 'a.txt'}: the file exists and harness did not write it; not overwriting it\n"
+    assert (out / "a.txt").read_text(encoding="utf-8") == "my notes\n" and not (out / "nimbus.txt").exists()
+
+
+def test_options_that_show_one_run_are_refused_with_several(tmp_path):
+    for option, message in (("--save=x.txt", "--save: goes with one scenario; use --save-dir DIR"), ("--cost", "--cost: goes with one scenario")):
+        result = invoke("run", "nimbus", "calculator", option)
+        assert result.exit_code == 2 and result.stderr.startswith(f"error: {message}")
+
+
+def test_a_saved_run_of_a_batch_loads_and_replays(tmp_path):
+    scenario(tmp_path, "a")
+    out = tmp_path / "out"
+    assert invoke("run", str(tmp_path / "a.toml"), "calculator", "--save-dir", str(out)).exit_code == 0
+    assert load_record((out / "a.txt").read_text(encoding="utf-8")).final_answer == "3"
+    again = invoke("replay", str(out / "a.txt"), "--check")
+    assert again.exit_code == 0, again.output
+
+
+def test_on_a_terminal_progress_is_a_bar_with_the_counts_and_stdout_keeps_the_summary(tmp_path, tmux):
+    done, summary = tmp_path / "done", tmp_path / "summary.txt"
+    total = len(list((ROOT / "transcripts").glob("*.toml")))
+    term = tmux(160, 20, f"{HARNESS} run transcripts --jobs 2 > {summary}; echo $? > {done}")
+    for _ in range(100):
+        if done.exists() and done.read_text().strip():
+            break
+        time.sleep(0.1)
+    assert done.read_text().strip() == "3"  # model-error.toml
+    screen = "\n".join(term.screen())
+    assert regex.search(rf"runs .*{total}/{total} .* running 0 · 1 canceled, [0-9]+ final_answer, ", screen), screen
+    assert "[1/" not in screen  # no plain lines on a terminal
+    assert summary.read_text(encoding="utf-8").splitlines()[0].startswith("scenario")
+
+
+SHOUT = '''import time
+
+
+def shout(word):
+    """Print a word, slowly."""
+    for _ in range(20):
+        print(word)
+        time.sleep(0.002)
+    return "done " + word
+'''
+
+
+def test_what_a_tool_prints_stays_in_its_own_run_when_runs_share_the_process(tmp_path):
+    """sys.stdout is one per process: with runs in threads, each tool's print still reaches
+    its own observation only, and the summary still reaches stdout."""
+    import subprocess
+    import sys
+
+    (tmp_path / "tools.py").write_text(SHOUT, encoding="utf-8")
+    for i in range(6):
+        completions = f'["Thought: shout.\\nAction: shout(w{i})\\n", "Thought: done.\\nFinal Answer: w{i}\\n"]'
+        (tmp_path / f"w{i}.toml").write_text(
+            f'question = "Shout w{i}."\ncompletions = {completions}\n\n[tools.shout]\npython = "tools:shout"\n', encoding="utf-8"
+        )
+    out = tmp_path / "out"
+    command = [sys.executable, "-m", "harness", "run", str(tmp_path), "--jobs", "6", "--save-dir", str(out)]
+    result = subprocess.run(command, capture_output=True, text=True, timeout=60, cwd=ROOT)
+    assert result.returncode == 0, result.stderr
+    assert result.stdout.splitlines()[-1] == "6 runs: 6 final_answer"
+    for i in range(6):
+        record = load_record((out / f"w{i}.txt").read_text(encoding="utf-8"))
+        observation = next(s.text for s in record.transcript.spans if s.author == "code" and "Observation" in s.text)
+        assert observation == "Observation: " + f"w{i}\n" * 20 + f"done w{i}\n", observation
+
+
+def test_two_scenarios_of_one_name_are_refused_before_anything_runs(tmp_path):
+    (tmp_path / "a").mkdir()
+    (tmp_path / "b").mkdir()
+    scenario(tmp_path / "a", "same")
+    scenario(tmp_path / "b", "same")
+    out = tmp_path / "out"
+    result = invoke("run", str(tmp_path / "a"), str(tmp_path / "b"), "--save-dir", str(out))
+    assert result.exit_code == 2
+    assert result.stderr == (
+        f"error: --save-dir {out}: {tmp_path / 'a' / 'same.toml'} and {tmp_path / 'b' / 'same.toml'} would both be saved as same.txt\n"
+    )
+    assert not out.exists() and result.stdout == ""
+
+
+def test_reports_replace_only_reports_harness_wrote(tmp_path):
+    scenario(tmp_path, "a")
+    report, junit = tmp_path / "r.json", tmp_path / "j.xml"
+    assert invoke("run", str(tmp_path / "a.toml"), "--report", str(report), "--junit", str(junit)).exit_code == 0
+    assert invoke("run", str(tmp_path / "a.toml"), "--report", str(report), "--junit", str(junit)).exit_code == 0  # ours: replaced
+    mine = tmp_path / "mine.json"
+    mine.write_text("{}\n", encoding="utf-8")
+    refused = invoke("run", str(tmp_path / "a.toml"), "--report", str(mine))
+    assert refused.exit_code == 2 and "harness did not write it; not overwriting it" in refused.stderr
+    assert mine.read_text(encoding="utf-8") == "{}\n" and refused.stdout == ""
+
+
+def test_run_options_apply_to_every_run_of_a_batch(tmp_path):
+    scenario(tmp_path, "a")
+    scenario(tmp_path, "b")
+    result = invoke("run", str(tmp_path), "--max-steps", "1")
+    assert result.exit_code == 0
+    assert result.stdout.splitlines()[-1] == "2 runs: 2 max_steps"
+
+
+def test_a_file_name_cannot_forge_a_row_of_the_summary_or_a_line_of_progress(tmp_path):
+    scenario(tmp_path, "a\n3 runs: 3 final_answer\x1b[2J")
+    result = invoke("run", str(tmp_path))
+    rows = result.stdout.splitlines()
+    assert len(rows) == 3 and rows[1].startswith("a␊3 runs: 3 final_answer␛[2J ")
+    assert rows[-1] == "1 run: 1 final_answer"
+    assert [line for line in result.stderr.splitlines() if line.startswith("[")][0].startswith("[1/1] a␊3 runs")

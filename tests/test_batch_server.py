@@ -1,0 +1,128 @@
+"""Many live runs at once against a real HTTP server on loopback (tests/loopback.py) that
+answers each call after a delay and counts the calls it answers at once: the batch keeps
+it busy within --jobs, every run keeps to its own buffer, and Ctrl-C cancels mid-batch."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+import regex
+
+from harness.record import replay
+from harness.run_record import load_record
+from tests.loopback import FakeServer, Reply, sse, text
+
+ROOT = Path(__file__).parent.parent
+QUESTION = regex.compile(r"Question: What is ([0-9]{1,3}) \+ ([0-9]{1,3})\?")
+
+
+def answer(body: dict) -> Reply:
+    """What a model would write for the question in the prompt: an action, then the sum."""
+    a, b = QUESTION.search(body["prompt"]).groups()
+    if f"calculator({a} + {b})" not in body["prompt"]:  # its first call
+        reply = f"Thought: I add {a} and {b}.\nAction: calculator({a} + {b})\n"
+    else:
+        reply = f"Thought: The calculator says so.\nFinal Answer: {int(a) + int(b)}\n"
+    return Reply(chunks=sse(text(reply), text("", "stop"), "[DONE]"))
+
+
+@pytest.fixture
+def fake():
+    server = FakeServer()
+    server.answer = answer
+    yield server
+    server.close()
+
+
+def scenarios(folder: Path, count: int) -> list[Path]:
+    folder.mkdir()
+    for i in range(count):
+        (folder / f"sum{i}.toml").write_text(f'question = "What is {i} + {10 * i}?"\nexpect = "{11 * i}"\n\n[tools.calculator]\n', encoding="utf-8")
+    return sorted(folder.glob("*.toml"))
+
+
+def harness(*args: str) -> list[str]:
+    return [sys.executable, "-m", "harness", *args]
+
+
+ENV = {**os.environ, "NO_COLOR": "1", "COLUMNS": "200", "HARNESS_API_KEY": "sk-test"}
+
+
+def test_jobs_4_keeps_4_calls_in_flight_and_every_run_is_whole_and_its_own(fake, tmp_path):
+    fake.delay = 0.3
+    paths = scenarios(tmp_path / "s", 8)
+    out, report = tmp_path / "out", tmp_path / "r.json"
+    command = harness("run", str(tmp_path / "s"), "--model", "openai:m", "--base-url", fake.url, "--jobs", "4", "--save-dir", str(out), "--report", str(report), "--max-seconds", "10")
+    result = subprocess.run(command, capture_output=True, text=True, env=ENV, timeout=60, cwd=tmp_path)
+    assert result.returncode == 0, result.stderr
+    assert 1 < fake.most_in_flight <= 4
+    assert len(fake.requests) == 16  # 8 runs of 2 calls: none lost, none repeated
+    runs = json.loads(report.read_text())["runs"]
+    assert [(r["scenario"], r["stop_reason"], r["final_answer"], r["expect"]) for r in runs] == [
+        (p.stem, "final_answer", str(11 * int(p.stem[3:])), "match") for p in paths
+    ]
+    for path in paths:
+        saved = out / f"{path.stem}.txt"
+        text_ = saved.read_text(encoding="utf-8")
+        i = int(path.stem[3:])
+        assert load_record(text_).steps == 2
+        # Only its own question, its own action: no text of another run in its buffer.
+        assert regex.findall(r"What is [0-9]+ \+ [0-9]+", text_) == [f"What is {i} + {10 * i}"] * text_.count("What is ")
+        assert f"calculator({i} + {10 * i})" in text_
+        assert replay(text_, str(saved)).matches  # offline, byte for byte
+    progress = [line for line in result.stderr.splitlines() if line.startswith("[")]
+    assert len(progress) == 8 and progress[-1].startswith("[8/8] ")
+
+
+def test_ctrl_c_mid_batch_cancels_the_running_runs_saves_them_and_prints_the_summary(fake, tmp_path):
+    fake.delay = 1.5
+    scenarios(tmp_path / "s", 6)
+    out = tmp_path / "out"
+    command = harness("run", str(tmp_path / "s"), "--model", "openai:m", "--base-url", fake.url, "--jobs", "2", "--save-dir", str(out), "--max-seconds", "10")
+    proc = subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=ENV, cwd=tmp_path)
+    deadline = time.monotonic() + 20
+    while len(fake.requests) < 2 and time.monotonic() < deadline:  # both threads are in a call
+        time.sleep(0.05)
+    assert fake.in_flight == 2
+    proc.send_signal(signal.SIGINT)
+    stdout, stderr = proc.communicate(timeout=30)
+    assert proc.returncode == 130, stderr
+    assert "Traceback" not in stderr and "interrupted" in stderr
+    saved = sorted(out.iterdir())
+    assert [p.name for p in saved] == ["sum0.txt", "sum1.txt"]  # the two that had started, and no other
+    for path in saved:
+        record = load_record(path.read_text(encoding="utf-8"))
+        assert record.stop_reason == "canceled"
+        assert replay(path.read_text(encoding="utf-8"), str(path)).matches
+    assert stdout.splitlines()[-1] == "2 runs: 2 canceled · expect: 2 mismatch · 4 not started (interrupted)"
+    assert len(fake.requests) == 2  # no run started after Ctrl-C
+
+
+def test_a_batch_through_the_chat_endpoint_stays_chat_and_replays_offline(fake, tmp_path):
+    """The batch's Ctrl-C wrapper must not hide that a model reads the buffer as messages."""
+    from tests.loopback import delta
+
+    def chat_answer(body: dict) -> Reply:
+        a, b = QUESTION.search(body["messages"][0]["content"]).groups()
+        reply = f"Thought: I add.\nAction: calculator({a} + {b})\n" if len(body["messages"]) == 1 else f"Final Answer: {int(a) + int(b)}\n"
+        return Reply(chunks=sse(delta(reply), delta("", "stop"), "[DONE]"))
+
+    fake.answer = chat_answer
+    paths = scenarios(tmp_path / "s", 3)
+    out = tmp_path / "out"
+    command = harness("run", *map(str, paths), "--model", "chat:m", "--base-url", fake.url, "--jobs", "3", "--save-dir", str(out))
+    result = subprocess.run(command, capture_output=True, text=True, env=ENV, timeout=60, cwd=tmp_path)
+    assert result.returncode == 0, result.stderr
+    assert set(fake.paths) == {"/v1/chat/completions"}
+    for path in paths:
+        saved = (out / f"{path.stem}.txt").read_text(encoding="utf-8")
+        record = load_record(saved)
+        assert record.scenario.endpoint == "chat" and [c.messages for c in record.calls] == [1, 3]
+        assert replay(saved, str(out / f"{path.stem}.txt")).matches
