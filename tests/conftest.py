@@ -9,9 +9,15 @@ from __future__ import annotations
 
 import os
 
+import httpx  # noqa: F401 (see below)
 import pytest
 from hypothesis import settings
 from syrupy.extensions.single_file import SingleFileSnapshotExtension
+
+# pytester's in-process runs put sys.modules back as they found it: a library first imported
+# inside one (httpx and httpcore, by the plugin's tests) is imported again after it, and then
+# httpx no longer recognises the errors of the httpcore its clients were made with (a refused
+# connection escapes as httpcore.ConnectError). Imported here, they are never dropped.
 
 # CI runs derandomized so that a red run can be reproduced; locally examples vary.
 settings.register_profile("ci", derandomize=True, deadline=None, print_blob=True)
