@@ -9,15 +9,16 @@ from __future__ import annotations
 
 import os
 
-import httpx  # noqa: F401 (see below)
+import httpcore  # noqa: F401 (see below)
+import httpx  # noqa: F401
 import pytest
 from hypothesis import settings
 from syrupy.extensions.single_file import SingleFileSnapshotExtension
 
-# pytester's in-process runs put sys.modules back as they found it: a library first imported
-# inside one (httpx and httpcore, by the plugin's tests) is imported again after it, and then
-# httpx no longer recognises the errors of the httpcore its clients were made with (a refused
-# connection escapes as httpcore.ConnectError). Imported here, they are never dropped.
+# pytester's in-process runs put sys.modules back as they found it. httpx imports httpcore
+# only when its first client is made; if that happens inside such a run, httpcore is dropped
+# after it and imported again later, while httpx keeps its map of the first httpcore's errors:
+# a refused connection then escapes as httpcore.ConnectError. Imported here, never dropped.
 
 # CI runs derandomized so that a red run can be reproduced; locally examples vary.
 settings.register_profile("ci", derandomize=True, deadline=None, print_blob=True)
