@@ -94,12 +94,18 @@ def test_a_chat_run_with_a_chatml_template_is_one_line_exit_2(fake, tmp_path):
     assert fake.requests == [] and not (tmp_path / "x.txt").exists()
 
 
-def test_a_scripted_scenario_can_go_through_the_chat_rule(tmp_path):
+def saved_chat_run(tmp_path):
+    """A scripted scenario run through the chat rule and saved: its file."""
     scenario = tmp_path / "s.toml"
     completions = json.dumps(["Thought: add.\nAction: calculator(1 + 1)\n", "Final Answer: 2\n"])
     scenario.write_text(f'question = "1+1?"\nendpoint = "chat"\ncompletions = {completions}\n[tools.calculator]\n', encoding="utf-8")
     saved = tmp_path / "s.txt"
     assert invoke("run", str(scenario), "--save", str(saved)).exit_code == 0
+    return saved
+
+
+def test_a_scripted_scenario_can_go_through_the_chat_rule(tmp_path):
+    saved = saved_chat_run(tmp_path)
     assert [c.messages for c in load_record(read_text(saved), str(saved)).calls] == [1, 3]
     assert invoke("replay", str(saved), "--check").exit_code == 0
 
@@ -132,11 +138,7 @@ def test_strict_is_an_option_of_the_command(fake, tmp_path):
 
 
 def test_show_messages_prints_what_each_call_of_a_chat_run_sent(tmp_path):
-    scenario = tmp_path / "s.toml"
-    completions = json.dumps(["Thought: add.\nAction: calculator(1 + 1)\n", "Final Answer: 2\n"])
-    scenario.write_text(f'question = "1+1?"\nendpoint = "chat"\ncompletions = {completions}\n[tools.calculator]\n', encoding="utf-8")
-    saved = tmp_path / "s.txt"
-    assert invoke("run", str(scenario), "--save", str(saved)).exit_code == 0
+    saved = saved_chat_run(tmp_path)
     shown = invoke("show", str(saved), "--messages")
     assert shown.exit_code == 0, shown.output
     lines = shown.stdout.splitlines()
