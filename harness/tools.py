@@ -176,13 +176,16 @@ def _evaluate(node: ast.AST) -> int | float:
         if isinstance(value, int) and value.bit_length() > _MAX_BITS:
             raise ToolError("the result would be too large")
         return value
-    raise ToolError(f"only numbers and + - * / // % ** ( ) are allowed, not {ast.unparse(node)!r}")
+    raise ToolError(f"only numbers and + - * / // % ** ^ ( ) are allowed, not {ast.unparse(node)!r}")
 
 
 def calculate(expression: str) -> str:
+    # `^` is a power, as models (and people) write it: Python's XOR is no arithmetic, and
+    # swapping the text (not the parsed operator) keeps a power's precedence: 12^2 + 7^3.
     text = str(expression).strip()
     if len(text) > 500:
         raise ToolError("the expression is longer than 500 characters")
+    text = text.replace("^", "**")
     try:
         tree = ast.parse(text, mode="eval")
     except (SyntaxError, ValueError, RecursionError, MemoryError):

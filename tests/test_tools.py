@@ -9,7 +9,9 @@ from harness.tools import Registry, ToolError, calculate, calculator, canned
 
 @pytest.mark.parametrize(
     ("expression", "result"),
-    [("2 + 3 * 4", "14"), ("(2 + 3) * 4", "20"), ("2350 * 0.17", "399.5"), ("7 // 2", "3"), ("-2 ** 2", "-4"), ("2 ** 10", "1024")],
+    [("2 + 3 * 4", "14"), ("(2 + 3) * 4", "20"), ("2350 * 0.17", "399.5"), ("7 // 2", "3"), ("-2 ** 2", "-4"), ("2 ** 10", "1024"),
+     # `^` as models write a power, with a power's precedence (Python's XOR would give 12 ^ 9 ^ 3)
+     ("12^2 + 7^3", "487"), ("2^3^2", "512")],
 )
 def test_calculator_does_arithmetic(expression, result):
     assert calculate(expression) == result
@@ -21,6 +23,7 @@ def test_calculator_does_arithmetic(expression, result):
         ("__import__('os').system('echo hi')", "only numbers"),
         ("open('/etc/passwd')", "only numbers"),
         ("9 ** 9 ** 9", "too large"),
+        ("9 ^ 9 ^ 9", "too large"),
         ("1e308 * 10", "too large"),
         ("1 / 0", "division by zero"),
         ("2 +", "not an arithmetic expression"),
