@@ -54,7 +54,7 @@ class Agent:
         filled = prompts.fill(self.prompt, variables, "Agent.prompt")
         buffer = Transcript()
         buffer.append(Author.DEVELOPER, filled.text)
-        return Setup(buffer, dialect, tools, self.limits, frames=filled.frames)
+        return Setup(buffer, dialect, tools, self.limits, frames=filled.frames, question=question)
 
     def registry(self) -> Registry:
         return Registry(t if isinstance(t, Tool) else from_function(t) for t in self.tools)

@@ -64,8 +64,8 @@ class _Gate:
 
 
 class Governor:
-    def __init__(self, dialect: Dialect, tools: Registry | None = None) -> None:
-        self.dialect, self.tools = dialect, tools
+    def __init__(self, dialect: Dialect, tools: Registry | None = None, question: str = "") -> None:
+        self.dialect, self.tools, self.question = dialect, tools, question
         self.lanes: list[_Gate] = []
         self.line = ""  # the start of the current line, while its kind cannot be told yet
         self.blanks: list[str] = []  # spaces and tabs that begin it, before anything else (see _take)
@@ -242,7 +242,9 @@ class Governor:
             gate.kind = "answer"  # Finish[...] is the final answer, written as an action
             self.action_lines -= 1
             return self._open_answer(gate)
-        rejection = judge_action(self.dialect, self.tools, self.actions, number, action, line, self.answer is not None)
+        rejection = judge_action(
+            self.dialect, self.tools, self.actions, number, action, line, self.answer is not None, self.question
+        )
         if rejection is not None:
             gate.deny()
             self.rejections.append(rejection)

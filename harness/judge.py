@@ -34,7 +34,14 @@ def trait_of(tools: Registry | None, tool: str) -> str:
 
 
 def judge_action(
-    dialect: Dialect, tools: Registry | None, accepted: Accepted, number: int, action: Action | None, line: str, answered: bool
+    dialect: Dialect,
+    tools: Registry | None,
+    accepted: Accepted,
+    number: int,
+    action: Action | None,
+    line: str,
+    answered: bool,
+    question: str = "",
 ) -> Rejection | None:
     if answered:
         return notices.action_after_answer(number, action)
@@ -44,7 +51,7 @@ def judge_action(
         return notices.unknown_tool(number, action.tool, tools.names)
     if len(accepted) >= dialect.max_actions:
         return notices.too_many_actions(number, action.tool, dialect.max_actions)
-    if tools is not None and (rejection := misused(dialect, tools, number, action)):
+    if tools is not None and (rejection := misused(dialect, tools, number, action) or copied(dialect, tools, number, action, question)):
         return rejection
     trait = trait_of(tools, action.tool)
     for first, first_action, first_trait in accepted:
@@ -114,6 +121,21 @@ def misused(dialect: Dialect, tools: Registry, number: int, action: Action) -> R
         written = (v for v in action.kwargs.values() if isinstance(v, Written))
         inner = next(filter(None, (inner_call(dialect, tools, v) for v in written)), None)
     return notices.nested_call(number, action.tool, *inner) if inner else None
+
+
+_SPACE = regex.compile(r"\s+")
+
+
+def copied(dialect: Dialect, tools: Registry, number: int, action: Action, question: str) -> Rejection | None:
+    """The tool list's example call, copied as it is, for a question that never mentions
+    its value (`calculator((2 + 3) * 4)` for the price of four lamps): a small model copies
+    what it sees. An example the question does name (`price("lamp")`, for lamps) runs."""
+    example = tools[action.tool].example
+    if example is None or _SPACE.sub("", action.raw) != _SPACE.sub("", example):
+        return None
+    if example.strip(" '\"`").casefold() in question.casefold():
+        return None
+    return notices.copied_example(number, action.tool, dialect.signature(action.tool, (example,)))
 
 
 def why_failed(dialect: Dialect, tools: Registry, number: int, action: Action) -> Rejection | None:

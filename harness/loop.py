@@ -70,6 +70,7 @@ class Setup:
     peek: int = 0  # characters read past a stop, only to show what it prevented (UNLIMITED: all)
     send_stop: bool = True  # False: the server is not told the stops; only the scanner cuts
     frames: Frames = Frames()  # the developer's text around code's turn (a chat template's)
+    question: str = ""  # what a tool's example, copied as it is, must be found in to run
 
 
 def nobody(event: Event) -> None:
@@ -240,7 +241,7 @@ def complete(model: Model, step: int, setup: Setup, emit: Emit) -> Call:
     listening = emit is not nobody
     if listening:
         emit(RoundStarted(step, prompt_chars))
-    scanner, governor = StopScanner(stops), Governor(setup.dialect, setup.tools)
+    scanner, governor = StopScanner(stops), Governor(setup.dialect, setup.tools, setup.question)
     kept: list[str] = []
     tokens: TokenUsage | None = None
 

@@ -83,6 +83,18 @@ def nested_call(number: int, tool: str, inner: str, inner_call: str) -> Rejectio
     )
 
 
+def copied_example(number: int, tool: str, call: str) -> Rejection:
+    return Rejection(
+        "protocol_violation.copied_example",
+        f"{call} is the example from the tool list, not a step of this question, so it did not run. "
+        "Write the call this question needs, with its own values; a value you do not have yet "
+        "comes from the tool that gives it.",
+        number,
+        tool,
+        ("the tool list's example, copied as it is",),
+    )
+
+
 def placeholder(number: int, tool: str, param: str, example: str) -> Rejection:
     return Rejection(
         "protocol_violation.placeholder",

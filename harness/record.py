@@ -72,7 +72,7 @@ def build(scenario: Scenario) -> Built:
     if scenario.endpoint == "chat":  # a chat run replayed: the same messages, counted by the same rule
         model = ChatScript(model)
     # A script costs nothing to read on: what the stop sequence prevented is shown whole.
-    setup = Setup(buffer, dialect, tools, scenario.limits, scenario.use_stop, peek=UNLIMITED, frames=filled.frames)
+    setup = Setup(buffer, dialect, tools, scenario.limits, scenario.use_stop, peek=UNLIMITED, frames=filled.frames, question=scenario.question)
     return Built(setup, model, workspace, sha)
 
 

@@ -19,11 +19,11 @@ PRICE = canned("price", "The price of one item", {"lamp": "18.50", "chair": "42.
 CITIES = canned("population", "People in a city", {"Lyon": "522000", "Porto": "232000"}, ("city",))
 
 
-def run(*completions: str, tools=(PRICE, calculator()), **limits):
+def run(*completions: str, tools=(PRICE, calculator()), question="How much do 4 lamps cost?", **limits):
     from harness import Limits
 
     agent = Agent(PROMPT, tools=list(tools), limits=Limits(**limits) if limits else Limits())
-    return agent.run("q", ScriptedModel(list(completions)))
+    return agent.run(question, ScriptedModel(list(completions)))
 
 
 def code_lines(record) -> list[str]:
@@ -184,6 +184,25 @@ def test_a_parameter_name_written_as_a_call_around_the_value_gets_the_call_witho
     record = run('Action: capital(country("Freedonia"))\n', "Final Answer: x\n", tools=[capital])
     assert record.calls[0].notices == ("protocol_violation.placeholder",)
     assert code_lines(record)[1].endswith('Write the value itself, as in Action: capital("Freedonia")\n')
+
+
+@pytest.mark.parametrize("line", ["Action: calculator((2 + 3) * 4)", "Action: calculator((2+3)*4)"])
+def test_the_tool_lists_example_copied_for_a_question_it_is_not_about_does_not_run(line):
+    record = run(line + "\n", 'Action: price("lamp")\n', "Final Answer: 74\n")
+    assert record.calls[0].notices == ("protocol_violation.copied_example",) and record.calls[0].ran == ()
+    assert code_lines(record)[0] == (
+        "Notice: calculator((2 + 3) * 4) is the example from the tool list, not a step of this question, so it did "
+        "not run. Write the call this question needs, with its own values; a value you do not have yet comes from "
+        "the tool that gives it.\n"
+    )
+    assert record.calls[1].ran == ("price",)
+
+
+def test_an_example_the_question_names_runs():
+    record = run('Action: price("lamp")\n', "Final Answer: x\n")  # the example is lamp; so is the question
+    assert record.calls[0].ran == ("price",) and code_lines(record) == ["Observation: 18.50\n"]
+    record = run("Action: calculator((2 + 3) * 4)\n", "Final Answer: x\n", question="What is (2 + 3) * 4?")
+    assert code_lines(record) == ["Observation: 20\n"]
 
 
 def test_the_tool_list_shows_a_concrete_call_for_each_tool():
