@@ -131,7 +131,7 @@ def copied(dialect: Dialect, tools: Registry, number: int, action: Action, quest
     its value (`calculator((2 + 3) * 4)` for the price of four lamps): a small model copies
     what it sees. An example the question does name (`price("lamp")`, for lamps) runs."""
     example = tools[action.tool].example
-    if example is None or _SPACE.sub("", action.raw) != _SPACE.sub("", example):
+    if example is None or len(action.raw) > 2 * len(example) + 8 or _SPACE.sub("", action.raw) != _SPACE.sub("", example):
         return None
     if example.strip(" '\"`").casefold() in question.casefold():
         return None
