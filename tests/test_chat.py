@@ -202,3 +202,19 @@ def test_each_call_s_messages_are_the_rule_applied_to_the_buffer_before_it_in_on
         assert [run[:n] for n in counts] == per_call(buffer.spans)
 
     check()
+
+
+def test_a_chat_run_s_notes_say_what_each_call_was_sent_and_list_the_messages_once(tmp_path):
+    """Course notes of a chat run: each model step names how many messages its call was
+    sent; the messages follow once, each line led by its role; a plain run has neither."""
+    saved = saved_chat_run(tmp_path)
+    assert invoke("export", str(saved), "--markdown", str(tmp_path / "chat.md")).exit_code == 0
+    notes = (tmp_path / "chat.md").read_text(encoding="utf-8")
+    said = [line for line in notes.splitlines() if line.startswith("- **messages:**")]
+    assert said == [f"- **messages:** the call was sent the first {n} of the run's messages (below), by the chat rule" for n in (1, 3)]
+    listed = notes.split("## The run's messages", 1)[1]
+    assert notes.count("## The run's messages") == 1
+    assert "\nuser      | Question: 1+1?\n\nassistant | Thought: add.\nassistant | Action: calculator(1 + 1)\n\nuser      | Observation: 2\n" in listed
+    plain = tmp_path / "plain.md"
+    assert invoke("export", "nimbus", "--markdown", str(plain)).exit_code == 0
+    assert "messages" not in plain.read_text(encoding="utf-8")

@@ -373,10 +373,21 @@ def test_a_chat_run_s_page_shows_what_each_call_was_sent_and_hostile_text_stays_
     assert page_.evaluate("window.pwned") is None and dialogs == [] and errors == []
     assert requests == [out.as_uri()] and page_.locator("script").count() == 2
 
+    page_.emulate_media(media="print")  # the printout: each model step's count, the messages once
+    printed = page_.locator("#printout")
+    said = [dd.inner_text() for dd in printed.locator(".print-step dd").all() if "run's messages" in dd.inner_text()]
+    assert said == [f"the first {n} of the run's messages (listed at the end)" for n in (1, 3)]
+    listed = page_.evaluate("Array.from(document.querySelectorAll('#printout .print-messages .msg')).map(m => [m.querySelector('.role').textContent, m.querySelector('.content').textContent])")
+    assert listed[:3] == [[m["role"], m["content"]] for m in calls[1]] and printed.locator(".print-messages").count() == 1
+    page_.wait_for_timeout(200)
+    assert page_.evaluate("window.pwned") is None and dialogs == [] and errors == []
+    page_.emulate_media(media="screen")
+
     plain = tmp_path / "nimbus.html"
     assert runner.invoke(app, ["export", "nimbus", "--html", str(plain)]).exit_code == 0
     page_.goto(plain.as_uri())
     page_.keyboard.press("ArrowRight")
     page_.keyboard.press("m")
     assert not page_.locator("#chat").is_visible() and not box.is_visible()
+    assert page_.locator("#printout .print-messages").count() == 0
     page_.close()

@@ -1,14 +1,17 @@
 """A run as Markdown for course notes: one section per step, the buffer's new part in the
 save format (so every line names its author), what of it the user was not shown, what
-the stop sequence cut, and the lesson's three facts."""
+the stop sequence cut, and the lesson's three facts. A chat run's steps also say how many
+messages their call was sent, and its messages follow once, at the end (call i was sent
+the first of them: the notes grow with the run, not with calls times messages)."""
 
 from __future__ import annotations
 
 from harness.escape import for_markdown, for_terminal
 from harness.render.frames import KINDS, NO_STOP, frames, parts, stop_was_off
-from harness.render.live import MARKS, cut_note, preview
+from harness.render.live import MARKS, WIDTH, cut_note, preview
+from harness.render.sent import SentMessages
 from harness.run_record import RunRecord
-from harness.transcript import Transcript, records
+from harness.transcript import Transcript, records, split_lines
 
 
 NOTES_HEADER = "# harness · "  # notes of ours begin so (the title line)
@@ -21,6 +24,7 @@ LEGEND = (
 
 def notes(record: RunRecord, title: str) -> str:
     fs = frames(record)
+    sent = SentMessages(record, fs)
     out = [f"# {for_markdown(title)}", "", LEGEND, ""]
     if stop_was_off(record):
         out += [f"> **{NO_STOP}**", ""]
@@ -36,5 +40,22 @@ def notes(record: RunRecord, title: str) -> str:
                 out += [f"> {MARKS[kind]} {KINDS[kind]}: {shown}", ""]
         if f.cut:
             out += [f"> {for_markdown(cut_note(f.cut, f.cut_by))}", ""]
-        out += [f"- **sent:** {f.sent}", f"- **appended:** by {f.author.value}, {len(f.added):,} characters", f"- **why:** {for_markdown(f.why)}", ""]
+        out += [f"- **sent:** {f.sent}", f"- **appended:** by {f.author.value}, {len(f.added):,} characters", f"- **why:** {for_markdown(f.why)}"]
+        if (count := sent.count_of(f.index)) is not None:
+            out.append(f"- **messages:** the call was sent the first {count} of the run's messages (below), by the chat rule")
+        out.append("")
+    if sent.chat:
+        out += messages(sent)
     return "\n".join(out)
+
+
+def messages(sent: SentMessages) -> list[str]:
+    """The run's messages once, each line led by its role (so no text can close the fence)."""
+    out = ["## The run's messages", "", "What a chat endpoint was sent, by the chat rule: each call the first of these.", "", "```text"]
+    for number, message in enumerate(sent.messages, 1):
+        role = message["role"]
+        rows = split_lines(message["content"]) or [""]
+        out += [for_terminal(f"{role:<{WIDTH}} | {row.rstrip(chr(10))}") for row in rows]
+        if number < len(sent.messages):
+            out.append("")
+    return [*out, "```", ""]
