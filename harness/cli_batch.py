@@ -21,7 +21,7 @@ from harness.cli_models import CallOptions, live_model_from
 from harness.errors import HarnessError
 
 if TYPE_CHECKING:  # imported when a batch runs: `harness --help` stays fast
-    from harness.batch import Job, Outcome, Wrap
+    from harness.batch import Job, Outcome, Work, Wrap
 
 INTERRUPTED = 130
 
@@ -117,7 +117,6 @@ def worker(options: Options, root: Path):
     from harness.batch import Outcome
     from harness.expect import matches
     from harness.files import write_file
-    from harness.batch_report import one_line
     from harness.record import run_scenario
     from harness.transcript import HEADER
 
@@ -135,8 +134,7 @@ def worker(options: Options, root: Path):
             seconds = time.perf_counter() - start
             if live is not None:
                 record = record.but(model=options.model)
-                for note in getattr(live, "notes", ()):  # what was dropped on arrival, as a single run says it
-                    typer.echo(f"note: {one_line(job.name)}: {one_line(note)}", err=True)
+                say_notes(job.name, live)
             saved = None
             if options.save_dir is not None:
                 saved = (options.save_dir / f"{job.name}.txt").absolute()
@@ -149,24 +147,50 @@ def worker(options: Options, root: Path):
     return work
 
 
-def run_many(arguments: list[str], options: Options) -> None:
+def say_notes(name: str, model: object) -> None:
+    """What a run's model dropped on arrival, as a single run says it, named by its run."""
+    from harness.batch_report import one_line
+
+    for note in getattr(model, "notes", ()):
+        typer.echo(f"note: {one_line(name)}: {one_line(note)}", err=True)
+
+
+def run_batch(jobs: list[Job], work: Work, workers: int, what: str = "scenario") -> tuple[list[Outcome], int, bool]:
+    """The jobs run by `work` with progress on stderr, then the summary on stdout (after
+    the diffs of replays that differ): every outcome in the jobs' order, how many never
+    started, and whether Ctrl-C came. Each job
+    that cannot run is one line on stderr: before the runs if found while gathering, after
+    them if found while running (`harness replay` and `harness run` both come through here)."""
     from harness.batch import Outcome, run_all
     from harness.batch_progress import progress_for
-    from harness.batch_report import exit_code, one_line, summary, write_reports
+    from harness.batch_report import one_line, summary
 
-    jobs = gather(arguments)
-    check(jobs, options)
     for job in jobs:
         if job.error:
             typer.echo(f"error: {one_line(job.error)}", err=True)
-    runnable = [j for j in jobs if j.scenario is not None]
+    runnable = [j for j in jobs if not j.error]
     with progress_for(sys.stderr, len(runnable)) as progress:
-        outcomes, interrupted = run_all(runnable, worker(options, Path.cwd()), options.jobs, progress.started, progress.finished)
+        outcomes, interrupted = run_all(runnable, work, workers, progress.started, progress.finished)
+    for outcome in outcomes:
+        if outcome is not None and outcome.error:
+            typer.echo(f"error: {one_line(outcome.error)}", err=True)
     ran = iter(outcomes)  # in the order of `runnable`; None: never started (Ctrl-C)
     ordered = [Outcome(j.name, error=j.error) if j.error else next(ran) for j in jobs]
     not_started = ordered.count(None)
     ordered = [o for o in ordered if o is not None]
-    typer.echo(summary(ordered, not_started), nl=False)
+    for o in ordered:  # a replay --check that differs: its diff, before the summary
+        if o.diff:
+            typer.echo(o.diff if o.diff.endswith("\n") else o.diff + "\n", nl=False)
+    typer.echo(summary(ordered, not_started, what), nl=False)
+    return ordered, not_started, interrupted
+
+
+def run_many(arguments: list[str], options: Options) -> None:
+    from harness.batch_report import exit_code, write_reports
+
+    jobs = gather(arguments)
+    check(jobs, options)
+    ordered, not_started, interrupted = run_batch(jobs, worker(options, Path.cwd()), options.jobs)
     for path in write_reports(ordered, options.report, options.junit, options.fail_on, not_started):
         typer.echo(f"wrote {path}", err=True)
     if interrupted:

@@ -7,6 +7,7 @@ folder, go to the batch path (harness.cli_batch), which runs each as this one wo
 from __future__ import annotations
 
 import math
+import sys
 from pathlib import Path
 from typing import Annotated
 
@@ -26,7 +27,7 @@ from harness.cli_models import (
     live_model_from,
     tell_stderr,
 )
-from harness.cli_views import Format, FormatOption, despite_a_closed_pipe, live_view, print_event, show_record
+from harness.cli_views import Format, FormatOption, call_lines, despite_a_closed_pipe, live_view, print_event, show_record
 from harness.errors import HarnessError
 
 MODEL_FAILED = 3  # the run ended in model_error: a live model or server failed
@@ -113,8 +114,10 @@ def run(
     emit = live_view(delay if delay is not None else 0.03 if live else 0.0) if format is Format.rich else None
     if format is Format.events:
         emit = print_event
-    root = Path.cwd()
-    record = run_scenario(spec, despite_a_closed_pipe(emit) if emit else nobody, live_model, peek or 0, root)
+    emit = despite_a_closed_pipe(emit) if emit else nobody
+    if live_model is not None and not sys.stderr.isatty():
+        emit = call_lines(emit)
+    record = run_scenario(spec, emit, live_model, peek or 0, Path.cwd())
     if live_model is not None:
         record = record.but(model=model)  # a fact of the recording: which model made it
     tell_stderr(record, live_model)

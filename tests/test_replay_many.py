@@ -1,0 +1,165 @@
+"""`harness replay A B DIR`: many saved transcripts replayed as one is, through the batch's
+threads (--jobs), with its progress, summary and exit codes; one file is shown as before.
+And a single live run off a terminal says on stderr when each model call ends."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+import threading
+import time
+from pathlib import Path
+
+import regex
+from typer.testing import CliRunner
+
+from harness.cli import app
+from tests.loopback import FakeServer, Reply, sse, text
+from tests.test_batch_server import ENV, harness
+from tests.test_stepper import HARNESS, tmux  # noqa: F401  (tmux is a fixture: a terminal of its own)
+
+runner = CliRunner()
+ROOT = Path(__file__).parent.parent
+SECONDS = regex.compile(r"\b[0-9]+[.][0-9]{2}( s)?\b")  # the one column that differs from run to run
+
+
+def invoke(*args: str):
+    return runner.invoke(app, list(args), env={"COLUMNS": "200", "NO_COLOR": "1"})
+
+
+def recorded(folder: Path) -> list[Path]:
+    """Every shipped scenario run and saved into `folder` (canceled and model_error too)."""
+    assert invoke("run", "transcripts", "--save-dir", str(folder)).exit_code == 3  # model-error.toml
+    return sorted(folder.glob("*.txt"))
+
+
+def test_a_folder_replays_to_the_same_summary_and_checks_whatever_jobs_is(tmp_path):
+    saved = recorded(tmp_path / "out")
+    out = {}
+    for jobs in ("1", "4"):
+        result = invoke("replay", str(tmp_path / "out"), "--check", "--jobs", jobs)
+        assert result.exit_code == 0, result.output  # a recorded model_error replays to itself: no failure
+        lines = sorted(SECONDS.sub("S", line.split("] ", 1)[1]) for line in result.stderr.splitlines())  # finishing order varies
+        out[jobs] = (SECONDS.sub("S", result.stdout), lines)
+    assert out["1"] == out["4"]
+    rows = out["4"][0].splitlines()
+    assert rows[0].split()[0] == "transcript" and rows[0].split()[-1] == "check"
+    assert [r.split()[0] for r in rows[1:-1]] == [str(p) for p in saved]  # the files' order, not finishing order
+    assert all(r.split()[-1] == "same" for r in rows[1:-1])
+    assert rows[-1].endswith(f"· check: {len(saved)} same")
+    progress = out["4"][1]
+    assert len(progress) == len(saved) and all(line.endswith("same as the file") or "same as the file:" in line for line in progress)
+
+
+def test_one_file_is_replayed_as_it_always_was(tmp_path):
+    path = recorded(tmp_path / "out")[0]
+    alone = invoke("replay", str(path), "--check")
+    assert (alone.exit_code, alone.stdout) == (0, f"ok: replaying {path} gives the same transcript, byte for byte\n")
+    assert invoke("replay", str(path), "--check", "--jobs", "4").stdout == alone.stdout
+    assert invoke("replay", str(path), "-f", "tagged").stdout == path.read_text(encoding="utf-8")
+
+
+def test_a_broken_file_is_one_line_naming_it_the_others_replay_and_the_exit_is_2(tmp_path):
+    saved = recorded(tmp_path / "out")
+    broken = tmp_path / "out" / "broken.txt"
+    broken.write_text(saved[0].read_text(encoding="utf-8").replace("| ", "|", 3), encoding="utf-8")
+    (tmp_path / "out" / "notes.txt").write_text("not a transcript: left out of a folder\n", encoding="utf-8")
+    missing = tmp_path / "missing.txt"
+    result = invoke("replay", str(tmp_path / "out"), str(missing), "--check", "--jobs", "3")
+    assert result.exit_code == 2, result.output
+    assert "Traceback" not in result.output
+    errors = [line for line in result.stderr.splitlines() if line.startswith("error:")]
+    assert [e.split(": ")[1].split(":")[0] for e in errors] == [str(broken), str(missing)]
+    assert errors[1] == f"error: {missing}: no such file"
+    rows = {r.split()[0]: r.split()[1] for r in result.stdout.splitlines()[1:-1]}
+    assert rows.pop(str(broken)) == rows.pop(str(missing)) == "not"  # run
+    assert sorted(rows) == [str(p) for p in saved] and "notes.txt" not in result.stdout
+    assert result.stdout.splitlines()[-1].startswith(f"{len(saved) + 2} runs: ")
+
+
+def test_a_replay_that_differs_prints_its_diff_before_the_summary_and_the_exit_is_1(tmp_path):
+    saved = recorded(tmp_path / "out")
+    calculator = tmp_path / "out" / "calculator.txt"
+    changed = calculator.read_text(encoding="utf-8").replace("code      | Observation: 303", "code      | Observation: 304")
+    calculator.write_text(changed, encoding="utf-8")
+    result = invoke("replay", str(tmp_path / "out"), "--check", "--jobs", "2")
+    assert result.exit_code == 1, result.output
+    diff, table = result.stdout.split("\ntranscript ", 1)
+    assert diff.startswith(f"{calculator}: first difference in step 1") and "-code      | Observation: 304" in diff
+    marks = {r.split()[0]: r.split()[-1] for r in table.splitlines()[1:-1]}
+    assert marks.pop(str(calculator)) == "differs" and set(marks.values()) == {"same"}
+    assert table.splitlines()[-1].endswith(f"· check: 1 differs, {len(saved) - 1} same")
+    assert "pytest --harness-update" in result.stderr
+    plain = invoke("replay", str(tmp_path / "out"))  # without --check a difference is no failure
+    assert plain.exit_code == 0 and "check" not in plain.stdout
+
+
+def test_options_that_show_one_replay_are_refused_with_several(tmp_path):
+    saved = recorded(tmp_path / "out")
+    result = invoke("replay", str(saved[0]), str(saved[1]), "-f", "tagged")
+    assert (result.exit_code, result.stderr) == (2, "error: --format: goes with one file; several replays print a summary\n")
+    empty = tmp_path / "empty"
+    empty.mkdir()
+    nothing = invoke("replay", str(empty))
+    assert nothing.exit_code == 2 and nothing.stderr.splitlines()[0] == f"error: {empty}: the folder holds no saved transcript (*.txt)"
+
+
+def test_piped_progress_is_one_line_per_finished_replay_through_the_real_command(tmp_path):
+    saved = recorded(tmp_path / "out")
+    result = subprocess.run(harness("replay", "out", "--check", "--jobs", "2"), capture_output=True, text=True, env=ENV, cwd=tmp_path, timeout=60)
+    assert result.returncode == 0, result.stderr
+    lines, n = result.stderr.splitlines(), len(saved)
+    assert [line.split(" ")[0] for line in lines] == [f"[{k}/{n}]" for k in range(1, n + 1)]  # in finishing order
+    named = sorted(line.split("] ", 1)[1].split(":")[0] for line in lines)
+    assert named == sorted(f"out/{p.name}" for p in saved)
+
+
+def test_on_a_terminal_replays_show_the_bar_and_stdout_keeps_the_summary(tmp_path, tmux):
+    saved = recorded(tmp_path / "out")
+    done, summary = tmp_path / "done", tmp_path / "summary.txt"
+    term = tmux(160, 20, f"{HARNESS} replay {tmp_path / 'out'} --check --jobs 2 > {summary}; echo $? > {done}")
+    for _ in range(100):
+        if done.exists() and done.read_text().strip():
+            break
+        time.sleep(0.1)
+    assert done.read_text().strip() == "0"
+    screen = "\n".join(term.screen())
+    n = len(saved)
+    assert regex.search(rf"runs .*{n}/{n} .* running 0 · 1 canceled, [0-9]+ final_answer, .*1 model_error, ", screen), screen
+    assert "[1/" not in screen  # no plain lines on a terminal
+    assert summary.read_text(encoding="utf-8").splitlines()[-1].endswith(f"check: {n} same")
+
+
+def test_a_single_live_run_piped_says_each_model_call_as_it_ends(tmp_path):
+    """Step, characters, seconds on stderr as each call ends: the second call is held by the
+    server until the first call's line has been read."""
+    first = "Thought: I add them.\nAction: calculator(1 + 2)\n"
+    second = "Thought: Done.\nFinal Answer: 3\n"
+    release = threading.Event()
+    server = FakeServer()
+
+    def answer(body: dict) -> Reply:
+        if "calculator(1 + 2)" in body["prompt"]:
+            assert release.wait(20)
+            return Reply(chunks=sse(text(second), text("", "stop"), "[DONE]"))
+        return Reply(chunks=sse(text(first), text("", "stop"), "[DONE]"))
+
+    server.answer = answer
+    (tmp_path / "sum.toml").write_text('question = "What is 1 + 2?"\n\n[tools.calculator]\n', encoding="utf-8")
+    command = harness("run", "sum.toml", "--model", "openai:m", "--base-url", server.url, "-f", "tagged", "--save", "sum.txt")
+    try:
+        proc = subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=ENV, cwd=tmp_path)
+        line = proc.stderr.readline()  # while the second call is still held
+        assert regex.fullmatch(r"step 1: ([0-9]+) characters, [0-9]+[.][0-9]{2} s\n", line), line
+        assert int(line.split()[2]) == len(first)
+        release.set()
+        stdout, rest = proc.communicate(timeout=30)
+    finally:
+        release.set()
+        server.close()
+    assert proc.returncode == 0, rest
+    assert regex.fullmatch(rf"step 2: {len(second)} characters, [0-9]+[.][0-9]{{2}} s\nwrote sum.txt\n", rest), rest
+    assert stdout == (tmp_path / "sum.txt").read_text(encoding="utf-8")  # stdout is still the transcript alone
+    # A scripted run takes no time to read: it says nothing per call.
+    scripted = subprocess.run(harness("run", "sum.toml", "-f", "tagged"), capture_output=True, text=True, env=ENV, cwd=tmp_path, timeout=60)
+    assert scripted.returncode == 0 and scripted.stderr == ""
