@@ -17,7 +17,7 @@ from typing import TYPE_CHECKING, Annotated
 
 import typer
 
-from harness.cli_models import CallOptions, live_model_from
+from harness.cli_models import CallOptions, RunModels
 from harness.errors import HarnessError
 
 if TYPE_CHECKING:  # imported when a batch runs: `harness --help` stays fast
@@ -87,7 +87,6 @@ def check(jobs: list[Job], options: Options) -> None:
     known = {"mismatch", *StopReason}
     if unknown := sorted(options.fail_on - known):
         raise HarnessError("--fail-on", f"{unknown[0]!r} is not a stop reason or mismatch (known: {', '.join(sorted(known))})")
-    live_model_from(options.model, options.base_url, options.call)  # a bad --model is one line, once
     if options.peek and options.model in (None, "scripted"):
         raise HarnessError("--peek", "goes with a live --model; a script is always read whole")
     for path, header, option in ((options.report, JSON_HEADER, "--report"), (options.junit, JUNIT_HEADER, "--junit")):
@@ -112,7 +111,7 @@ def check(jobs: list[Job], options: Options) -> None:
     folder.mkdir(exist_ok=True)
 
 
-def worker(options: Options, root: Path):
+def worker(options: Options, root: Path, models: RunModels) -> Work:
     """The work of one run: what `harness run NAME --save DIR/NAME.txt` does."""
     from harness.batch import Outcome
     from harness.expect import matches
@@ -129,7 +128,7 @@ def worker(options: Options, root: Path):
         if options.no_stop:
             spec = spec.but(use_stop=False)
         try:
-            live = live_model_from(options.model, options.base_url, options.call)  # a model of its own
+            live = models()  # a model of its own
             record = run_scenario(spec, model=live, peek=options.peek, root=root, wrap=wrap)
             seconds = time.perf_counter() - start
             if live is not None:
@@ -189,8 +188,12 @@ def run_many(arguments: list[str], options: Options) -> None:
     from harness.batch_report import exit_code, write_reports
 
     jobs = gather(arguments)
+    models = RunModels(options.model, options.base_url, options.call, options.jobs)  # a bad --model: one line, once
     check(jobs, options)
-    ordered, not_started, interrupted = run_batch(jobs, worker(options, Path.cwd()), options.jobs)
+    try:
+        ordered, not_started, interrupted = run_batch(jobs, worker(options, Path.cwd(), models), options.jobs)
+    finally:
+        models.close()
     for path in write_reports(ordered, options.report, options.junit, options.fail_on, not_started):
         typer.echo(f"wrote {path}", err=True)
     if interrupted:

@@ -31,6 +31,7 @@ from harness.cli_models import (
     MaxSeconds,
     MaxTokens,
     ModelOption,
+    RunModels,
     Strict,
     WaitForServer,
     live_model_from,
@@ -108,7 +109,7 @@ def gather(arguments: list[Path]) -> list[Job]:
     return jobs
 
 
-def worker(check: bool, model: str | None, base_url: str | None, call: CallOptions, root: Path) -> Work:
+def worker(check: bool, models: RunModels, root: Path) -> Work:
     """The work of one replay: what `harness replay FILE [--check]` does, without printing."""
     from harness.batch import Outcome
     from harness.cli_batch import say_notes
@@ -120,7 +121,7 @@ def worker(check: bool, model: str | None, base_url: str | None, call: CallOptio
         start, path = time.perf_counter(), job.saved
         assert path is not None
         try:
-            live = live_model_from(model, base_url, call)  # a model of its own
+            live = models()  # a model of its own
             with scenario_hint(path):  # a scripted replay takes no time to cancel: only a live one is wrapped
                 result = replay_text(read_text(path), str(path), model=None if live is None else wrap(live), root=root)
         except HarnessError as e:  # the file, or the source it names, cannot be loaded
@@ -140,9 +141,11 @@ def replay_many(arguments: list[Path], check: bool, jobs: int, model: str | None
     from harness.batch_report import exit_code
     from harness.cli_batch import INTERRUPTED, run_batch
 
-    live_model_from(model, base_url, call)  # a bad --model is one line, once, before any replay
-    work = worker(check, model, base_url, call, Path.cwd())
-    ordered, _, interrupted = run_batch(gather(arguments), work, jobs, "transcript")
+    models = RunModels(model, base_url, call, jobs)  # a bad --model is one line, once, before any replay
+    try:
+        ordered, _, interrupted = run_batch(gather(arguments), worker(check, models, Path.cwd()), jobs, "transcript")
+    finally:
+        models.close()
     if interrupted:
         typer.echo("interrupted", err=True)
         raise typer.Exit(INTERRUPTED)

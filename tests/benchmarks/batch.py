@@ -10,7 +10,8 @@
 3. Peak memory (RSS of the command) for 100 and 1,000 scripted scenarios, `--jobs 4`: an
    outcome keeps the summary's facts, not the transcript.
 
-    python tests/benchmarks/batch.py
+    python tests/benchmarks/batch.py          all three
+    python tests/benchmarks/batch.py 2        only part 2 (the loopback server)
 
 Not a test: it prints figures; nothing asserts on time. Best of three for wall times.
 """
@@ -68,48 +69,54 @@ def peak_rss_mb(*args: str) -> float:
     return int(out.stdout) / 1024
 
 
-def main() -> None:
+def main(parts: set[str]) -> None:
     with tempfile.TemporaryDirectory() as tmp:
         tmp = Path(tmp)
         folder = tmp / "scripted"
         scripted(folder, 200)
-        loops = min(loop_time(folder) for _ in range(3))
         start_up = wall("run", str(folder / "s0000.toml"), "--format", "tagged")
-        batch = wall("run", str(folder), "--jobs", "1")
-        print(f"1. 200 scripted x 20 steps, --jobs 1: {batch:.2f} s; loops {loops:.2f} s + one start-up {start_up:.2f} s = {loops + start_up:.2f} s; ratio {batch / (loops + start_up):.2f}")
-
-        from tests.loopback import FakeServer, Reply, sse, text
-
-        server = FakeServer()
-        server.delay = 0.05
-
-        def answer(body: dict) -> Reply:
-            k = body["prompt"].count("Thought: step ") + 1  # this call's number in its run
-            reply = f"Thought: step {k}.\nAction: calculator({k} + 1)\n" if k < 5 else "Thought: done.\nFinal Answer: 5\n"
-            return Reply(chunks=sse(text(reply), text("", "stop"), "[DONE]"))
-
-        server.answer = answer
-        live = tmp / "live"
-        live.mkdir()
-        for i in range(32):
-            (live / f"l{i:02d}.toml").write_text(f'question = "Count to 5, case {i}."\n\n[tools.calculator]\n', encoding="utf-8")
-        env_key = os.environ.setdefault("HARNESS_API_KEY", "sk-bench")
-        assert env_key
-        served = wall("run", str(live), "--jobs", "8", "--model", "openai:m", "--base-url", server.url)
-        calls = len(server.requests) // 3
-        ideal = 32 * 5 * 0.05 / 8
-        server.close()
-        print(
-            f"2. 32 x 5 calls at 50 ms, --jobs 8: {served:.2f} s ({calls} calls a run of the command); ideal {ideal:.2f} s;"
-            f" ratio {served / ideal:.2f}, {(served - start_up) / ideal:.2f} without one start-up"
-        )
-
-        for count in (100, 1000):
-            many = tmp / f"many{count}"
-            scripted(many, count)
-            print(f"3. {count} scripted x 20 steps, --jobs 4: peak RSS {peak_rss_mb('run', str(many), '--jobs', '4'):.0f} MB")
+        if "1" in parts:
+            loops = min(loop_time(folder) for _ in range(3))
+            batch = wall("run", str(folder), "--jobs", "1")
+            print(f"1. 200 scripted x 20 steps, --jobs 1: {batch:.2f} s; loops {loops:.2f} s + one start-up {start_up:.2f} s = {loops + start_up:.2f} s; ratio {batch / (loops + start_up):.2f}")
+        if "2" in parts:
+            served(tmp, start_up)
+        if "3" in parts:
+            for count in (100, 1000):
+                many = tmp / f"many{count}"
+                scripted(many, count)
+                print(f"3. {count} scripted x 20 steps, --jobs 4: peak RSS {peak_rss_mb('run', str(many), '--jobs', '4'):.0f} MB")
     _ = resource  # (the children's peak is read in a child of its own: one figure per command)
 
 
+def served(tmp: Path, start_up: float) -> None:
+    """Part 2: the command against a loopback server that answers every call after 50 ms."""
+    from tests.loopback import FakeServer, Reply, sse, text
+
+    server = FakeServer()
+    server.delay = 0.05
+
+    def answer(body: dict) -> Reply:
+        k = body["prompt"].count("Thought: step ") + 1  # this call's number in its run
+        reply = f"Thought: step {k}.\nAction: calculator({k} + 1)\n" if k < 5 else "Thought: done.\nFinal Answer: 5\n"
+        return Reply(chunks=sse(text(reply), text("", "stop"), "[DONE]"))
+
+    server.answer = answer
+    live = tmp / "live"
+    live.mkdir()
+    for i in range(32):
+        (live / f"l{i:02d}.toml").write_text(f'question = "Count to 5, case {i}."\n\n[tools.calculator]\n', encoding="utf-8")
+    env_key = os.environ.setdefault("HARNESS_API_KEY", "sk-bench")
+    assert env_key
+    took = wall("run", str(live), "--jobs", "8", "--model", "openai:m", "--base-url", server.url)
+    calls, probes = len(server.requests) // 3, len(server.extras) // 3  # three runs of the command
+    ideal = 32 * 5 * 0.05 / 8
+    server.close()
+    print(
+        f"2. 32 x 5 calls at 50 ms, --jobs 8: {took:.2f} s ({calls} calls and {probes} token-count probes a run of the command); ideal {ideal:.2f} s;"
+        f" ratio {took / ideal:.2f}, {(took - start_up) / ideal:.2f} without one start-up"
+    )
+
+
 if __name__ == "__main__":
-    main()
+    main(set(sys.argv[1:]) or {"1", "2", "3"})
