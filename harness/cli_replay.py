@@ -22,7 +22,6 @@ from typing import TYPE_CHECKING, Annotated
 
 import typer
 
-from harness.cli_batch import Jobs
 from harness.cli_files import scenario_hint
 from harness.cli_models import (
     BaseUrlOption,
@@ -43,6 +42,7 @@ from harness.errors import HarnessError
 if TYPE_CHECKING:  # imported when replays run: `harness --help` stays fast
     from harness.batch import Job, Work
 
+Jobs = Annotated[int, typer.Option("--jobs", "-j", min=1, max=256, help="Several files: how many replay at once.")]
 HINT = "(under pytest, `pytest --harness-update` rewrites a saved transcript whose replay changed)"
 
 

@@ -163,3 +163,17 @@ def test_a_single_live_run_piped_says_each_model_call_as_it_ends(tmp_path):
     # A scripted run takes no time to read: it says nothing per call.
     scripted = subprocess.run(harness("run", "sum.toml", "-f", "tagged"), capture_output=True, text=True, env=ENV, cwd=tmp_path, timeout=60)
     assert scripted.returncode == 0 and scripted.stderr == ""
+
+
+def test_a_saved_file_whose_overrides_are_bad_is_one_line_naming_the_field_alone_or_among_others(tmp_path):
+    good = tmp_path / "good.txt"
+    assert invoke("run", "calculator", "--save", str(good), "-f", "tagged").exit_code == 0
+    bad = tmp_path / "bad.txt"
+    assert invoke("run", "calculator", "--max-steps", "1", "--save", str(bad), "-f", "tagged").exit_code == 0
+    bad.write_text(bad.read_text(encoding="utf-8").replace('"overrides": {"max_steps": 1}', '"overrides": {"max_steps": "many"}'), encoding="utf-8")
+    line = f"error: {bad}: metadata source.overrides: max_steps: must be a whole number, 0 or more"
+    alone = invoke("replay", str(bad), "--check")
+    assert (alone.exit_code, alone.stderr) == (2, line + "\n")  # not a traceback
+    among = invoke("replay", str(tmp_path), "--check")
+    assert among.exit_code == 2 and [x for x in among.stderr.splitlines() if x.startswith("error:")] == [line]
+    assert f"{good}  final_answer" in among.stdout
