@@ -4,6 +4,7 @@ And a single live run off a terminal says on stderr when each model call ends.""
 
 from __future__ import annotations
 
+import signal
 import subprocess
 import sys
 import threading
@@ -177,3 +178,26 @@ def test_a_saved_file_whose_overrides_are_bad_is_one_line_naming_the_field_alone
     among = invoke("replay", str(tmp_path), "--check")
     assert among.exit_code == 2 and [x for x in among.stderr.splitlines() if x.startswith("error:")] == [line]
     assert f"{good}  final_answer" in among.stdout
+
+
+def test_ctrl_c_mid_replays_cancels_the_live_ones_running_and_prints_the_summary(tmp_path):
+    from tests.test_batch_server import answer, scenarios
+
+    server = FakeServer()
+    server.answer, server.delay = answer, 1.5
+    scenarios(tmp_path / "s", 4)
+    assert invoke("run", str(tmp_path / "s"), "--save-dir", str(tmp_path / "out")).exit_code == 0  # scripted: no completions
+    command = harness("replay", "out", "--model", "openai:m", "--base-url", server.url, "--jobs", "2", "--check")
+    try:
+        proc = subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=ENV, cwd=tmp_path)
+        deadline = time.monotonic() + 20
+        while len(server.requests) < 2 and time.monotonic() < deadline:  # both threads are in a call
+            time.sleep(0.05)
+        proc.send_signal(signal.SIGINT)
+        stdout, stderr = proc.communicate(timeout=30)
+    finally:
+        server.close()
+    assert proc.returncode == 130, stderr
+    assert "Traceback" not in stderr and stderr.splitlines()[-1] == "interrupted"
+    assert stdout.splitlines()[-1] == "2 runs: 2 canceled · check: 2 differs · 2 not started (interrupted)"
+    assert len(server.requests) == 2  # no replay started after Ctrl-C
