@@ -6,7 +6,8 @@
    time of `harness run` on one of them). Near 1: the batch adds no per-run start-up.
 2. 32 scenarios of 5 calls against a loopback server (tests/loopback.py) that answers
    every call after 50 ms, `--jobs 8`: the wall time against 32 x 5 x 50 ms / 8, the time
-   8 runs in flight need at the least; given with and without one start-up.
+   8 runs in flight need at the least; given with and without one start-up, and for the
+   batch path run in this process (the same jobs, models and worker; no start-up at all).
 3. Peak memory (RSS of the command) for 100 and 1,000 scripted scenarios, `--jobs 4`: an
    outcome keeps the summary's facts, not the transcript.
 
@@ -111,11 +112,38 @@ def served(tmp: Path, start_up: float) -> None:
     took = wall("run", str(live), "--jobs", "8", "--model", "openai:m", "--base-url", server.url)
     calls, probes = len(server.requests) // 3, len(server.extras) // 3  # three runs of the command
     ideal = 32 * 5 * 0.05 / 8
+    inside = min(float(child("in_process", str(live), server.url)) for _ in range(3))
     server.close()
     print(
         f"2. 32 x 5 calls at 50 ms, --jobs 8: {took:.2f} s ({calls} calls and {probes} token-count probes a run of the command); ideal {ideal:.2f} s;"
-        f" ratio {took / ideal:.2f}, {(took - start_up) / ideal:.2f} without one start-up"
+        f" ratio {took / ideal:.2f}, {(took - start_up) / ideal:.2f} without one start-up;"
+        f" in process (the batch's own work, no start-up) {inside:.2f} s, ratio {inside / ideal:.2f}"
     )
+
+
+def child(function: str, *args: str) -> str:
+    """A function of this file run in a process of its own (not beside the server's threads)."""
+    code = f"import sys; sys.path.insert(0, {str(Path(__file__).parent)!r}); import batch; print(batch.{function}(*sys.argv[1:]))"
+    return subprocess.run([sys.executable, "-c", code, *args], capture_output=True, text=True, check=True, cwd=ROOT).stdout
+
+
+def in_process(folder: str, url: str) -> float:
+    """The command's batch path without the process's start-up: the same jobs, models and worker."""
+    import harness.backends.server  # noqa: F401  (imports are start-up: before the clock)
+    import harness.record  # noqa: F401
+    from harness.batch import run_all
+    from harness.cli_batch import Options, gather, worker
+    from harness.cli_models import CallOptions, RunModels
+
+    options = Options(jobs=8, model="openai:m", base_url=url)
+    start = time.perf_counter()
+    jobs = gather([folder])
+    models = RunModels(options.model, options.base_url, CallOptions(), options.jobs)
+    outcomes, _ = run_all(jobs, worker(options, Path(folder), models), options.jobs)
+    models.close()
+    took = time.perf_counter() - start
+    assert all(o is not None and o.stop_reason == "final_answer" for o in outcomes)
+    return took
 
 
 if __name__ == "__main__":
