@@ -1,6 +1,7 @@
 """`harness run A B DIR ...`: many scenarios, each run as `harness run A` runs it, with
 bounded concurrency (harness.batch), progress on stderr (harness.batch_progress), a
-summary on stdout and reports for CI (harness.batch_report).
+summary on stdout and reports for CI (harness.batch_report). `run_batch` is the part
+that `harness replay A B DIR` shares.
 
 Exit codes, the first that applies: 130 Ctrl-C; 2 a scenario could not be loaded (one
 line naming it; the others still ran); 3 a run ended in model_error; 1 --fail-on matched;
@@ -157,9 +158,9 @@ def say_notes(name: str, model: object) -> None:
 def run_batch(jobs: list[Job], work: Work, workers: int, what: str = "scenario") -> tuple[list[Outcome], int, bool]:
     """The jobs run by `work` with progress on stderr, then the summary on stdout (after
     the diffs of replays that differ): every outcome in the jobs' order, how many never
-    started, and whether Ctrl-C came. Each job
-    that cannot run is one line on stderr: before the runs if found while gathering, after
-    them if found while running (`harness replay` and `harness run` both come through here)."""
+    started, and whether Ctrl-C came. Each job that cannot run is one line on stderr:
+    before the runs if found while gathering, after them if found while running.
+    `harness run` and `harness replay` (harness.cli_replay) both come through here."""
     from harness.batch import Outcome, run_all
     from harness.batch_progress import progress_for
     from harness.batch_report import one_line, summary
