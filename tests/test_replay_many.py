@@ -201,3 +201,49 @@ def test_ctrl_c_mid_replays_cancels_the_live_ones_running_and_prints_the_summary
     assert "Traceback" not in stderr and stderr.splitlines()[-1] == "interrupted"
     assert stdout.splitlines()[-1] == "2 runs: 2 canceled · check: 2 differs · 2 not started (interrupted)"
     assert len(server.requests) == 2  # no replay started after Ctrl-C
+
+
+def test_two_agents_imported_at_once_each_find_the_project_folder(tmp_path):
+    """Replays in threads import the Agents their files name: one import must not take the
+    project folder off sys.path while another is still importing from it. Here `quick`
+    needs its sibling after `slow`'s import has ended; each gets its folder on sys.path."""
+    import types
+
+    from harness.user_code import import_object
+
+    events = types.SimpleNamespace(slow=threading.Event(), go=threading.Event(), quick=threading.Event(), slow_done=threading.Event())
+    sys.modules["race_events"] = events  # type: ignore[assignment]
+    (tmp_path / "race_slow.py").write_text("import race_events as e\ne.slow.set()\ne.go.wait(5)\nx = 1\n", encoding="utf-8")
+    (tmp_path / "race_quick.py").write_text(
+        "import race_events as e\ne.quick.set()\ne.slow_done.wait(5)\nimport race_sibling\nx = race_sibling.x\n", encoding="utf-8"
+    )
+    (tmp_path / "race_sibling.py").write_text("x = 2\n", encoding="utf-8")
+    got: dict[str, object] = {}
+
+    def slow() -> None:
+        got["slow"] = import_object("race_slow:x", tmp_path, "slow")
+        events.slow_done.set()
+
+    def quick() -> None:
+        try:
+            got["quick"] = import_object("race_quick:x", tmp_path, "quick")
+        except Exception as e:  # what the second replay would report
+            got["quick"] = e
+
+    try:
+        a = threading.Thread(target=slow)
+        a.start()
+        assert events.slow.wait(5)  # slow is importing, its folder on sys.path
+        b = threading.Thread(target=quick)
+        b.start()
+        events.quick.wait(0.5)  # quick starts importing meanwhile (unless it has to wait its turn)
+        events.go.set()
+        a.join(10)
+        b.join(10)
+    finally:
+        events.go.set()
+        events.slow_done.set()
+        for name in ("race_events", "race_slow", "race_quick", "race_sibling"):
+            sys.modules.pop(name, None)
+    assert got == {"slow": 1, "quick": 2}
+    assert str(tmp_path) not in sys.path
