@@ -247,3 +247,17 @@ def test_two_agents_imported_at_once_each_find_the_project_folder(tmp_path):
             sys.modules.pop(name, None)
     assert got == {"slow": 1, "quick": 2}
     assert str(tmp_path) not in sys.path
+
+
+def test_a_live_replay_whose_server_fails_exits_3_and_a_recorded_model_error_does_not(tmp_path):
+    saved = recorded(tmp_path / "out")
+    offline = invoke("replay", str(tmp_path / "out" / "model-error.txt"), str(saved[0]))
+    assert offline.exit_code == 0, offline.output  # the file says the model failed: so does its replay
+    server = FakeServer()
+    server.reply = Reply(503, [b'{"error": {"message": "loading"}}'], content_type="application/json")
+    try:
+        live = runner.invoke(app, ["replay", str(saved[0]), str(saved[1]), "--model", "openai:m", "--base-url", server.url], env={"COLUMNS": "200", "NO_COLOR": "1", "HARNESS_API_KEY": "sk-test"})
+    finally:
+        server.close()
+    assert live.exit_code == 3, live.output
+    assert live.stdout.splitlines()[-1] == "2 runs: 2 model_error"
