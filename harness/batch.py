@@ -2,18 +2,20 @@
 
     outcomes, interrupted = run_all(jobs, work, workers=4)
 
-A Job is one scenario to run (or one that could not be loaded, kept so the summary names
-it). `work(job, wrap)` runs it with harness.record.run_scenario, the function a single
-run goes through, and returns its Outcome. Every run builds its own buffer, tools and
-model: the runs share nothing but the stop flag. Runs wait on a model server, so threads
-are enough; the pool of `workers` threads is the only scheduler (the server batches).
+A Job is one scenario to run or one saved transcript to replay (or one that could not be
+loaded, kept so the summary names it). `work(job, wrap)` runs it through the function a
+single run goes through (harness.record.run_scenario, or replay) and returns its Outcome.
+Every run builds its own buffer, tools and model: the runs share nothing but the stop
+flag (and a server's connection pool, harness.backends). Runs wait on a model server, so
+threads are enough; the pool of `workers` threads is the only scheduler (the server batches).
 
 Ctrl-C reaches the main thread only. Then no new run starts, and the flag makes every
 running run's model raise KeyboardInterrupt in its own thread at its next chunk, which
 the loop turns into `canceled` exactly as it does for one run's Ctrl-C.
 
-An Outcome keeps the facts the summary needs, never the transcript: the memory of a long
-batch grows with the runs in flight, not with the runs done.
+An Outcome keeps the facts the summary needs, never the transcript (a replay that differs
+keeps its diff, for --check to print): the memory of a long batch grows with the runs in
+flight, not with the runs done.
 """
 
 from __future__ import annotations
@@ -34,7 +36,8 @@ from harness.scenario import Scenario
 class Job:
     name: str  # the scenario's file name without .toml: its transcript is <name>.txt
     scenario: Scenario | None
-    error: str = ""  # why it could not be loaded (then scenario is None)
+    error: str = ""  # why it could not be loaded (then there is nothing to run)
+    saved: Path | None = None  # or a saved transcript, to replay (`harness replay A B DIR`)
 
 
 @dataclass(frozen=True)
@@ -52,6 +55,8 @@ class Outcome:
     transcript: Path | None = None  # where it was saved (--save-dir)
     expected: bool | None = None  # the final answer matched the scenario's `expect` (None: none stated)
     error: str = ""  # the one line that says why it did not run
+    same: bool | None = None  # replay --check: the replay gave the file back byte for byte (None: not checked)
+    diff: str = ""  # and where it did not, the diff --check prints
 
     @classmethod
     def of(cls, name: str, record: RunRecord, seconds: float, saved: Path | None, expected: bool | None) -> Outcome:

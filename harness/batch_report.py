@@ -46,23 +46,36 @@ def _expect(o: Outcome) -> str:
     return "-" if o.expected is None else "match" if o.expected else "mismatch"
 
 
+def _check(o: Outcome) -> str:
+    return "-" if o.same is None else "same" if o.same else "differs"
+
+
+# Columns shown when any run has a value: (heading, the mark, the Outcome field it reads).
+MARKS = (("expect", _expect, "expected"), ("check", _check, "same"))
+
+
+def _marks(outcomes: Sequence[Outcome]) -> list[tuple[str, Any]]:
+    return [(name, mark) for name, mark, field in MARKS if any(getattr(o, field) is not None for o in outcomes)]
+
+
 def _tokens(o: Outcome) -> str:
     if o.prompt_tokens is None and o.completion_tokens is None:
         return "-"
     return str((o.prompt_tokens or 0) + (o.completion_tokens or 0))
 
 
-def summary(outcomes: Sequence[Outcome], not_started: int = 0) -> str:
-    """The table, one row per run in scenario order, then the counts."""
-    head = ("scenario", "stop reason", "steps", "final answer", "seconds", "tokens")
-    with_expect = any(o.expected is not None for o in outcomes)
-    rows = [head + (("expect",) if with_expect else ())]
+def summary(outcomes: Sequence[Outcome], not_started: int = 0, what: str = "scenario") -> str:
+    """The table, one row per run in the order given (`what` ran: scenario, or transcript
+    for replays), then the counts."""
+    head = (what, "stop reason", "steps", "final answer", "seconds", "tokens")
+    marks = _marks(outcomes)
+    rows = [head + tuple(name for name, _ in marks)]
     for o in outcomes:
         reason = o.stop_reason or "not run"
         ran = not o.error
         steps, seconds = (str(o.steps), f"{o.seconds:.2f}") if ran else ("-", "-")
         row = (one_line(o.name), reason, steps, shortened(o.final_answer), seconds, _tokens(o))
-        rows.append(row + ((_expect(o),) if with_expect else ()))
+        rows.append(row + tuple(mark(o) for _, mark in marks))
     widths = [max(len(r[i]) for r in rows) for i in range(len(rows[0]))]
     right = {2, 4, 5}  # numbers line up on the right
     lines = ["  ".join(c.rjust(w) if i in right else c.ljust(w) for i, (c, w) in enumerate(zip(r, widths))).rstrip() for r in rows]
@@ -72,24 +85,27 @@ def summary(outcomes: Sequence[Outcome], not_started: int = 0) -> str:
 def counts_line(outcomes: Sequence[Outcome], not_started: int = 0) -> str:
     reasons = Counter(o.stop_reason or "not run" for o in outcomes)
     parts = [f"{len(outcomes)} run{'s' if len(outcomes) != 1 else ''}: " + ", ".join(f"{n} {r}" for r, n in sorted(reasons.items()))]
-    expected = Counter(_expect(o) for o in outcomes if o.expected is not None)
-    if expected:
-        parts.append("expect: " + ", ".join(f"{n} {k}" for k, n in sorted(expected.items())))
+    for name, mark, field in MARKS:
+        if marked := Counter(mark(o) for o in outcomes if getattr(o, field) is not None):
+            parts.append(f"{name}: " + ", ".join(f"{n} {k}" for k, n in sorted(marked.items())))
     if not_started:
         parts.append(f"{not_started} not started (interrupted)")
     return " · ".join(parts)
 
 
 def failed(o: Outcome, fail_on: Iterable[str]) -> bool:
-    """--fail-on names its stop reason, or `mismatch` and its answer was not the expected one."""
+    """--fail-on names its stop reason, or `mismatch` and its answer was not the expected
+    one; or it was a replay --check that did not give its file back."""
     names = set(fail_on)
-    return o.stop_reason in names or ("mismatch" in names and o.expected is False)
+    return o.stop_reason in names or ("mismatch" in names and o.expected is False) or o.same is False
 
 
-def exit_code(outcomes: Sequence[Outcome], fail_on: Iterable[str]) -> int:
+def exit_code(outcomes: Sequence[Outcome], fail_on: Iterable[str], model_failed: bool = True) -> int:
+    """2 one could not run; 3 one ended in model_error (unless not `model_failed`: a replay
+    on its recorded turns ends where the recording did); 1 one failed; else 0."""
     if any(o.error for o in outcomes):
         return 2
-    if any(o.stop_reason == "model_error" for o in outcomes):
+    if model_failed and any(o.stop_reason == "model_error" for o in outcomes):
         return 3
     return 1 if any(failed(o, fail_on) for o in outcomes) else 0
 

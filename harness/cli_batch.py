@@ -1,6 +1,7 @@
 """`harness run A B DIR ...`: many scenarios, each run as `harness run A` runs it, with
 bounded concurrency (harness.batch), progress on stderr (harness.batch_progress), a
-summary on stdout and reports for CI (harness.batch_report).
+summary on stdout and reports for CI (harness.batch_report). `run_batch` is the part
+that `harness replay A B DIR` shares.
 
 Exit codes, the first that applies: 130 Ctrl-C; 2 a scenario could not be loaded (one
 line naming it; the others still ran); 3 a run ended in model_error; 1 --fail-on matched;
@@ -17,11 +18,11 @@ from typing import TYPE_CHECKING, Annotated
 
 import typer
 
-from harness.cli_models import CallOptions, live_model_from
+from harness.cli_models import CallOptions, RunModels
 from harness.errors import HarnessError
 
 if TYPE_CHECKING:  # imported when a batch runs: `harness --help` stays fast
-    from harness.batch import Job, Outcome, Wrap
+    from harness.batch import Job, Outcome, Work, Wrap
 
 INTERRUPTED = 130
 
@@ -87,7 +88,6 @@ def check(jobs: list[Job], options: Options) -> None:
     known = {"mismatch", *StopReason}
     if unknown := sorted(options.fail_on - known):
         raise HarnessError("--fail-on", f"{unknown[0]!r} is not a stop reason or mismatch (known: {', '.join(sorted(known))})")
-    live_model_from(options.model, options.base_url, options.call)  # a bad --model is one line, once
     if options.peek and options.model in (None, "scripted"):
         raise HarnessError("--peek", "goes with a live --model; a script is always read whole")
     for path, header, option in ((options.report, JSON_HEADER, "--report"), (options.junit, JUNIT_HEADER, "--junit")):
@@ -112,12 +112,11 @@ def check(jobs: list[Job], options: Options) -> None:
     folder.mkdir(exist_ok=True)
 
 
-def worker(options: Options, root: Path):
+def worker(options: Options, root: Path, models: RunModels) -> Work:
     """The work of one run: what `harness run NAME --save DIR/NAME.txt` does."""
     from harness.batch import Outcome
     from harness.expect import matches
     from harness.files import write_file
-    from harness.batch_report import one_line
     from harness.record import run_scenario
     from harness.transcript import HEADER
 
@@ -130,13 +129,12 @@ def worker(options: Options, root: Path):
         if options.no_stop:
             spec = spec.but(use_stop=False)
         try:
-            live = live_model_from(options.model, options.base_url, options.call)  # a model of its own
+            live = models()  # a model of its own
             record = run_scenario(spec, model=live, peek=options.peek, root=root, wrap=wrap)
             seconds = time.perf_counter() - start
             if live is not None:
                 record = record.but(model=options.model)
-                for note in getattr(live, "notes", ()):  # what was dropped on arrival, as a single run says it
-                    typer.echo(f"note: {one_line(job.name)}: {one_line(note)}", err=True)
+                say_notes(job.name, live)
             saved = None
             if options.save_dir is not None:
                 saved = (options.save_dir / f"{job.name}.txt").absolute()
@@ -149,24 +147,54 @@ def worker(options: Options, root: Path):
     return work
 
 
-def run_many(arguments: list[str], options: Options) -> None:
+def say_notes(name: str, model: object) -> None:
+    """What a run's model dropped on arrival, as a single run says it, named by its run."""
+    from harness.batch_report import one_line
+
+    for note in getattr(model, "notes", ()):
+        typer.echo(f"note: {one_line(name)}: {one_line(note)}", err=True)
+
+
+def run_batch(jobs: list[Job], work: Work, workers: int, what: str = "scenario") -> tuple[list[Outcome], int, bool]:
+    """The jobs run by `work` with progress on stderr, then the summary on stdout (after
+    the diffs of replays that differ): every outcome in the jobs' order, how many never
+    started, and whether Ctrl-C came. Each job that cannot run is one line on stderr:
+    before the runs if found while gathering, after them if found while running.
+    `harness run` and `harness replay` (harness.cli_replay) both come through here."""
     from harness.batch import Outcome, run_all
     from harness.batch_progress import progress_for
-    from harness.batch_report import exit_code, one_line, summary, write_reports
+    from harness.batch_report import one_line, summary
 
-    jobs = gather(arguments)
-    check(jobs, options)
     for job in jobs:
         if job.error:
             typer.echo(f"error: {one_line(job.error)}", err=True)
-    runnable = [j for j in jobs if j.scenario is not None]
+    runnable = [j for j in jobs if not j.error]
     with progress_for(sys.stderr, len(runnable)) as progress:
-        outcomes, interrupted = run_all(runnable, worker(options, Path.cwd()), options.jobs, progress.started, progress.finished)
+        outcomes, interrupted = run_all(runnable, work, workers, progress.started, progress.finished)
+    for outcome in outcomes:
+        if outcome is not None and outcome.error:
+            typer.echo(f"error: {one_line(outcome.error)}", err=True)
     ran = iter(outcomes)  # in the order of `runnable`; None: never started (Ctrl-C)
     ordered = [Outcome(j.name, error=j.error) if j.error else next(ran) for j in jobs]
     not_started = ordered.count(None)
     ordered = [o for o in ordered if o is not None]
-    typer.echo(summary(ordered, not_started), nl=False)
+    for o in ordered:  # a replay --check that differs: its diff, before the summary
+        if o.diff:
+            typer.echo(o.diff if o.diff.endswith("\n") else o.diff + "\n", nl=False)
+    typer.echo(summary(ordered, not_started, what), nl=False)
+    return ordered, not_started, interrupted
+
+
+def run_many(arguments: list[str], options: Options) -> None:
+    from harness.batch_report import exit_code, write_reports
+
+    jobs = gather(arguments)
+    models = RunModels(options.model, options.base_url, options.call, options.jobs)  # a bad --model: one line, once
+    check(jobs, options)
+    try:
+        ordered, not_started, interrupted = run_batch(jobs, worker(options, Path.cwd(), models), options.jobs)
+    finally:
+        models.close()
     for path in write_reports(ordered, options.report, options.junit, options.fail_on, not_started):
         typer.echo(f"wrote {path}", err=True)
     if interrupted:

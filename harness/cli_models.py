@@ -16,7 +16,7 @@ if TYPE_CHECKING:
     from harness.run_record import RunRecord
 
 
-def live_model_from(spec: str | None, base_url: str | None, options: CallOptions | None = None):
+def live_model_from(spec: str | None, base_url: str | None, options: CallOptions | None = None, connections: int | None = None):
     """The model a run talks to: None for the scenario's own script."""
     options = options or CallOptions()
     if spec is None or spec == "scripted":
@@ -27,7 +27,27 @@ def live_model_from(spec: str | None, base_url: str | None, options: CallOptions
         return None
     from harness.backends import model_from_spec
 
-    return model_from_spec(spec, base_url, **options.for_model())
+    return model_from_spec(spec, base_url, connections=connections, **options.for_model())
+
+
+class RunModels:
+    """A model of its own for each run of a batch (`models()`), or None for their scripts.
+    A server's are all made from the first (`another`): one connection pool, sized to the
+    runs in flight, and one finding of what the server counts, instead of a client, a TLS
+    context and a probe per run. Built before any run, so a bad --model is one line, once."""
+
+    def __init__(self, spec: str | None, base_url: str | None, options: CallOptions, jobs: int) -> None:
+        self.spec, self.base_url, self.options = spec, base_url, options
+        self.first = live_model_from(spec, base_url, options, connections=jobs)
+
+    def __call__(self) -> Any:
+        if self.first is None:
+            return None
+        another = getattr(self.first, "another", None)  # an in-process model is built again
+        return another() if another else live_model_from(self.spec, self.base_url, self.options)
+
+    def close(self) -> None:
+        getattr(self.first, "close", lambda: None)()
 
 
 def tell_stderr(record: RunRecord, model: Any) -> None:

@@ -57,6 +57,22 @@ def read_input(path: Path, error: type[HarnessError] = HarnessError) -> str:
         raise error(where, f"the file is not UTF-8 text (byte {e.start})") from None
 
 
+def is_transcript(path: Path) -> bool:
+    """Does the file begin with the save format's header line? With a byte-order mark or a
+    "\r\n" after it, too: such a file is meant to be a transcript, and its replay must fail.
+    (How a folder's transcripts are found: by the pytest plugin, by `harness replay DIR`.)"""
+    from harness.transcript import HEADER
+
+    header = HEADER.encode()
+    try:
+        with open(path, "rb") as f:
+            first = f.read(len(header) + 5)
+    except OSError:
+        return False
+    first = first.removeprefix(b"\xef\xbb\xbf")
+    return first == header or first.startswith((header + b"\n", header + b"\r\n"))
+
+
 def check_target(path: Path, header: str, option: str) -> None:
     """Refuse, naming the option: a missing folder, or something that is not ours to replace."""
     where = f"{option} {path}"

@@ -85,28 +85,15 @@ def pytest_configure(config: pytest.Config) -> None:
 
 
 def pytest_collect_file(file_path: Path, parent: pytest.Collector) -> TranscriptFile | None:
+    from harness.files import is_transcript
+
     folders = parent.config.getini("harness_transcripts")
     inside = [folder for folder in folders if file_path.is_relative_to(folder)]
     # The snapshot fixture's files are its tests' business, never replays of their own.
     snapshots = any("__snapshots__" in file_path.relative_to(folder).parts for folder in inside)
-    if inside and not snapshots and _is_transcript(file_path):
+    if inside and not snapshots and is_transcript(file_path):
         return TranscriptFile.from_parent(parent, path=file_path)
     return None
-
-
-def _is_transcript(path: Path) -> bool:
-    """Does the file begin with the save format's header line? With a byte-order mark or a
-    "\r\n" after it, too: such a file is meant to be a transcript, and its test must fail."""
-    from harness.transcript import HEADER
-
-    header = HEADER.encode()
-    try:
-        with open(path, "rb") as f:
-            first = f.read(len(header) + 5)
-    except OSError:
-        return False
-    first = first.removeprefix(b"\xef\xbb\xbf")
-    return first == header or first.startswith((header + b"\n", header + b"\r\n"))
 
 
 class TranscriptFile(pytest.File):

@@ -27,7 +27,7 @@ from typing import NamedTuple
 from harness import prompts, source as sources
 from harness.backends.messages import ChatScript
 from harness.dialects import get_dialect
-from harness.errors import TranscriptFormatError
+from harness.errors import HarnessError, TranscriptFormatError
 from harness.events import StopReason
 from harness.files import read_input
 from harness.loop import UNLIMITED, Emit, Setup, nobody, run

@@ -11,6 +11,7 @@ from __future__ import annotations
 import importlib
 import importlib.util
 import sys
+import threading
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -53,17 +54,24 @@ def import_function(spec: str, folder: Path, field: str) -> Callable[..., Any]:
     return fn
 
 
+# sys.path is the whole process's, and replays run in threads (`harness replay --jobs`):
+# one import at a time puts the project on it and takes it off, so that no import ends
+# while another is still importing from it. Re-entrant: an Agent's module may import one.
+_ON_PATH = threading.RLock()
+
+
 def import_object(ref: str, root: Path, field: str) -> Any:
     """'module:attribute' from an importable module (`root`, the project, is searched too)."""
     module_name, _, attribute = ref.partition(":")
-    added = str(root) not in sys.path
-    if added:
-        sys.path.insert(0, str(root))
-    try:
-        module = _importable(module_name, field, f"no module {module_name!r} can be imported (from {root} or the environment)")
-    finally:
+    with _ON_PATH:
+        added = str(root) not in sys.path
         if added:
-            sys.path.remove(str(root))
+            sys.path.insert(0, str(root))
+        try:
+            module = _importable(module_name, field, f"no module {module_name!r} can be imported (from {root} or the environment)")
+        finally:
+            if added:
+                sys.path.remove(str(root))
     missing = object()
     value = _contained(lambda: getattr(module, attribute, missing), module_name, field)
     if value is missing:

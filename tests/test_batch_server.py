@@ -126,3 +126,33 @@ def test_a_batch_through_the_chat_endpoint_stays_chat_and_replays_offline(fake, 
         record = load_record(saved)
         assert record.scenario.endpoint == "chat" and [c.messages for c in record.calls] == [1, 3]
         assert replay(saved, str(out / f"{path.stem}.txt")).matches
+
+
+def test_a_batch_asks_the_server_what_it_counts_once_and_each_run_keeps_its_own_notes(fake, tmp_path):
+    """The runs share one client and one finding of the token-count endpoint, never a model:
+    a note about one run's malformed count is said for that run alone."""
+    paths = scenarios(tmp_path / "s", 6)
+
+    def noting(body: dict) -> Reply:
+        reply = answer(body)
+        if "What is 1 + 10?" in body["prompt"]:  # sum1's server sends a count it cannot read
+            reply.chunks.insert(-1, sse({"choices": [], "usage": {"prompt_tokens": "nine"}})[0])
+        return reply
+
+    fake.answer = noting
+    command = harness("run", str(tmp_path / "s"), "--model", "openai:m", "--base-url", fake.url, "--jobs", "3")
+    result = subprocess.run(command, capture_output=True, text=True, env=ENV, timeout=60, cwd=tmp_path)
+    assert result.returncode == 0, result.stderr
+    assert len(fake.extras) == 1  # the endpoint answered 404 once: no run asks again
+    notes = [line for line in result.stderr.splitlines() if line.startswith("note:")]
+    assert notes == ["note: sum1: the server's usage.prompt_tokens is a string, not a whole number from 0: it was dropped"]
+
+    fake.extras_reply = (200, {"count": 77})  # a server that counts on request: every call is counted
+    out = tmp_path / "out"
+    command = harness("run", str(tmp_path / "s"), "--model", "openai:m", "--base-url", fake.url, "--jobs", "3", "--save-dir", str(out))
+    fake.answer = answer
+    result = subprocess.run(command, capture_output=True, text=True, env=ENV, timeout=60, cwd=tmp_path)
+    assert result.returncode == 0, result.stderr
+    for path in paths:
+        calls = load_record((out / f"{path.stem}.txt").read_text(encoding="utf-8")).calls
+        assert [c.tokens["prompt_tokens"] for c in calls] == [77, 77], path.stem

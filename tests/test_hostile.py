@@ -209,7 +209,15 @@ def test_invalid_utf8_a_bom_and_a_folder_are_named_for_what_they_are(tmp_path, c
 
     one_line_error(run(bad), "not UTF-8")
     one_line_error(run(bom), "byte-order mark")
-    one_line_error(run(tmp_path), "folder")
+    if command[0] != "replay":
+        one_line_error(run(tmp_path), "folder")
+        return
+    # `harness replay DIR` replays every transcript in it: each broken one is named on a line of its own.
+    many = run(tmp_path)
+    assert many.exit_code == 2 and "Traceback" not in many.output
+    errors = [line for line in many.stderr.splitlines() if line.startswith("error: ")]
+    assert [e.split(": ")[1] for e in errors] == [str(bad), f"{bom}:1"]
+    assert "not UTF-8" in errors[0] and "byte-order mark" in errors[1]
 
 
 def test_a_bom_or_a_folder_as_a_scenario_is_named(tmp_path):

@@ -7,8 +7,11 @@
 
 Options (each a command-line option of the same name) bound every call: `max_tokens`,
 `max_chars`, `max_seconds` (harness.backends.bounds); for a server, `strict` leaves llama.cpp's knobs
-out of its requests, and `wait_for_server` (seconds) lets the first call wait for it. Each backend is imported only when it is chosen, so `harness
---help` does not pay for httpx or llama.cpp, and the local extra stays optional.
+out of its requests, and `wait_for_server` (seconds) lets the first call wait for it;
+`connections` sizes a server model's connection pool, which the models made from it by
+`.another()` share (a batch: one pool per server, not one client per run). Each backend
+is imported only when it is chosen, so `harness --help` does not pay for httpx or
+llama.cpp, and the local extra stays optional.
 `scripted` is not built here: its completions come from the scenario.
 """
 
@@ -35,6 +38,7 @@ def model_from_spec(spec: str, base_url: str | None = None, **options: Any) -> M
             from harness.backends.server import ServerModel as Server
 
         return Server(rest, base_url, **options)
+    options.pop("connections", None)  # a server's pool: nothing to share in process
     if base_url is not None:
         raise HarnessError("--base-url", f"only an openai:NAME or chat:NAME model talks to a server, not {spec!r}")
     for server_only in ("strict", "wait_for_server"):

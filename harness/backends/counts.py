@@ -8,12 +8,14 @@ token counts, so `--cost` could only estimate. It does count on request, though:
 and it tokenizes that input exactly as it tokenizes a completion's prompt (special tokens
 parsed, BOS added). So a ServerModel whose first stream ended without counts asks there
 once; if the server answers, it asks before every later call (so a stream the loop closes
-early keeps its count), and if not, it never asks again. Only the prompt is counted: the
+early keeps its count), and if not, it never asks again. Once per server, not per run:
+the models of a batch's runs share their counter. Only the prompt is counted: the
 completion's tokens are not known without the server's own count, and none is made up.
 """
 
 from __future__ import annotations
 
+import threading
 from typing import Any
 
 import httpx
@@ -25,15 +27,29 @@ PATH = "/extras/tokenize/count"
 
 
 class PromptCounter:
+    """What one server counts, found out once: shared by the models of a batch's runs
+    (ServerModel.another), so that 32 runs at once probe the endpoint once, not 32 times."""
+
     def __init__(self, client: httpx.Client, base_url: str, model: str) -> None:
         root = base_url[: -len("/v1")] if base_url.endswith("/v1") else base_url
         self.url, self.model, self._client = root + PATH, model, client
         self.state = "unknown"  # "server": its streams count; "ask": this endpoint does; "none"
+        self._finding = threading.Lock()  # held by the one call that finds out
 
-    def streamed(self, usage: TokenUsage | None) -> None:
-        """What a finished stream told: the server counts in its stream, or it does not."""
-        if usage is not None:
-            self.state = "server"
+    def after(self, prompt: str, usage: TokenUsage | None, notes: list[str]) -> TokenUsage | None:
+        """After a stream, with what counted the call so far (its stream, or this endpoint
+        before it). A stream that counted says the server counts; one that did not, while
+        nobody knows yet, has the endpoint asked (by one call: the others wait for its
+        answer); once the endpoint is known to count, a call not yet counted (it began
+        before anyone knew) is counted now."""
+        if self.state == "unknown":
+            with self._finding:
+                if self.state == "unknown":
+                    if usage is not None:
+                        self.state = "server"
+                        return None
+                    return self.count(prompt, notes)
+        return self.count(prompt, notes) if usage is None and self.state == "ask" else None
 
     def count(self, prompt: str, notes: list[str]) -> TokenUsage | None:
         """The prompt's tokens, from the server, or None (and never asked again) if it cannot."""

@@ -27,6 +27,7 @@ compressed answers (harness asks for none and refuses one).
 
 from __future__ import annotations
 
+import copy
 import os
 import time
 from collections.abc import Iterator, Mapping, Sequence
@@ -74,6 +75,7 @@ class ServerModel:
         extra: Mapping[str, Any] | None = None,  # default: LLAMA_CPP_PARAMS unless strict
         timeout: float = 120.0,  # seconds to wait for the next byte (reading a long prompt takes a while)
         connect_timeout: float = 5.0,
+        connections: int | None = None,  # calls at once over this model and its others (default: httpx's)
     ) -> None:
         self.model = model
         self.base_url = check_base_url((base_url or os.environ.get("HARNESS_BASE_URL") or DEFAULT_BASE_URL).rstrip("/"))
@@ -97,8 +99,18 @@ class ServerModel:
         self.entry = Entry([self._key, *_url_secrets(self.base_url)])
         headers = {"Accept-Encoding": "identity"} | ({"Authorization": f"Bearer {self._key}"} if self._key else {})
         limit = httpx.Timeout(min(timeout, max_seconds), connect=min(connect_timeout, max_seconds))
-        self._client = httpx.Client(headers=headers, timeout=limit)
+        pool = httpx.Limits(max_connections=connections, max_keepalive_connections=connections) if connections else None
+        self._client = httpx.Client(headers=headers, timeout=limit, **({"limits": pool} if pool else {}))
         self._counter = None if self.chat else PromptCounter(self._client, self.base_url, model)
+
+    def another(self) -> ServerModel:
+        """A model of its own for another run on the same server: its own notes and its own
+        first wait, sharing this one's client (one connection pool and one TLS context,
+        built once; httpx's Client may be shared between threads) and what it found the
+        server counts. A batch of runs (harness.batch) asks for one per run."""
+        twin = copy.copy(self)
+        twin.notes = []
+        return twin
 
     def __repr__(self) -> str:
         return f"{type(self).__name__}({self.model!r}, {self.where!r})"
@@ -124,8 +136,8 @@ class ServerModel:
         """A server that streams no counts is asked for the prompt's (harness.backends.counts)."""
         counter, usage, notes = self._counter, None, []
         if counter is not None and counter.state == "ask":
-            if (early := counter.count(prompt, notes)) is not None:
-                yield early  # before the text: a stream closed early keeps it
+            if (usage := counter.count(prompt, notes)) is not None:
+                yield usage  # before the text: a stream closed early keeps it
         try:
             for chunk in chunks:
                 if type(chunk) is not str:
@@ -133,10 +145,8 @@ class ServerModel:
                 yield chunk
         finally:
             getattr(chunks, "close", lambda: None)()
-        if counter is not None and counter.state == "unknown":
-            counter.streamed(usage)
-            if usage is None and (late := counter.count(prompt, notes)) is not None:
-                yield late
+        if counter is not None and (late := counter.after(prompt, usage, notes)) is not None:
+            yield late
         self._note(notes)
 
     def close(self) -> None:

@@ -6,11 +6,13 @@
    time of `harness run` on one of them). Near 1: the batch adds no per-run start-up.
 2. 32 scenarios of 5 calls against a loopback server (tests/loopback.py) that answers
    every call after 50 ms, `--jobs 8`: the wall time against 32 x 5 x 50 ms / 8, the time
-   8 runs in flight need at the least; given with and without one start-up.
+   8 runs in flight need at the least; given with and without one start-up, and for the
+   batch path run in this process (the same jobs, models and worker; no start-up at all).
 3. Peak memory (RSS of the command) for 100 and 1,000 scripted scenarios, `--jobs 4`: an
    outcome keeps the summary's facts, not the transcript.
 
-    python tests/benchmarks/batch.py
+    python tests/benchmarks/batch.py          all three
+    python tests/benchmarks/batch.py 2        only part 2 (the loopback server)
 
 Not a test: it prints figures; nothing asserts on time. Best of three for wall times.
 """
@@ -68,48 +70,81 @@ def peak_rss_mb(*args: str) -> float:
     return int(out.stdout) / 1024
 
 
-def main() -> None:
+def main(parts: set[str]) -> None:
     with tempfile.TemporaryDirectory() as tmp:
         tmp = Path(tmp)
         folder = tmp / "scripted"
         scripted(folder, 200)
-        loops = min(loop_time(folder) for _ in range(3))
         start_up = wall("run", str(folder / "s0000.toml"), "--format", "tagged")
-        batch = wall("run", str(folder), "--jobs", "1")
-        print(f"1. 200 scripted x 20 steps, --jobs 1: {batch:.2f} s; loops {loops:.2f} s + one start-up {start_up:.2f} s = {loops + start_up:.2f} s; ratio {batch / (loops + start_up):.2f}")
-
-        from tests.loopback import FakeServer, Reply, sse, text
-
-        server = FakeServer()
-        server.delay = 0.05
-
-        def answer(body: dict) -> Reply:
-            k = body["prompt"].count("Thought: step ") + 1  # this call's number in its run
-            reply = f"Thought: step {k}.\nAction: calculator({k} + 1)\n" if k < 5 else "Thought: done.\nFinal Answer: 5\n"
-            return Reply(chunks=sse(text(reply), text("", "stop"), "[DONE]"))
-
-        server.answer = answer
-        live = tmp / "live"
-        live.mkdir()
-        for i in range(32):
-            (live / f"l{i:02d}.toml").write_text(f'question = "Count to 5, case {i}."\n\n[tools.calculator]\n', encoding="utf-8")
-        env_key = os.environ.setdefault("HARNESS_API_KEY", "sk-bench")
-        assert env_key
-        served = wall("run", str(live), "--jobs", "8", "--model", "openai:m", "--base-url", server.url)
-        calls = len(server.requests) // 3
-        ideal = 32 * 5 * 0.05 / 8
-        server.close()
-        print(
-            f"2. 32 x 5 calls at 50 ms, --jobs 8: {served:.2f} s ({calls} calls a run of the command); ideal {ideal:.2f} s;"
-            f" ratio {served / ideal:.2f}, {(served - start_up) / ideal:.2f} without one start-up"
-        )
-
-        for count in (100, 1000):
-            many = tmp / f"many{count}"
-            scripted(many, count)
-            print(f"3. {count} scripted x 20 steps, --jobs 4: peak RSS {peak_rss_mb('run', str(many), '--jobs', '4'):.0f} MB")
+        if "1" in parts:
+            loops = min(loop_time(folder) for _ in range(3))
+            batch = wall("run", str(folder), "--jobs", "1")
+            print(f"1. 200 scripted x 20 steps, --jobs 1: {batch:.2f} s; loops {loops:.2f} s + one start-up {start_up:.2f} s = {loops + start_up:.2f} s; ratio {batch / (loops + start_up):.2f}")
+        if "2" in parts:
+            served(tmp, start_up)
+        if "3" in parts:
+            for count in (100, 1000):
+                many = tmp / f"many{count}"
+                scripted(many, count)
+                print(f"3. {count} scripted x 20 steps, --jobs 4: peak RSS {peak_rss_mb('run', str(many), '--jobs', '4'):.0f} MB")
     _ = resource  # (the children's peak is read in a child of its own: one figure per command)
 
 
+def served(tmp: Path, start_up: float) -> None:
+    """Part 2: the command against a loopback server that answers every call after 50 ms."""
+    from tests.loopback import FakeServer, Reply, sse, text
+
+    server = FakeServer()
+    server.delay = 0.05
+
+    def answer(body: dict) -> Reply:
+        k = body["prompt"].count("Thought: step ") + 1  # this call's number in its run
+        reply = f"Thought: step {k}.\nAction: calculator({k} + 1)\n" if k < 5 else "Thought: done.\nFinal Answer: 5\n"
+        return Reply(chunks=sse(text(reply), text("", "stop"), "[DONE]"))
+
+    server.answer = answer
+    live = tmp / "live"
+    live.mkdir()
+    for i in range(32):
+        (live / f"l{i:02d}.toml").write_text(f'question = "Count to 5, case {i}."\n\n[tools.calculator]\n', encoding="utf-8")
+    env_key = os.environ.setdefault("HARNESS_API_KEY", "sk-bench")
+    assert env_key
+    took = wall("run", str(live), "--jobs", "8", "--model", "openai:m", "--base-url", server.url)
+    calls, probes = len(server.requests) // 3, len(server.extras) // 3  # three runs of the command
+    ideal = 32 * 5 * 0.05 / 8
+    inside = min(float(child("in_process", str(live), server.url)) for _ in range(3))
+    server.close()
+    print(
+        f"2. 32 x 5 calls at 50 ms, --jobs 8: {took:.2f} s ({calls} calls and {probes} token-count probes a run of the command); ideal {ideal:.2f} s;"
+        f" ratio {took / ideal:.2f}, {(took - start_up) / ideal:.2f} without one start-up;"
+        f" in process (the batch's own work, no start-up) {inside:.2f} s, ratio {inside / ideal:.2f}"
+    )
+
+
+def child(function: str, *args: str) -> str:
+    """A function of this file run in a process of its own (not beside the server's threads)."""
+    code = f"import sys; sys.path.insert(0, {str(Path(__file__).parent)!r}); import batch; print(batch.{function}(*sys.argv[1:]))"
+    return subprocess.run([sys.executable, "-c", code, *args], capture_output=True, text=True, check=True, cwd=ROOT).stdout
+
+
+def in_process(folder: str, url: str) -> float:
+    """The command's batch path without the process's start-up: the same jobs, models and worker."""
+    import harness.backends.server  # noqa: F401  (imports are start-up: before the clock)
+    import harness.record  # noqa: F401
+    from harness.batch import run_all
+    from harness.cli_batch import Options, gather, worker
+    from harness.cli_models import CallOptions, RunModels
+
+    options = Options(jobs=8, model="openai:m", base_url=url)
+    start = time.perf_counter()
+    jobs = gather([folder])
+    models = RunModels(options.model, options.base_url, CallOptions(), options.jobs)
+    outcomes, _ = run_all(jobs, worker(options, Path(folder), models), options.jobs)
+    models.close()
+    took = time.perf_counter() - start
+    assert all(o is not None and o.stop_reason == "final_answer" for o in outcomes)
+    return took
+
+
 if __name__ == "__main__":
-    main()
+    main(set(sys.argv[1:]) or {"1", "2", "3"})

@@ -1,0 +1,68 @@
+"""What the commands share about files: reading a saved run, opening a target (a saved
+run or a scenario run now), writing an output file and saying so on stderr.
+
+Thin, like the rest of the CLI: harness.record and harness.files do the work; every
+problem is a HarnessError naming the file, which harness.cli turns into one line.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+import typer
+
+from harness.cli_models import live_model_from
+from harness.errors import HarnessError
+
+if TYPE_CHECKING:
+    from harness.run_record import RunRecord
+
+
+def saved_run(path: Path) -> RunRecord:
+    """A saved transcript, read and checked; any problem is one line naming the file."""
+    from harness.record import read_text
+    from harness.run_record import load_record
+
+    with scenario_hint(path):
+        return load_record(read_text(path), str(path))  # everything to show is in the file
+
+
+@contextmanager
+def scenario_hint(path: Path) -> Iterator[None]:
+    """A scenario given where a saved transcript belongs: the error says to `run` it."""
+    from harness.errors import TranscriptFormatError
+
+    try:
+        yield
+    except TranscriptFormatError as e:
+        if path.suffix != ".toml" or "header line" not in e.message:
+            raise
+        raise HarnessError(e.where, f"{e.message}; {path} is a scenario: run it with `harness run {path}`") from None
+
+
+def write(path: Path, text: str, header: str, option: str, target: Path | None = None) -> None:
+    """Write `target` (the path made absolute before the run, so a tool's os.chdir cannot
+    move it), named as the user gave it."""
+    from harness.files import write_file
+
+    write_file(target or path, text, header, option)
+    typer.echo(f"wrote {path}", err=True)
+
+
+def open_target(target: str, no_stop: bool = False, model: str | None = None, base_url: str | None = None) -> RunRecord:
+    """A saved transcript as it was run, or a scenario run now (as `run` would, options too)."""
+    from harness.record import open_run, read_text, run_scenario
+    from harness.scenario import find_scenario, load_scenario
+    from harness.transcript import HEADER
+
+    if not no_stop and model is None and base_url is None:
+        return open_run(target)
+    path = Path(target)
+    if path.is_file() and read_text(path).startswith(HEADER):
+        flag = "--no-stop" if no_stop else "--model"
+        raise HarnessError(flag, f"goes with a scenario; {target} is a saved run and is shown as it was run")
+    spec = load_scenario(find_scenario(target))
+    return run_scenario(spec.but(use_stop=False) if no_stop else spec, model=live_model_from(model, base_url))

@@ -1,0 +1,155 @@
+"""`harness replay FILE...`: run the loop again from saved transcripts, their model turns
+as the script (or a live --model); with --check, exit 1 and a diff if a byte differs.
+
+One file is shown (or checked) as it always was. Several files, or folders (every *.txt
+under them that begins with the save format's header, sorted, as the pytest plugin finds
+them), are a batch: each replayed as one would be, through harness.cli_batch's
+run_batch (the same --jobs threads, progress on stderr, summary on stdout), the diffs of
+those that differ printed before the summary, in the order given.
+
+Exit codes for several, the first that applies: 130 Ctrl-C; 2 a file could not be
+loaded or replayed (one line naming it; the others still ran); 3 a live --model failed;
+1 a --check found a difference; 0 otherwise.
+"""
+
+from __future__ import annotations
+
+import sys
+import time
+from dataclasses import replace
+from pathlib import Path
+from typing import TYPE_CHECKING, Annotated
+
+import typer
+
+from harness.cli_files import scenario_hint
+from harness.cli_models import (
+    BaseUrlOption,
+    CallOptions,
+    MaxChars,
+    MaxSeconds,
+    MaxTokens,
+    ModelOption,
+    RunModels,
+    Strict,
+    WaitForServer,
+    live_model_from,
+    tell_stderr,
+)
+from harness.cli_views import Format, FormatOption, call_lines, show_record
+from harness.errors import HarnessError
+
+if TYPE_CHECKING:  # imported when replays run: `harness --help` stays fast
+    from harness.batch import Job, Work
+
+Jobs = Annotated[int, typer.Option("--jobs", "-j", min=1, max=256, help="Several files: how many replay at once.")]
+HINT = "(under pytest, `pytest --harness-update` rewrites a saved transcript whose replay changed)"
+
+
+def replay(
+    saved: Annotated[list[Path], typer.Argument(metavar="FILE...", help="Saved transcripts (from run --save), or folders (every transcript under them).")],
+    check: Annotated[bool, typer.Option("--check", help="Exit 1 with a diff if the replay differs from the file.")] = False,
+    format: FormatOption = Format.rich,
+    model: ModelOption = None,
+    base_url: BaseUrlOption = None,
+    max_tokens: MaxTokens = None,
+    max_chars: MaxChars = None,
+    max_seconds: MaxSeconds = None,
+    strict: Strict = None,
+    wait_for_server: WaitForServer = None,
+    jobs: Jobs = 1,
+) -> None:
+    """Run the loop again from saved transcripts: their model turns are the script (or a live --model)."""
+    call = CallOptions(max_tokens, max_chars, max_seconds, strict, wait_for_server)
+    if len(saved) > 1 or saved[0].is_dir():
+        if format is not Format.rich:
+            raise HarnessError("--format", "goes with one file; several replays print a summary")
+        replay_many(saved, check, jobs, model, base_url, call)
+        return
+    from harness.diff import transcript_diff
+    from harness.loop import nobody
+    from harness.record import read_text
+    from harness.record import replay as replay_text
+
+    path = saved[0]
+    live_model = live_model_from(model, base_url, call)
+    emit = call_lines(nobody) if live_model is not None and not sys.stderr.isatty() else nobody
+    with scenario_hint(path):
+        result = replay_text(read_text(path), str(path), emit, live_model, root=Path.cwd())
+    tell_stderr(result.record, live_model)
+    if not check:
+        show_record(format, result.record)
+        return
+    if result.matches:
+        typer.echo(f"ok: replaying {path} gives the same transcript, byte for byte")
+        return
+    diff = transcript_diff(result.saved, result.fresh, str(path))
+    typer.echo(diff if diff.endswith("\n") else diff + "\n", nl=False)
+    typer.echo(HINT, err=True)
+    raise typer.Exit(1)
+
+
+def gather(arguments: list[Path]) -> list[Job]:
+    """Files and folders in the order given (a folder's transcripts sorted); a file given
+    twice replays once. A folder without a transcript is a Job with its error."""
+    from harness.batch import Job
+    from harness.files import is_transcript
+
+    jobs, seen = [], set()
+    for argument in arguments:
+        paths = [argument]
+        if argument.is_dir():
+            paths = sorted(p for p in argument.rglob("*.txt") if p.is_file() and is_transcript(p))
+            if not paths:
+                jobs.append(Job(str(argument), None, f"{argument}: the folder holds no saved transcript (*.txt)"))
+        for path in paths:
+            if (key := path.absolute()) not in seen:
+                seen.add(key)
+                jobs.append(Job(str(path), None, saved=path))
+    return jobs
+
+
+def worker(check: bool, models: RunModels, root: Path) -> Work:
+    """The work of one replay: what `harness replay FILE [--check]` does, without printing."""
+    from harness.batch import Outcome
+    from harness.cli_batch import say_notes
+    from harness.diff import transcript_diff
+    from harness.record import read_text
+    from harness.record import replay as replay_text
+
+    def work(job: Job, wrap) -> Outcome:
+        start, path = time.perf_counter(), job.saved
+        assert path is not None
+        try:
+            live = models()  # a model of its own
+            with scenario_hint(path):  # a scripted replay takes no time to cancel: only a live one is wrapped
+                result = replay_text(read_text(path), str(path), model=None if live is None else wrap(live), root=root)
+        except HarnessError as e:  # the file, or the source it names, cannot be loaded
+            return Outcome(job.name, seconds=time.perf_counter() - start, error=str(e))
+        seconds = time.perf_counter() - start
+        say_notes(job.name, live)
+        outcome = Outcome.of(job.name, result.record, seconds, None, None)
+        if not check:
+            return outcome
+        diff = "" if result.matches else transcript_diff(result.saved, result.fresh, str(path))
+        return replace(outcome, same=result.matches, diff=diff)
+
+    return work
+
+
+def replay_many(arguments: list[Path], check: bool, jobs: int, model: str | None, base_url: str | None, call: CallOptions) -> None:
+    from harness.batch_report import exit_code
+    from harness.cli_batch import INTERRUPTED, run_batch
+
+    models = RunModels(model, base_url, call, jobs)  # a bad --model is one line, once, before any replay
+    try:
+        ordered, _, interrupted = run_batch(gather(arguments), worker(check, models, Path.cwd()), jobs, "transcript")
+    finally:
+        models.close()
+    if interrupted:
+        typer.echo("interrupted", err=True)
+        raise typer.Exit(INTERRUPTED)
+    if any(o.same is False for o in ordered):
+        typer.echo(HINT, err=True)
+    raise typer.Exit(exit_code(ordered, (), model_failed=model not in (None, "scripted")))
+

@@ -1,0 +1,161 @@
+"""`harness run SCENARIO`: one scenario on its scripted model or a live one, its
+transcript printed in the chosen format (and saved with --save). Several scenarios, or a
+folder, go to the batch path (harness.cli_batch), which runs each as this one would.
+`harness agent` is the same single run, asked for as one run_agent request on stdin.
+"""
+
+from __future__ import annotations
+
+import math
+import sys
+from pathlib import Path
+from typing import Annotated
+
+import typer
+
+from harness.cli_batch import FailOn, Jobs, Junit, Report, SaveDir
+from harness.cli_files import write
+from harness.cli_models import (
+    BaseUrlOption,
+    CallOptions,
+    MaxChars,
+    MaxSeconds,
+    MaxTokens,
+    ModelOption,
+    Strict,
+    WaitForServer,
+    live_model_from,
+    tell_stderr,
+)
+from harness.cli_views import Format, FormatOption, call_lines, despite_a_closed_pipe, live_view, print_event, show_record
+from harness.errors import HarnessError
+
+MODEL_FAILED = 3  # the run ended in model_error: a live model or server failed
+
+
+def _scenario_names(incomplete: str) -> list[str]:
+    """Shell completion for a scenario: the shipped names, and .toml files here."""
+    from harness.scenario import shipped_scenarios
+
+    names = [p.stem for p in shipped_scenarios()] + [str(p) for p in Path().glob("*.toml")]
+    return [n for n in names if n.startswith(incomplete)]
+
+
+def _seconds(value: float | None) -> float | None:
+    """A number of seconds: NaN passes every range check (it compares false), so say so."""
+    if value is not None and math.isnan(value):
+        raise typer.BadParameter("nan is not a number of seconds; give one from 0 to 10")
+    return value
+
+
+def run(
+    scenarios: Annotated[
+        list[str],
+        typer.Argument(
+            metavar="SCENARIO...",
+            help="Scenario .toml files, names of shipped ones (see `harness list`), or folders (every *.toml under them).",
+            autocompletion=_scenario_names,
+        ),
+    ],
+    format: FormatOption = Format.rich,
+    save: Annotated[Path | None, typer.Option(help="Also save the transcript (save format v1) to this file.")] = None,
+    no_stop: Annotated[bool, typer.Option("--no-stop", help="Turn the stop sequences off: see what the model writes when nothing cuts it.")] = False,
+    max_steps: Annotated[int | None, typer.Option(min=0, help="Model calls before the run stops (default: the scenario's).")] = None,
+    live: Annotated[bool, typer.Option("--live", help="Draw the run as it streams, slowly enough to watch.")] = False,
+    delay: Annotated[float | None, typer.Option(min=0, max=10, callback=_seconds, help="Seconds to wait after each piece of streamed text (implies --live).")] = None,
+    cost: Annotated[bool, typer.Option("--cost", help="After the run, a table of what each model call was sent.")] = False,
+    model: ModelOption = None,
+    base_url: BaseUrlOption = None,
+    peek: Annotated[int | None, typer.Option(min=1, help="With a live model: read N characters past the stop, only to show what it prevented.")] = None,
+    max_tokens: MaxTokens = None,
+    max_chars: MaxChars = None,
+    max_seconds: MaxSeconds = None,
+    strict: Strict = None,
+    wait_for_server: WaitForServer = None,
+    jobs: Jobs = 1,
+    save_dir: SaveDir = None,
+    report: Report = None,
+    junit: Junit = None,
+    fail_on: FailOn = None,
+) -> None:
+    """Run scenarios on their scripted model, or on a live one; one prints its transcript, several a summary."""
+    batch = (save_dir, report, junit, fail_on)
+    if len(scenarios) > 1 or any(Path(s).is_dir() for s in scenarios) or any(o is not None for o in batch):
+        from harness.cli_batch import Options, refuse_single_run_options, run_many
+
+        refuse_single_run_options(format is not Format.rich, save, live or delay is not None, cost)
+        reasons = frozenset(r.strip() for r in (fail_on or "").split(",") if r.strip())
+        call = CallOptions(max_tokens, max_chars, max_seconds, strict, wait_for_server)
+        run_many(scenarios, Options(jobs, save_dir, report, junit, reasons, model, base_url, call, peek or 0, max_steps, no_stop))
+        return
+    scenario = scenarios[0]
+    from harness.loop import nobody
+    from harness.record import run_scenario
+    from harness.scenario import find_scenario, load_scenario
+    from harness.transcript import HEADER
+
+    if (live or delay is not None or cost) and format is not Format.rich:
+        flag = "--cost" if cost else "--live"
+        raise HarnessError(flag, "goes with the rich view; it cannot go with --format " + format.value)
+    spec = load_scenario(find_scenario(scenario))
+    if max_steps is not None:
+        spec = spec.but(max_steps=max_steps)
+    if no_stop:
+        spec = spec.but(use_stop=False)
+    live_model = live_model_from(model, base_url, CallOptions(max_tokens, max_chars, max_seconds, strict, wait_for_server))
+    if peek is not None and live_model is None:
+        raise HarnessError("--peek", "goes with a live --model; a script is always read whole")
+    target = None if save is None else save.absolute()  # before the run: a tool may os.chdir
+    if save is not None:
+        from harness.files import check_target
+
+        check_target(save, HEADER, "--save")
+    # rich and events are drawn from the events as they happen; tagged and json at the end.
+    emit = live_view(delay if delay is not None else 0.03 if live else 0.0) if format is Format.rich else None
+    if format is Format.events:
+        emit = print_event
+    emit = despite_a_closed_pipe(emit) if emit else nobody
+    if live_model is not None and not sys.stderr.isatty():
+        emit = call_lines(emit)
+    record = run_scenario(spec, emit, live_model, peek or 0, Path.cwd())
+    if live_model is not None:
+        record = record.but(model=model)  # a fact of the recording: which model made it
+    tell_stderr(record, live_model)
+    if target is not None:  # the scenario named relative to the saved file, which replay finds it by
+        record = record.placed(target)
+        write(save, record.saved, HEADER, "--save", target)
+    if format in (Format.tagged, Format.json):
+        show_record(format, record)
+    if cost:
+        from harness.render.frames import cost_table, costs
+
+        typer.echo("\nThe model is sent the whole buffer on every call:\n" + cost_table(costs(record.transcript), [c.tokens for c in record.calls]))
+    if record.stop_reason == "canceled" and spec.interrupt is None:
+        raise typer.Exit(130)  # a real Ctrl-C; a scenario's scripted interrupt is a demo, not a failure
+    if record.stop_reason == "model_error" and live_model is not None:
+        raise typer.Exit(MODEL_FAILED)
+
+
+def agent(
+    transcript: Annotated[Path | None, typer.Option(help="Also save the run's transcript (save format v1) here.")] = None,
+) -> None:
+    """Read one run_agent request (JSON) on stdin; print one JSON answer on stdout."""
+    from harness.protocol import BadRequest, answer, parse_request, scenario_for
+    from harness.record import run_scenario
+    from harness.transcript import HEADER
+
+    try:
+        request = parse_request(typer.get_binary_stream("stdin").read())
+    except BadRequest as e:
+        typer.echo(e.to_json())
+        typer.echo(f"error: {e.message}", err=True)
+        raise typer.Exit(2) from None
+    target = None if transcript is None else transcript.absolute()
+    if transcript is not None:
+        from harness.files import check_target
+
+        check_target(transcript, HEADER, "--transcript")
+    record = run_scenario(scenario_for(request))
+    if transcript is not None:
+        write(transcript, record.saved, HEADER, "--transcript", target)
+    typer.echo(answer(record).to_json())

@@ -1,0 +1,104 @@
+"""The commands that look at a run without changing it: `show` prints a saved transcript,
+`step` walks through a run one addition to the buffer at a time, `export` writes it as
+one HTML page or as Markdown, `list` names the shipped scenarios.
+"""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+from typing import Annotated
+
+import typer
+
+from harness.cli_files import open_target, saved_run, write
+from harness.cli_models import BaseUrlOption, ModelOption
+from harness.cli_views import Format, FormatOption, new_console, show_record
+from harness.errors import HarnessError
+
+NoStopOption = Annotated[bool, typer.Option("--no-stop", help="Run the scenario without its stop sequences, as `run --no-stop`.")]
+
+
+def show(
+    saved: Annotated[Path, typer.Argument(help="A saved transcript (from run --save).")],
+    format: FormatOption = Format.rich,
+    messages: Annotated[bool, typer.Option("--messages", help="A chat run: the messages each call sent, as the server got them.")] = False,
+) -> None:
+    """Print a saved transcript."""
+    if messages:
+        from harness.backends.messages import sent_text
+
+        typer.echo(sent_text(saved_run(saved), str(saved)), nl=False)
+        return
+    show_record(format, saved_run(saved))
+
+
+def step(
+    target: Annotated[str, typer.Argument(help="A scenario (file or shipped name) or a saved transcript.")],
+    frame: Annotated[int | None, typer.Option("--frame", min=0, help="Print frame K and exit (no keys, no screen).")] = None,
+    no_stop: NoStopOption = False,
+    model: ModelOption = None,
+    base_url: BaseUrlOption = None,
+    messages: Annotated[bool, typer.Option("--messages", help="With --frame K, a chat run: the messages that step's call sent (the m key).")] = False,
+) -> None:
+    """Step through a run in the terminal, one addition to the buffer at a time."""
+    from harness.render.frames import frames
+    from harness.render.sent import SentMessages
+    from harness.render.stepper import frame_view, sent_view, step_through
+
+    if messages and frame is None:
+        raise HarnessError("--messages", "goes with --frame K; while stepping, the m key shows them")
+    record = open_target(target, no_stop, model, base_url)
+    fs = frames(record)
+    sent = SentMessages(record, fs)
+    if frame is not None:
+        if frame >= len(fs):
+            raise HarnessError(f"--frame {frame}", f"this run has frames 0 to {len(fs) - 1}")
+        if messages and not sent.chat:
+            raise HarnessError(f"{target}: --messages", "this run did not go through a chat endpoint: each call was sent the buffer as one text")
+        console = new_console()
+        console.print(sent_view(console, fs, frame, sent) if messages else frame_view(fs, frame, console))
+        return
+    if not (sys.stdin.isatty() and sys.stdout.isatty()):
+        raise HarnessError("harness step", "needs a terminal to read keys; use --frame K to print one frame")
+    step_through(new_console(), fs, sent)
+
+
+def export(
+    target: Annotated[str, typer.Argument(help="A scenario (file or shipped name) or a saved transcript.")],
+    html: Annotated[Path | None, typer.Option("--html", help="Write one self-contained HTML stepper here.")] = None,
+    markdown: Annotated[Path | None, typer.Option("--markdown", help="Write the steps as Markdown, for course notes.")] = None,
+    no_stop: NoStopOption = False,
+    model: ModelOption = None,
+    base_url: BaseUrlOption = None,
+) -> None:
+    """Export a run as one HTML file that opens anywhere (a stepper, the facts, the cost), or as Markdown."""
+    from harness.files import check_target
+    from harness.render.html import PAGE_HEADER, page
+    from harness.render.markdown import NOTES_HEADER, notes
+
+    if html is None and markdown is None:
+        raise HarnessError("harness export", "say where: --html FILE and/or --markdown FILE")
+    if html is not None:
+        check_target(html, PAGE_HEADER, "--html")
+    if markdown is not None:
+        check_target(markdown, NOTES_HEADER, "--markdown")
+    outputs = {option: path.absolute() for option, path in (("html", html), ("markdown", markdown)) if path}
+    record = open_target(target, no_stop, model, base_url)
+    title = "harness · " + ((record.scenario.title if record.scenario else "") or Path(target).stem)
+    if record.scenario is not None and not record.scenario.use_stop:
+        title += " — but this run had no stop sequence (--no-stop)"
+    if html is not None:
+        write(html, page(record, title), PAGE_HEADER, "--html", outputs["html"])
+    if markdown is not None:
+        write(markdown, notes(record, title), NOTES_HEADER, "--markdown", outputs["markdown"])
+
+
+def list_scenarios() -> None:
+    """List the scenarios shipped with harness."""
+    from harness.scenario import load_scenario, shipped_scenarios
+
+    typer.echo(f"{'scenario':<22} {'dialect':<12} what it shows")
+    for path in shipped_scenarios():
+        spec = load_scenario(path)
+        typer.echo(f"{path.stem:<22} {spec.dialect:<12} {spec.title or spec.question}")  # shipped: ours
