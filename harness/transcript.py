@@ -27,7 +27,7 @@ What this module leaves out: rendering (see harness.render) and running anything
 from __future__ import annotations
 
 import json
-from collections.abc import Iterable
+from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 from enum import StrEnum
 from typing import Any
@@ -114,13 +114,17 @@ class Transcript:
 
     @property
     def spans(self) -> list[Span]:
+        return [Span(author, text) for author, text in self.runs()]
+
+    def runs(self) -> Iterator[tuple[Author, str]]:
+        """(author, text) of each span, as `spans` has them, without making a Span of each."""
         text = self.text
         ends = [*self._starts[1:], len(text)]
-        return [Span(a, text[s:e]) for a, s, e in zip(self._authors, self._starts, ends)]
+        return ((a, text[s:e]) for a, s, e in zip(self._authors, self._starts, ends))
 
     def texts_by(self, author: Author) -> list[str]:
         """The text of each span by one author, in order (for replay: the model's turns)."""
-        return [span.text for span in self.spans if span.author == author]
+        return [text for by, text in self.runs() if by == author]
 
     def __eq__(self, other: object) -> bool:
         if not isinstance(other, Transcript):
@@ -144,13 +148,18 @@ def split_lines(text: str) -> list[str]:
     return [p + "\n" for p in parts[:-1]] + ([parts[-1]] if parts[-1] else [])
 
 
+_HEADS = {a: f"{a.value:<{_WIDTH}} " for a in Author}  # Author.MODEL -> "model     "
+
+
 def records(transcript: Transcript) -> list[str]:
     """One record line (without its newline) per line segment of each span."""
     out: list[str] = []
-    for span in transcript.spans:
-        for piece in split_lines(span.text) or [""]:  # an empty span still gets its record
-            text, sep = (piece[:-1], "|") if piece.endswith("\n") else (piece, "\\")
-            out.append(f"{span.author.value:<{_WIDTH}} {sep}" + (f" {text}" if text else ""))
+    for author, written in transcript.runs():
+        head, lines = _HEADS[author], written.split("\n")
+        for text in lines[:-1]:  # each ended with a newline: `|`
+            out.append(f"{head}| {text}" if text else head + "|")
+        if lines[-1] or len(lines) == 1:  # the last did not: `\\` (an empty span still gets its record)
+            out.append(f"{head}\\ {lines[-1]}" if lines[-1] else head + "\\")
     return out
 
 
