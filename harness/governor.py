@@ -32,12 +32,14 @@ if TYPE_CHECKING:
 
 
 class _Gate:
-    __slots__ = ("kind", "status", "pending", "emitted", "parts")
+    """A lane's gate. While it is pending, everything the lane received is held: a lane is
+    judged before any of it is shown (thinking opens allowed, before its first piece)."""
+
+    __slots__ = ("kind", "status", "emitted", "parts")
 
     def __init__(self, kind: str) -> None:
         self.kind = kind
         self.status = "pending"
-        self.pending: list[str] = []
         self.emitted = 0
         self.parts: list[str] = []  # everything the lane received (joined once, at the end)
 
@@ -50,17 +52,15 @@ class _Gate:
         if self.status == "allowed":
             self.emitted += len(text)
             return text
-        if self.status == "pending":
-            self.pending.append(text)
         return ""
 
     def allow(self) -> str:
-        self.status, out, self.pending = "allowed", "".join(self.pending), []
-        self.emitted += len(out)
+        self.status, out = "allowed", "".join(self.parts)  # what it held: all it received
+        self.emitted = len(out)
         return out
 
     def deny(self) -> None:
-        self.status, self.pending = "denied", []
+        self.status = "denied"
 
 
 class Governor:
