@@ -114,9 +114,9 @@ class Transcript:
 
     @property
     def spans(self) -> list[Span]:
-        return [Span(author, text) for author, text in self.runs()]
+        return [Span(author, text) for author, text in self._runs()]
 
-    def runs(self) -> Iterator[tuple[Author, str]]:
+    def _runs(self) -> Iterator[tuple[Author, str]]:
         """(author, text) of each span, as `spans` has them, without making a Span of each."""
         text = self.text
         ends = [*self._starts[1:], len(text)]
@@ -124,7 +124,7 @@ class Transcript:
 
     def texts_by(self, author: Author) -> list[str]:
         """The text of each span by one author, in order (for replay: the model's turns)."""
-        return [text for by, text in self.runs() if by == author]
+        return [text for by, text in self._runs() if by == author]
 
     def __eq__(self, other: object) -> bool:
         if not isinstance(other, Transcript):
@@ -154,7 +154,7 @@ _HEADS = {a: f"{a.value:<{_WIDTH}} " for a in Author}  # Author.MODEL -> "model 
 def records(transcript: Transcript) -> list[str]:
     """One record line (without its newline) per line segment of each span."""
     out: list[str] = []
-    for author, written in transcript.runs():
+    for author, written in transcript._runs():
         head, lines = _HEADS[author], written.split("\n")
         for text in lines[:-1]:  # each ended with a newline: `|`
             out.append(f"{head}| {text}" if text else head + "|")
