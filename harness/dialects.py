@@ -44,9 +44,9 @@ def _search(pattern: regex.Pattern[str], text: str) -> regex.Match[str] | None:
         return None
 
 
-def _starts_with(line: str, word: str, boundary: bool, complete: bool) -> bool | None:
-    """Does the line (after spaces and tabs) begin with `word`? None: cannot tell yet."""
-    s = line.lstrip(" \t")
+def _starts_with(s: str, word: str, boundary: bool, complete: bool) -> bool | None:
+    """Does `s` (a line without the spaces and tabs that begin it) begin with `word`? None:
+    cannot tell yet."""
     if len(s) > len(word):
         return s.startswith(word) and not (boundary and (s[len(word)].isalnum() or s[len(word)] == "_"))
     if s == word:
@@ -109,7 +109,9 @@ class Dialect:
         if s and s[0] not in self._marker_firsts:
             return "thinking"  # no marker begins so (most lines: "Thought: ...")
         for kind, word, boundary in self._markers:
-            verdict = _starts_with(line, word, boundary, complete)
+            if s and s[0] != word[0]:
+                continue  # (this marker cannot begin so)
+            verdict = _starts_with(s, word, boundary, complete)
             if verdict is None:
                 return None
             if verdict:

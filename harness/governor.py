@@ -32,12 +32,14 @@ if TYPE_CHECKING:
 
 
 class _Gate:
-    __slots__ = ("kind", "status", "pending", "emitted", "parts")
+    """A lane's gate. While it is pending, everything the lane received is held: a lane is
+    judged before any of it is shown (thinking opens allowed, before its first piece)."""
+
+    __slots__ = ("kind", "status", "emitted", "parts")
 
     def __init__(self, kind: str) -> None:
         self.kind = kind
         self.status = "pending"
-        self.pending: list[str] = []
         self.emitted = 0
         self.parts: list[str] = []  # everything the lane received (joined once, at the end)
 
@@ -50,17 +52,15 @@ class _Gate:
         if self.status == "allowed":
             self.emitted += len(text)
             return text
-        if self.status == "pending":
-            self.pending.append(text)
         return ""
 
     def allow(self) -> str:
-        self.status, out, self.pending = "allowed", "".join(self.pending), []
-        self.emitted += len(out)
+        self.status, out = "allowed", "".join(self.parts)  # what it held: all it received
+        self.emitted = len(out)
         return out
 
     def deny(self) -> None:
-        self.status, self.pending = "denied", []
+        self.status = "denied"
 
 
 class Governor:
@@ -174,7 +174,7 @@ class Governor:
             if self.blanks:
                 piece, self.blanks = "".join(self.blanks) + piece, []
             self.line += piece
-            kind = self.dialect.line_kind(self.line, complete=ended)
+            kind = self.dialect.line_kind(self.line, ended)
             if kind is None:
                 return ""
             out = self._open(kind, self.line)
@@ -202,10 +202,10 @@ class Governor:
         gate = _Gate(kind)
         self.lanes.append(gate)
         self.lane = gate
-        out = self._seen(gate.push(text))
         if kind == "thinking":
-            out += self._seen(gate.allow())
-        elif kind == "answer":
+            gate.status = "allowed"  # thinking opens at once
+        out = self._seen(gate.push(text))
+        if kind == "answer":
             out += self._open_answer(gate)
         return out
 
@@ -237,7 +237,7 @@ class Governor:
         # A line that cannot run (the reply's actions are used up, or its answer came first)
         # is judged by its tool alone: its arguments are not worth reading.
         runs = len(self.actions) < self.dialect.max_actions and self.answer is None
-        action = self.dialect.read_action(line, parse=runs)
+        action = self.dialect.read_action(line, runs)
         if action is not None and self.dialect.is_finish(action) and self.answer is None:
             gate.kind = "answer"  # Finish[...] is the final answer, written as an action
             self.action_lines -= 1

@@ -117,6 +117,8 @@ def misused(dialect: Dialect, tools: Registry, number: int, action: Action) -> R
         inner = inner_call(dialect, tools, action.raw)
         if inner and (early := split_call(action.raw, dialect.close)) is not None:  # `f('a') + f('b')`: f('a') first
             inner = action.tool, dialect.signature(action.tool, (early[0].strip()[: notices.PREVIEW],))
+    elif not action.kwargs:  # JSON or literal values only: any text they hold is quoted
+        return None
     else:
         written = (v for v in action.kwargs.values() if isinstance(v, Written))
         inner = next(filter(None, (inner_call(dialect, tools, v) for v in written)), None)

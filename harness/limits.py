@@ -38,8 +38,7 @@ class Tally:
 
     def again(self, step: int, action: Action, result: str) -> int | None:
         """The step where the same call gave the same result (or error) before, or None."""
-        key = (action.tool, json.dumps([action.args, action.kwargs], sort_keys=True, default=str), result)
-        first = self.made.setdefault(key, step)
+        first = self.made.setdefault((action.tool, _arguments(action), result), step)
         if first == step:
             return None
         self.repeats += 1
@@ -62,3 +61,13 @@ class Tally:
             if self.format_errors == self.limits.format_error_limit:
                 return StopReason.FORMAT_ERROR_LIMIT
         return None
+
+
+def _arguments(action: Action) -> tuple | str:
+    """The call's arguments as a key: equal only for the same values of the same types.
+    Plain text and whole numbers, the usual arguments, are their own key; anything else
+    (a float, a bool, a list, keywords) is its JSON, where 1, 1.0 and True differ too."""
+    args = action.args
+    if not action.kwargs and all(type(a) is str or type(a) is int for a in args):
+        return args  # a tuple: never equal to a JSON string
+    return json.dumps([args, action.kwargs], sort_keys=True, default=str)

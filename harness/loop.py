@@ -251,8 +251,10 @@ def complete(model: Model, step: int, setup: Setup, emit: Emit) -> Call:
             emit(TextDelta(shown))
 
     sent, told = None, stops if setup.send_stop else ()
-    by_author = getattr(model, "stream_spans", None)  # a chat endpoint reads who wrote what
-    chunks = by_author(setup.transcript, told) if by_author else model.stream(setup.transcript.text, told)
+    # The whole buffer, as the model reads it: a chat endpoint by author, the script by its
+    # length alone, any other model as one text (harness.model.Model).
+    reads = getattr(model, "stream_spans", None) or getattr(model, "stream_buffer", None)
+    chunks = reads(setup.transcript, told) if reads else model.stream(setup.transcript.text, told)
     try:
         for chunk in chunks:
             if type(chunk) is not str:  # a backend that counts gives a TokenUsage; a chat one, a Sent

@@ -14,8 +14,10 @@ from __future__ import annotations
 
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
-from typing import Protocol
+from typing import TYPE_CHECKING, Protocol
 
+if TYPE_CHECKING:
+    from harness.transcript import Transcript
 
 
 class ModelError(Exception):
@@ -49,8 +51,11 @@ class Model(Protocol):
     tokens may yield a TokenUsage in its stream (the last one counts). Failures are raised
     as ModelError.
 
-    A backend that needs the authors too (a chat endpoint) has `stream_spans(transcript,
-    stop)` as well, and the loop calls that instead."""
+    A backend that reads the buffer itself rather than its text has one of two more, and
+    the loop calls that instead: a chat endpoint `stream_spans(transcript, stop)` (it
+    splits the buffer by author), the script `stream_buffer(transcript, stop)` (it needs
+    only the length: joining a 10,000-step buffer into one string for every call would be
+    most of what a scripted run costs)."""
 
     def stream(self, prompt: str, stop: Sequence[str]) -> Iterator[str | TokenUsage]: ...
 
@@ -75,9 +80,18 @@ class ScriptedModel:
         self.calls: list[Call] = []
 
     def stream(self, prompt: str, stop: Sequence[str]) -> Iterator[str]:
+        return self._play(len(prompt), stop)
+
+    def stream_buffer(self, buffer: Transcript, stop: Sequence[str]) -> Iterator[str]:
+        """The same call, sent the buffer itself (the loop does: see Model)."""
+        if type(self).stream is not ScriptedModel.stream:  # a subclass that reads the text gets it
+            return self.stream(buffer.text, stop)
+        return self._play(len(buffer), stop)
+
+    def _play(self, prompt_chars: int, stop: Sequence[str]) -> Iterator[str]:
         if len(self.calls) == len(self.completions):
             raise ModelExhausted(f"the script has {len(self.completions)} completions and all were used")
-        self.calls.append(Call(len(prompt), tuple(stop)))
+        self.calls.append(Call(prompt_chars, tuple(stop)))
         text, size = self.completions[len(self.calls) - 1], self.chunk_size
         return (text[i : i + size] for i in range(0, len(text), size))
 

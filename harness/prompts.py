@@ -28,12 +28,12 @@ never holds one. So an observation arrives as a turn of its own, as chat models 
 from __future__ import annotations
 
 import string
-import tomllib
 from dataclasses import dataclass
 from pathlib import Path
 from typing import NamedTuple
 
 import regex
+import tomli
 
 from harness.errors import TemplateError
 from harness.files import read_input
@@ -139,8 +139,8 @@ def split_frames(text: str, where: str) -> tuple[str, Frames]:
     if end < 0:
         raise TemplateError(where, "the frames begin with a line '+++' but no line '+++' ends them")
     try:
-        data = tomllib.loads("\n" + text[4:end])  # (a blank first line: errors name the file's lines)
-    except tomllib.TOMLDecodeError as e:
+        data = tomli.loads("\n" + text[4:end])  # (a blank first line: errors name the file's lines)
+    except tomli.TOMLDecodeError as e:
         raise TemplateError(where, f"the frames are not TOML ({e})") from None
     for key, value in data.items():
         if key not in FRAME_KEYS:

@@ -22,6 +22,7 @@ status
 
 from __future__ import annotations
 
+import gc
 import json
 from dataclasses import dataclass
 from typing import Any
@@ -61,6 +62,20 @@ def compact(value: Any) -> str:
 
 
 def parse_request(raw: bytes) -> dict[str, Any]:
+    """The request, checked. The cycle collector is paused meanwhile: what JSON decodes is a
+    tree, with no cycle to find, and a request of a million turns would otherwise be walked
+    again by every collection while it is built (3.5 s against 1.5); the turns a run cannot
+    reach are dropped before it resumes, so it does not walk them once more either."""
+    paused = gc.isenabled()
+    gc.disable()
+    try:
+        return _parse_request(raw)
+    finally:
+        if paused:
+            gc.enable()
+
+
+def _parse_request(raw: bytes) -> dict[str, Any]:
     try:
         text = raw.decode("utf-8")
     except UnicodeDecodeError as e:
@@ -94,7 +109,8 @@ def parse_request(raw: bytes) -> dict[str, Any]:
     turns = request.get("model_turns", [])
     if not isinstance(turns, list):
         raise BadRequest("invalid_field", "model_turns must be a list")
-    for i, turn in enumerate(turns[:steps]):  # only the turns a run can reach are read at all
+    request["model_turns"] = turns = turns[:steps]  # only the turns a run can reach are kept, or read
+    for i, turn in enumerate(turns):
         if _nesting(turn) > MAX_NESTING:
             raise BadRequest("invalid_field", f"model_turns[{i}] nests arrays and objects more than {MAX_NESTING} levels deep")
     return request

@@ -25,7 +25,6 @@ from pathlib import Path
 from typing import NamedTuple
 
 from harness import prompts, source as sources
-from harness.backends.messages import ChatScript
 from harness.dialects import get_dialect
 from harness.errors import HarnessError, TranscriptFormatError
 from harness.events import StopReason
@@ -70,6 +69,8 @@ def build(scenario: Scenario) -> Built:
     if scenario.interrupt is not None:
         model = InterruptedModel(model, *scenario.interrupt)
     if scenario.endpoint == "chat":  # a chat run replayed: the same messages, counted by the same rule
+        from harness.backends.messages import ChatScript
+
         model = ChatScript(model)
     # A script costs nothing to read on: what the stop sequence prevented is shown whole.
     setup = Setup(buffer, dialect, tools, scenario.limits, scenario.use_stop, peek=UNLIMITED, frames=filled.frames, question=scenario.question)

@@ -20,12 +20,12 @@ prompt is harness.prompts; assembling a run from a scenario is harness.record.
 from __future__ import annotations
 
 import json
-import tomllib
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
 import regex
+import tomli
 
 from harness import prompts
 from harness.dialects import DIALECTS
@@ -123,8 +123,8 @@ def load_scenario(path: Path, shown: str | None = None) -> Scenario:
     if text.startswith("\ufeff"):
         raise ScenarioError(shown or str(path), "the file begins with a byte-order mark; save it as UTF-8 without one")
     try:
-        data = tomllib.loads(text)
-    except tomllib.TOMLDecodeError as e:
+        data = tomli.loads(text)
+    except tomli.TOMLDecodeError as e:
         raise ScenarioError(shown or str(path), f"malformed TOML: {e}") from None
     scenario = _parse(data, shown or str(path), path.parent)
     return replace(scenario, file=path.absolute(), loaded=plain(scenario.to_meta()))

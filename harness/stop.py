@@ -27,8 +27,9 @@ class _Stops:
 
     def __init__(self, stops: tuple[str, ...]) -> None:
         self.stops = stops
-        # Every proper prefix of every stop string: what a held-back tail may be.
-        self.prefixes = frozenset(s[:i] for s in stops for i in range(1, len(s)))
+        # Every proper prefix of every stop string: what a held-back tail may be (with one
+        # stop string, the usual case, it is asked directly: react-paper's changes every step).
+        self.prefixes = frozenset(s[:i] for s in stops for i in range(1, len(s))) if len(stops) > 1 else frozenset()
         self.longest = max((len(s) for s in stops), default=0)
         self.firsts = frozenset(s[0] for s in stops)  # a stop string can only start here
         self.first = next(iter(self.firsts)) if len(self.firsts) == 1 else None  # the usual case: one
@@ -37,6 +38,12 @@ class _Stops:
         # and again, and the answer depends on the text alone, not on how it was chunked.
         self.memo: dict[str, tuple[str, str]] = {}
         self.memo_len = 2 * self.longest
+
+    def begins(self, tail: str) -> bool:
+        """Is `tail` a proper prefix of a stop string (could it still become one)?"""
+        if len(self.stops) == 1:
+            return len(tail) < self.longest and self.stops[0].startswith(tail)
+        return tail in self.prefixes
 
 
 _TABLES: dict[tuple[str, ...], _Stops] = {}  # a few sets of stop strings in use at a time
@@ -122,12 +129,12 @@ class StopScanner:
         start = max(0, end - table.longest + 1)
         if table.first is not None:  # jump from one possible start to the next
             while (start := text.find(table.first, start)) >= 0:
-                if text[start:] in table.prefixes:
+                if table.begins(text[start:]):
                     return start
                 start += 1
             return end
         for at in range(start, end):
-            if text[at] in table.firsts and text[at:] in table.prefixes:
+            if text[at] in table.firsts and table.begins(text[at:]):
                 return at
         return end
 

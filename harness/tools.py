@@ -65,15 +65,19 @@ class Tool:
 
     @cached_property
     def _plain_arity(self) -> int | None:
-        """How many arguments, when every parameter is a plain one without a default."""
+        """How many arguments, when every parameter is a plain one without a default
+        (-1: any arguments at all, `f(*args, **kwargs)`, as a canned tool takes them)."""
         params = self._params.parameters.values()
+        if all(p.kind in (p.VAR_POSITIONAL, p.VAR_KEYWORD) for p in params) and len(params) == 2:
+            return -1
         plain = all(p.kind is p.POSITIONAL_OR_KEYWORD and p.default is p.empty for p in params)
         return len(params) if plain else None
 
     def call(self, args: tuple[Any, ...], kwargs: Mapping[str, Any]) -> str:
         """Run the tool; any problem comes back as ToolError with a readable message."""
         try:
-            if kwargs or len(args) != self._plain_arity:  # the common call fits without checking
+            arity = self._plain_arity
+            if arity != -1 and (kwargs or len(args) != arity):  # the common call fits without checking
                 self._params.bind(*args, **kwargs)
         except TypeError as e:
             raise ToolError(f"{self.signature} was called with bad arguments ({e}); call it as {self.call_example}") from None
@@ -214,6 +218,8 @@ def canned_key(args: tuple[Any, ...], kwargs: Mapping[str, Any], params: tuple[s
         if set(rest) == set(kwargs):
             args, kwargs = (*args, *(kwargs[p] for p in rest)), {}
     if not kwargs and len(args) == 1:
+        if type(args[0]) is int:
+            return str(args[0])  # what json.dumps writes for it, sooner
         return args[0].strip() if isinstance(args[0], str) else json.dumps(args[0], ensure_ascii=False)
     return json.dumps(list(args) if not kwargs else dict(kwargs), sort_keys=True, ensure_ascii=False)
 

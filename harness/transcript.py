@@ -27,7 +27,7 @@ What this module leaves out: rendering (see harness.render) and running anything
 from __future__ import annotations
 
 import json
-from collections.abc import Iterable
+from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 from enum import StrEnum
 from typing import Any
@@ -57,17 +57,16 @@ class Transcript:
     """Append-only spans; `text` is their plain concatenation (the buffer).
 
     The buffer is kept as the pieces appended, in order, and joined only when somebody
-    asks for `text`; the joined text is kept until the next append. So an append costs
-    what its own text costs, however long the buffer is, and however many others hold
-    the text: no piece is ever copied twice on the way in. `text` costs one join of the
-    pieces that came since it was last asked for, onto the text it gave then (the loop
-    asks once per model call, as it sends the model the whole buffer). The spans are the
+    asks for `text`: the join replaces the pieces, so asking again costs nothing until the
+    next append. An append costs what its own text costs, however long the buffer is.
+    Asking for `text` after appends costs one join of the whole buffer (one copy, whoever
+    else holds the text given last time), so the loop does not ask on every call: a model
+    that reads the buffer itself is sent the Transcript (harness.model). The spans are the
     offsets where each author's run begins.
     """
 
     def __init__(self, spans: Iterable[Span] = ()) -> None:
-        self._joined = ""  # the buffer as last asked for
-        self._pieces: list[str] = []  # appended since: (the buffer) = _joined + "".join(_pieces)
+        self._pieces: list[str] = []  # the buffer = "".join(_pieces); one piece once asked for
         self._length = 0
         self._authors: list[Author] = []  # one per span
         self._starts: list[int] = []  # where each span begins in the buffer
@@ -77,16 +76,9 @@ class Transcript:
 
     @property
     def text(self) -> str:
-        if self._pieces:
-            new, self._pieces = "".join(self._pieces), []
-            # One concatenation per ask. When nobody kept the text given last time (a model
-            # is done with its prompt once it has answered), CPython grows it in place, and
-            # the ask costs only what is new; when somebody did, it is one copy of the
-            # buffer for this ask, never one per append.
-            joined, self._joined = self._joined, ""
-            joined += new
-            self._joined = joined
-        return self._joined
+        if len(self._pieces) != 1:
+            self._pieces = ["".join(self._pieces)]
+        return self._pieces[0]
 
     def __len__(self) -> int:
         return self._length
@@ -95,10 +87,10 @@ class Transcript:
         """Does the buffer end with `suffix`? Read from the last pieces, without joining them."""
         tail = ""
         for piece in reversed(self._pieces):
-            tail = piece[-len(suffix) :] + tail if suffix else tail
             if len(tail) >= len(suffix):
-                return tail.endswith(suffix)
-        return (self._joined[-len(suffix) :] + tail).endswith(suffix) if suffix else True
+                break
+            tail = piece[-len(suffix) :] + tail
+        return tail.endswith(suffix)
 
     def append(self, author: Author, text: str) -> None:
         if type(author) is not Author:
@@ -122,13 +114,17 @@ class Transcript:
 
     @property
     def spans(self) -> list[Span]:
+        return [Span(author, text) for author, text in self._runs()]
+
+    def _runs(self) -> Iterator[tuple[Author, str]]:
+        """(author, text) of each span, as `spans` has them, without making a Span of each."""
         text = self.text
         ends = [*self._starts[1:], len(text)]
-        return [Span(a, text[s:e]) for a, s, e in zip(self._authors, self._starts, ends)]
+        return ((a, text[s:e]) for a, s, e in zip(self._authors, self._starts, ends))
 
     def texts_by(self, author: Author) -> list[str]:
         """The text of each span by one author, in order (for replay: the model's turns)."""
-        return [span.text for span in self.spans if span.author == author]
+        return [text for by, text in self._runs() if by == author]
 
     def __eq__(self, other: object) -> bool:
         if not isinstance(other, Transcript):
@@ -152,13 +148,18 @@ def split_lines(text: str) -> list[str]:
     return [p + "\n" for p in parts[:-1]] + ([parts[-1]] if parts[-1] else [])
 
 
+_HEADS = {a: f"{a.value:<{_WIDTH}} " for a in Author}  # Author.MODEL -> "model     "
+
+
 def records(transcript: Transcript) -> list[str]:
     """One record line (without its newline) per line segment of each span."""
     out: list[str] = []
-    for span in transcript.spans:
-        for piece in split_lines(span.text) or [""]:  # an empty span still gets its record
-            text, sep = (piece[:-1], "|") if piece.endswith("\n") else (piece, "\\")
-            out.append(f"{span.author.value:<{_WIDTH}} {sep}" + (f" {text}" if text else ""))
+    for author, written in transcript._runs():
+        head, lines = _HEADS[author], written.split("\n")
+        for text in lines[:-1]:  # each ended with a newline: `|`
+            out.append(f"{head}| {text}" if text else head + "|")
+        if lines[-1] or len(lines) == 1:  # the last did not: `\\` (an empty span still gets its record)
+            out.append(f"{head}\\ {lines[-1]}" if lines[-1] else head + "\\")
     return out
 
 

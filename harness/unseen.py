@@ -24,6 +24,8 @@ Unseen = tuple[tuple[int, int, str], ...]  # (start, end, "action" | "answer")
 
 
 def unseen(text: str, decided: Round) -> Unseen:
+    if all(lane.status != "denied" for lane in decided.lanes):
+        return ()  # the usual reply: the user saw all of it
     out: list[tuple[int, int, str]] = []
     cursor = 0
     for lane in decided.lanes:

@@ -7,7 +7,7 @@ from harness.events import StopReason
 from harness.limits import Limits
 from harness.loop import UNLIMITED, Setup, run
 from harness.model import FailingModel, InterruptedModel, ScriptedModel
-from harness.tools import Registry, calculator
+from harness.tools import Registry, calculator, from_function
 from harness.transcript import Author, Transcript
 
 PROMPT = "Answer with the calculator.\nQuestion: 6 * 7?\n"
@@ -98,3 +98,19 @@ def test_an_agent_from_python_objects_names_a_template_variable_nobody_supplies(
         assert str(e) == "Agent.prompt: uses $name, which is not supplied (supplied: $question, $tools)"
     else:
         raise AssertionError("a missing template variable must be an error")
+
+
+def test_a_repeat_is_the_same_values_of_the_same_types():
+    """echo(1) and echo("1") answer alike, yet are two calls; echo(1) again is a repeat."""
+
+    def echo(text):
+        """Say it back."""
+        return str(text)
+
+    buffer = Transcript()
+    buffer.append(Author.DEVELOPER, PROMPT)
+    setup = Setup(buffer, DefaultDialect(), Registry([from_function(echo)]), Limits(repeat_limit=1))
+    script = [f"Action: echo({args})\n" for args in ("1", '"1"', "1.0", "true", '"x"', "1")]
+    record = run(setup, ScriptedModel([*script, "Final Answer: done\n"]))
+    assert (record.stop_reason, record.steps) == (StopReason.REPEATED_CALL_LIMIT, 6)
+    assert [c.notices for c in record.calls[:5]] == [()] * 5

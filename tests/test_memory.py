@@ -80,3 +80,16 @@ def test_each_prompt_is_the_buffer_up_to_its_length():
     assert len(model.calls) == len(model.digests) == 51
     for call, digest in zip(model.calls, model.digests):
         assert hashlib.sha256(text[: call.prompt_chars].encode()).hexdigest() == digest
+
+
+def test_a_scripted_run_does_not_join_the_buffer_for_every_call(monkeypatch):
+    """The script reads only a prompt's length: the loop sends it the Transcript, so a run of
+    N steps costs what its new text costs, not N copies of a growing buffer (whoever else
+    holds the text: the old in-place trick of CPython's string concatenation did not hold
+    once anything kept a reference)."""
+    joins = []
+    text = Transcript.text.fget
+    monkeypatch.setattr(Transcript, "text", property(lambda self: joins.append(1) or text(self)))
+    record = run(setup(1_000), ScriptedModel(script(1_000)))
+    assert record.steps == 1_001
+    assert len(joins) <= 3, f"the buffer was joined {len(joins)} times in 1,001 calls"

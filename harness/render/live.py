@@ -29,7 +29,6 @@ from rich.text import Text
 from harness.escape import for_terminal
 from harness.events import Appended, CompletionEnded, Event, RoundStarted, Stopped, TextDelta
 from harness.decisions import Lane, Round
-from harness.render.frames import KINDS
 from harness.run_record import RunRecord
 from harness.transcript import Author, split_lines
 
@@ -143,6 +142,8 @@ class LiveView:
                 kind = "withheld" if lane.kind == "answer" else "denied"
                 self._break()
                 self._print(self.rows.write(Author.MODEL, lane.text, MARKS[kind]), end="")
+                from harness.render.frames import KINDS  # (the frames' module is not needed to draw a run)
+
                 self._note(f"✗ {KINDS[kind]}")
         if cut:
             self._note(cut_note(cut, cut_by))

@@ -8,7 +8,8 @@ same-author lines; `run` of a scenario whose one completion is a 10 MB line; `ru
 completion with 100,000 Action lines; `replay --check` of a saved run with one 4 MB line;
 `run` of 400,000 spaces then the final answer, in each dialect; `agent` with a 10,000-file
 workspace asked for a missing file, and with a million model_turns past max_steps 3.
-Wall time and peak memory of the whole process (start-up included) are printed.
+Wall time, CPU time (user + system, which a busy machine disturbs less) and peak memory of
+the whole process (start-up included) are printed.
 """
 
 from __future__ import annotations
@@ -29,15 +30,17 @@ def scenario(path: Path, completion: str, extra: str = "") -> Path:
     return path
 
 
-def timed(args: list[str], cwd: Path) -> tuple[float, float]:
-    before = resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss
+def timed(args: list[str], cwd: Path) -> tuple[float, float, float]:
+    """(wall seconds, CPU seconds: user + system, peak MB so far) of one fresh process."""
+    usage = resource.getrusage(resource.RUSAGE_CHILDREN)
+    before, cpu = usage.ru_maxrss, usage.ru_utime + usage.ru_stime
     stdin = None
     if args[-2:-1] == ["<"]:  # a request on stdin
         args, stdin = args[:-2], open(cwd / args[-1], "rb")
     start = time.perf_counter()
     subprocess.run([sys.executable, "-m", "harness", *args], cwd=cwd, stdin=stdin, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, check=True)
-    peak = resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss
-    return time.perf_counter() - start, max(peak, before) / 1024
+    wall, usage = time.perf_counter() - start, resource.getrusage(resource.RUSAGE_CHILDREN)
+    return wall, usage.ru_utime + usage.ru_stime - cpu, max(usage.ru_maxrss, before) / 1024
 
 
 def main() -> None:
@@ -70,10 +73,10 @@ def main() -> None:
             ("agent, 10,000 files, a missing one read", ["agent", "<", "files.json"]),
             ("agent, 1,000,000 turns, max_steps 3 (74 MB)", ["agent", "<", "turns.json"]),
         ]
-        print(f"{'case':<48} {'seconds':>8} {'peak MB (max so far)':>21}")
+        print(f"{'case':<48} {'seconds':>8} {'CPU s':>6} {'peak MB (max so far)':>21}")
         for name, args in cases:
-            seconds, peak = timed(args, d)
-            print(f"{name:<48} {seconds:>8.2f} {peak:>21.0f}")
+            seconds, cpu, peak = timed(args, d)
+            print(f"{name:<48} {seconds:>8.2f} {cpu:>6.2f} {peak:>21.0f}")
 
 
 if __name__ == "__main__":

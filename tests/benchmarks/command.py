@@ -10,7 +10,9 @@ every call) is run as
     harness run SCENARIO --format tagged > /dev/null
 
 and timed as the wall time and the CPU time (user + system, which a busy machine disturbs
-less) of the whole process, each the median of 3 fresh processes. Start-up is the same
+less) of the whole process, each the best of 5 fresh processes; the sizes take turns (one
+round runs N = 1, 1,000 and 10,000 once each), so that a busy spell of the machine falls on
+all of them alike. Start-up is the same
 command on a one-step scenario, and is subtracted: µs per step = (t(N) - t(1)) / N.
 t(10k)/t(1k) is taken on those start-up-free times: 10 means linear.
 
@@ -24,7 +26,6 @@ import argparse
 import json
 import resource
 import shutil
-import statistics
 import subprocess
 import sys
 import tempfile
@@ -52,24 +53,33 @@ def scenario(folder: Path, dialect: str, n: int) -> Path:
     return path
 
 
-def timed(args: list[str], processes: int) -> tuple[float, float]:
-    """The median wall time and CPU time (user + system) of `harness ARGS > /dev/null`, over fresh processes."""
-    walls, cpus = [], []
-    for _ in range(processes):
-        before = resource.getrusage(resource.RUSAGE_CHILDREN)
-        start = time.perf_counter()
-        subprocess.run([*HARNESS, *args], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, check=True)
-        walls.append(time.perf_counter() - start)
-        after = resource.getrusage(resource.RUSAGE_CHILDREN)
-        cpus.append(after.ru_utime - before.ru_utime + after.ru_stime - before.ru_stime)
-    return statistics.median(walls), statistics.median(cpus)
+def timed(args: list[str]) -> tuple[float, float]:
+    """The wall time and CPU time (user + system) of one fresh `harness ARGS > /dev/null`."""
+    before = resource.getrusage(resource.RUSAGE_CHILDREN)
+    start = time.perf_counter()
+    subprocess.run([*HARNESS, *args], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, check=True)
+    wall = time.perf_counter() - start
+    after = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return wall, after.ru_utime - before.ru_utime + after.ru_stime - before.ru_stime
+
+
+def best(folder: Path, dialect: str, sizes: tuple[int, ...], rounds: int) -> dict[int, tuple[float, float]]:
+    """The best (wall, CPU) of `rounds` rounds per size; one round runs each size once, in
+    turn, so a busy spell of the machine falls on all sizes alike, not on one of them."""
+    files = {n: str(scenario(folder, dialect, n)) for n in sizes}
+    out = {n: (float("inf"), float("inf")) for n in sizes}
+    for _ in range(rounds):
+        for n in sizes:
+            took = timed(["run", files[n], "--format", "tagged"])
+            out[n] = (min(out[n][0], took[0]), min(out[n][1], took[1]))
+    return out
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--quick", action="store_true", help="N = 1,000 only, one process per row")
     args = parser.parse_args()
-    sizes, processes = ((1_000,), 1) if args.quick else ((1_000, 10_000), 3)
+    sizes, rounds = ((1_000,), 1) if args.quick else ((1_000, 10_000), 5)
     with tempfile.TemporaryDirectory() as tmp:
         folder = Path(tmp)
         head = (
@@ -80,10 +90,10 @@ def main() -> None:
         print(head)
         print("-" * len(head))
         for dialect in DIALECTS:
-            start = timed(["run", str(scenario(folder, dialect, 1)), "--format", "tagged"], processes)
-            first = None
+            times = best(folder, dialect, (1, *sizes), rounds)
+            start, first = times[1], None
             for n in sizes:
-                took = timed(["run", str(scenario(folder, dialect, n)), "--format", "tagged"], processes)
+                took = times[n]
                 work = [max(t - s, 1e-9) for t, s in zip(took, start)]
                 first = first or work
                 row = f"{dialect:<12} {n:>7,}"

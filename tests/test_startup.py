@@ -1,0 +1,44 @@
+"""What a command imports before it can answer: start-up is most of a short command's time.
+
+Each command runs in a fresh interpreter, and the modules it imported are listed; no time
+is measured here (tests/benchmarks/command.py times start-up).
+"""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+
+CLIENTS = ("httpx", "httpcore", "llama_cpp")  # only a live model needs them
+
+
+def imported(*args: str) -> set[str]:
+    """The top-level and harness modules `harness ARGS` has imported when it is done."""
+    code = (
+        "import contextlib, io, json, sys\n"
+        "from harness.cli import main\n"
+        f"sys.argv = ['harness', *{list(args)!r}]\n"
+        "with contextlib.redirect_stdout(io.StringIO()):\n"
+        "    try:\n"
+        "        main()\n"
+        "    except SystemExit:\n"
+        "        pass\n"
+        "print(json.dumps(sorted(sys.modules)))\n"
+    )
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    return set(json.loads(out.stdout.splitlines()[-1]))
+
+
+def test_help_imports_no_client_no_rich_and_not_the_loop():
+    modules = imported("--help")
+    assert "harness.cli" in modules
+    assert not modules & {*CLIENTS, "rich", "regex", "harness.loop"}
+
+
+def test_a_scripted_run_imports_no_client_and_no_view_it_does_not_draw():
+    for args in (["run", "nimbus"], ["run", "nimbus", "--format", "tagged"]):
+        modules = imported(*args)
+        assert "harness.loop" in modules
+        assert not modules & {*CLIENTS, "harness.backends.messages", "harness.render.frames", "harness.render.html"}, args
+    assert "rich" not in imported("run", "nimbus", "--format", "tagged")
