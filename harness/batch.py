@@ -125,8 +125,11 @@ def run_all(
 
 def cancelable(model: Model, stop: threading.Event) -> Model:
     """`model`, whose streams raise KeyboardInterrupt once `stop` is set (a chat endpoint
-    stays one: the loop asks for `stream_spans` by name)."""
-    return CancelableChat(model, stop) if hasattr(model, "stream_spans") else Cancelable(model, stop)
+    stays one, and a script is still sent the buffer, not its text: the loop asks for
+    `stream_spans` and `stream_buffer` by name)."""
+    if hasattr(model, "stream_spans"):
+        return CancelableChat(model, stop)
+    return CancelableBuffer(model, stop) if hasattr(model, "stream_buffer") else Cancelable(model, stop)
 
 
 class Cancelable:
@@ -151,3 +154,8 @@ class Cancelable:
 class CancelableChat(Cancelable):
     def stream_spans(self, transcript: Any, stop: Sequence[str]) -> Iterator[Any]:
         return self._watch(self.model.stream_spans(transcript, stop))  # type: ignore[attr-defined]
+
+
+class CancelableBuffer(Cancelable):
+    def stream_buffer(self, buffer: Any, stop: Sequence[str]) -> Iterator[Any]:
+        return self._watch(self.model.stream_buffer(buffer, stop))  # type: ignore[attr-defined]

@@ -93,3 +93,17 @@ def test_a_scripted_run_does_not_join_the_buffer_for_every_call(monkeypatch):
     record = run(setup(1_000), ScriptedModel(script(1_000)))
     assert record.steps == 1_001
     assert len(joins) <= 3, f"the buffer was joined {len(joins)} times in 1,001 calls"
+
+
+def test_a_scripted_run_in_a_batch_is_sent_the_buffer_too(monkeypatch):
+    """A batch wraps each model to cancel it on Ctrl-C; the wrapper passes the buffer on."""
+    import threading
+
+    from harness.batch import cancelable
+
+    joins = []
+    text = Transcript.text.fget
+    monkeypatch.setattr(Transcript, "text", property(lambda self: joins.append(1) or text(self)))
+    record = run(setup(1_000), cancelable(ScriptedModel(script(1_000)), threading.Event()))
+    assert record.steps == 1_001
+    assert len(joins) <= 3, f"the buffer was joined {len(joins)} times in 1,001 calls"
