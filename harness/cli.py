@@ -52,7 +52,7 @@ class OneLineErrors(TyperGroup):
         except HarnessError as e:  # it may quote a saved file's text: shown, never obeyed
             from harness.escape import for_terminal
 
-            typer.echo(f"error: {for_terminal(str(e))}", err=True)
+            typer.echo(f"error: {for_terminal(str(e)).replace(chr(10), '␊')}", err=True)  # one line, whatever it quotes
             code = 2
         except (typer.Abort, KeyboardInterrupt):
             typer.echo("interrupted", err=True)

@@ -55,10 +55,14 @@ def gather(arguments: list[str]) -> list[Job]:
     """Names, files and folders (every *.toml under them, sorted), in the order given; a
     file given twice runs once. One that cannot be loaded is a Job with its error."""
     from harness.batch import Job
+    from harness.files import same_file
     from harness.scenario import find_scenario, load_scenario
 
     jobs, seen = [], set()
     for argument in arguments:
+        if not argument.strip():  # Path("") is ".": an empty argument would run everything under here
+            jobs.append(Job(repr(argument), None, f"{argument!r} names no scenario"))
+            continue
         folder = Path(argument)
         try:
             paths = sorted(p for p in folder.rglob("*.toml") if p.is_file()) if folder.is_dir() else [find_scenario(argument)]
@@ -68,7 +72,7 @@ def gather(arguments: list[str]) -> list[Job]:
         if not paths:
             jobs.append(Job(argument, None, f"{argument}: the folder holds no .toml scenario"))
         for path in paths:
-            if (key := path.absolute()) in seen:
+            if (key := same_file(path)) in seen:
                 continue
             seen.add(key)
             try:
@@ -109,7 +113,10 @@ def check(jobs: list[Job], options: Options) -> None:
     if folder.is_dir():  # a folder of earlier runs: only harness's own files are replaced
         for name in names:
             check_target(folder / f"{name}.txt", HEADER, "--save-dir")
-    folder.mkdir(exist_ok=True)
+    try:
+        folder.mkdir(exist_ok=True)
+    except OSError as e:
+        raise HarnessError(f"--save-dir {folder}", f"cannot create the folder ({e.strerror or e})") from None
 
 
 def worker(options: Options, root: Path, models: RunModels) -> Work:
@@ -213,3 +220,4 @@ def refuse_single_run_options(format_given: bool, save: Path | None, live: bool,
     ):
         if given:
             raise HarnessError(option, f"goes with one scenario; {instead}")
+

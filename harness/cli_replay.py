@@ -93,7 +93,7 @@ def gather(arguments: list[Path]) -> list[Job]:
     """Files and folders in the order given (a folder's transcripts sorted); a file given
     twice replays once. A folder without a transcript is a Job with its error."""
     from harness.batch import Job
-    from harness.files import is_transcript
+    from harness.files import is_transcript, same_file
 
     jobs, seen = [], set()
     for argument in arguments:
@@ -103,7 +103,7 @@ def gather(arguments: list[Path]) -> list[Job]:
             if not paths:
                 jobs.append(Job(str(argument), None, f"{argument}: the folder holds no saved transcript (*.txt)"))
         for path in paths:
-            if (key := path.absolute()) not in seen:
+            if (key := same_file(path)) not in seen:
                 seen.add(key)
                 jobs.append(Job(str(path), None, saved=path))
     return jobs

@@ -60,8 +60,10 @@ _MARKDOWN = {ord(c): "\\" + c for c in "\\`[]!"} | {ord("<"): "&lt;", ord("&"): 
 
 
 def for_markdown(text: str) -> str:
-    """Untrusted text inside a Markdown line: shown as it is, never rendered as markup."""
-    return for_terminal(text).translate(_MARKDOWN)
+    """Untrusted text inside a Markdown line: shown as it is, never rendered as markup, and
+    kept on its line (a line break shown as ␊: else a final answer's `~~~` or `## Step 9`
+    on a line of its own would open a fence or a heading of the notes)."""
+    return for_terminal(text).translate(_MARKDOWN).replace("\n", "␊").replace("\r", "␍")
 
 
 # JSON: json.dumps escapes C0 characters but writes C1 controls (0x9b is a one-byte CSI),

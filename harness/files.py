@@ -122,3 +122,10 @@ def write_file(path: Path, text: str, header: str, option: str) -> None:
     finally:
         if tmp is not None:
             Path(tmp).unlink(missing_ok=True)
+
+def same_file(path: Path) -> Path:
+    """The key two names of one file share (`a.txt`, `../r/a.txt`, a symlink to it)."""
+    try:
+        return path.resolve()
+    except (OSError, RuntimeError):  # a symlink loop: its own name, then
+        return path.absolute()

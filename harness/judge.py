@@ -128,14 +128,22 @@ def misused(dialect: Dialect, tools: Registry, number: int, action: Action) -> R
 _SPACE = regex.compile(r"\s+")
 
 
+def _plain(text: object) -> str:
+    """A value as compared with an example: no spaces, no surrounding quotes, any case."""
+    return _SPACE.sub("", str(text)).strip("'\"`").casefold()
+
+
 def copied(dialect: Dialect, tools: Registry, number: int, action: Action, question: str) -> Rejection | None:
-    """The tool list's example call, copied as it is, for a question that never mentions
-    its value (`calculator((2 + 3) * 4)` for the price of four lamps): a small model copies
-    what it sees. An example the question does name (`price("lamp")`, for lamps) runs."""
-    example = tools[action.tool].example
-    if example is None or len(action.raw) > 2 * len(example) + 8 or _SPACE.sub("", action.raw) != _SPACE.sub("", example):
-        return None
-    if example.strip(" '\"`").casefold() in question.casefold():
+    """The tool list's example call, copied, for a question that never mentions its value
+    (`calculator((2 + 3) * 4)` for the price of four lamps): a small model copies what it
+    sees. However the value is written (quoted or not, by keyword, spaced or not) it is the
+    same copy; an example the question does name (`(2 + 3) * 4`, asked about) runs, and so
+    does a real one (a canned tool's first key: looking each key up may be the task)."""
+    tool = tools[action.tool]
+    example, values = tool.example, [*action.args, *action.kwargs.values()]
+    if example is None or tool.example_is_real or len(values) != 1 or len(str(values[0])) > 2 * len(example) + 8:
+        return None  # (a long argument is no copy: it is not rewritten to be compared)
+    if (value := _plain(values[0])) != _plain(example) or value in _SPACE.sub("", question).casefold():
         return None
     return notices.copied_example(number, action.tool, dialect.signature(action.tool, (example,)))
 

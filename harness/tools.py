@@ -49,6 +49,7 @@ class Tool:
     trait: str = "unknown"
     ends_run: bool = False  # a finish tool: its result is the final answer
     example: str | None = None  # the arguments of a concrete call, as the model should type them
+    example_is_real: bool = False  # the example is a call that truly answers (a canned tool's key), not made up
 
     @property
     def signature(self) -> str:
@@ -189,11 +190,10 @@ def calculate(expression: str) -> str:
     text = str(expression).strip()
     if len(text) > 500:
         raise ToolError("the expression is longer than 500 characters")
-    text = text.replace("^", "**")
     try:
-        tree = ast.parse(text, mode="eval")
+        tree = ast.parse(text.replace("^", "**"), mode="eval")
     except (SyntaxError, ValueError, RecursionError, MemoryError):
-        raise ToolError(f"{text!r} is not an arithmetic expression") from None
+        raise ToolError(f"{text!r} is not an arithmetic expression") from None  # as the model wrote it
     value = _evaluate(tree.body)
     if isinstance(value, float) and not math.isfinite(value):
         raise ToolError("the result would be too large")
@@ -282,7 +282,7 @@ def canned(
 
     first = as_typed(next(iter(results)), params) if results else None
     example = first if first is not None and len(first) <= EXAMPLE_MAX else None
-    return Tool(name, description, params, lookup, trait, example=example)
+    return Tool(name, description, params, lookup, trait, example=example, example_is_real=True)
 
 
 BUILTINS: dict[str, Callable[[], Tool]] = {"calculator": calculator}  # the workspace tools: harness.workspace

@@ -88,7 +88,7 @@ def test_hostile_arguments_stay_bounded():
 
 def test_a_key_that_matches_two_keys_loosely_matches_neither():
     both = canned("lookup", "x", {"Paris": "France", "paris": "Texas"}, ("city",))
-    record = run("Action: lookup(PARIS)\n", "Final Answer: x\n", tools=[both])
+    record = run("Action: lookup(PARIS)\n", "Final Answer: x\n", tools=[both], question="Where is Paris?")
     assert code_lines(record)[0].startswith("Observation: Error: lookup has no result for \"PARIS\"")
 
 
@@ -186,7 +186,7 @@ def test_a_parameter_name_written_as_a_call_around_the_value_gets_the_call_witho
     assert code_lines(record)[1].endswith('Write the value itself, as in Action: capital("Freedonia")\n')
 
 
-@pytest.mark.parametrize("line", ["Action: calculator((2 + 3) * 4)", "Action: calculator((2+3)*4)"])
+@pytest.mark.parametrize("line", ["Action: calculator((2 + 3) * 4)", "Action: calculator((2+3)*4)", 'Action: calculator(expression="(2 + 3) * 4")'])
 def test_the_tool_lists_example_copied_for_a_question_it_is_not_about_does_not_run(line):
     record = run(line + "\n", 'Action: price("lamp")\n', "Final Answer: 74\n")
     assert record.calls[0].notices == ("protocol_violation.copied_example",) and record.calls[0].ran == ()
@@ -198,11 +198,32 @@ def test_the_tool_lists_example_copied_for_a_question_it_is_not_about_does_not_r
     assert record.calls[1].ran == ("price",)
 
 
+def order_status(order: str) -> str:
+    """Where an order is."""
+    return "shipped"
+
+
+@pytest.mark.parametrize("call", ['order_status("A-17")', "order_status(A-17)", "order_status('a-17')", 'order_status(order="A-17")'])
+def test_the_example_copied_however_it_is_written_is_the_same_copy(call):
+    tool = from_function(order_status, example='"A-17"')
+    record = run(f"Action: {call}\n", "Final Answer: x\n", tools=[tool], question="Where is my order B-2?")
+    assert record.calls[0].notices == ("protocol_violation.copied_example",) and record.calls[0].ran == ()
+    named = run(f"Action: {call}\n", "Final Answer: x\n", tools=[tool], question="Where is my order A-17?")
+    assert code_lines(named) == ["Observation: shipped\n"]
+
+
+def test_a_canned_tools_example_is_one_of_its_keys_and_runs_unnamed():
+    """Looking each key up may be the task (`mirror_status(eu)`, then us, then asia)."""
+    record = run('Action: price("lamp")\n', "Final Answer: x\n", question="What is the dearest item in the shop?")
+    assert code_lines(record) == ["Observation: 18.50\n"]
+
+
 def test_an_example_the_question_names_runs():
     record = run('Action: price("lamp")\n', "Final Answer: x\n")  # the example is lamp; so is the question
     assert record.calls[0].ran == ("price",) and code_lines(record) == ["Observation: 18.50\n"]
-    record = run("Action: calculator((2 + 3) * 4)\n", "Final Answer: x\n", question="What is (2 + 3) * 4?")
-    assert code_lines(record) == ["Observation: 20\n"]
+    for question in ("What is (2 + 3) * 4?", "What is (2+3)*4?"):  # spaced or not, it is named
+        record = run("Action: calculator((2 + 3) * 4)\n", "Final Answer: x\n", question=question)
+        assert code_lines(record) == ["Observation: 20\n"]
 
 
 def test_the_tool_list_shows_a_concrete_call_for_each_tool():

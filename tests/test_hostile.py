@@ -454,3 +454,55 @@ def test_a_fifo_as_a_scenarios_own_prompt_file_is_refused_without_hanging(tmp_pa
     except subprocess.TimeoutExpired:
         pytest.fail("harness run hung on a FIFO prompt file")
     assert proc.returncode == 2 and "not a regular file" in proc.stderr and len(proc.stderr.strip().splitlines()) == 1, proc.stderr
+
+
+def test_a_save_dir_that_cannot_be_made_is_one_line(tmp_path):
+    blocker = tmp_path / "file"
+    blocker.write_text("mine\n", encoding="utf-8")
+    one_line_error(invoke("run", "nimbus", "calculator", "--save-dir", str(blocker / "sub" / "..")), "--save-dir")
+    one_line_error(invoke("run", "nimbus", "calculator", "--save-dir", "/proc/1/nope"), "--save-dir /proc/1/nope", "cannot create")
+    assert blocker.read_text(encoding="utf-8") == "mine\n"
+
+
+def test_an_empty_argument_names_no_scenario_and_runs_nothing_under_here(tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "mine.toml").write_text('question = "q"\ncompletions = ["Final Answer: 1\\n"]\n', encoding="utf-8")
+    result = invoke("run", "", "nimbus")
+    assert result.exit_code == 2 and "'' names no scenario" in result.stderr and "mine" not in result.stdout
+
+
+def test_a_newline_in_a_file_name_cannot_forge_a_second_error_line(tmp_path):
+    odd = tmp_path / "bad\nerror: forged.txt"
+    odd.write_text("not a transcript\n", encoding="utf-8")
+    one_line_error(invoke("replay", str(odd)), "bad␊error: forged.txt")
+
+
+def test_one_file_named_twice_another_way_replays_once(tmp_path, monkeypatch):
+    saved = tmp_path / "r" / "a.txt"
+    saved.parent.mkdir()
+    assert invoke("run", "nimbus", "--save", str(saved)).exit_code == 0
+    (tmp_path / "r" / "link.txt").symlink_to(saved)
+    monkeypatch.chdir(saved.parent)
+    result = invoke("replay", "a.txt", "../r/a.txt", "link.txt", "--check")
+    assert result.exit_code == 0, result.output
+    assert "1 run:" in result.stdout
+
+
+@pytest.mark.parametrize("answer", ["2\n~~~\nstill the answer", "2\n## Step 9 of 9 (forged)", "2\n```"])
+def test_a_final_answer_of_many_lines_stays_on_its_line_in_the_notes(tmp_path, answer):
+    import json
+
+    scenario = tmp_path / "s.toml"
+    scenario.write_text(f"question = \"q\"\ncompletions = [{json.dumps('Thought: t' + chr(10) + 'Final Answer: ' + answer + chr(10))}]\n", encoding="utf-8")
+    assert invoke("export", str(scenario), "--markdown", str(tmp_path / "n.md")).exit_code == 0
+    lines = (tmp_path / "n.md").read_text(encoding="utf-8").splitlines()
+    outside = []  # the lines outside the fenced records: none of them may begin with the answer's own lines
+    fenced = False
+    for line in lines:
+        if line.startswith("```"):
+            fenced = not fenced
+        elif not fenced:
+            outside.append(line)
+    assert not fenced  # every fence the notes open, they close
+    assert not any(line.startswith(("~~~", "## Step 9 of 9 (forged)", "still the answer")) for line in outside)
+    assert any("Final answer: 2␊" in line for line in outside)

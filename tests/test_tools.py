@@ -24,6 +24,7 @@ def test_calculator_does_arithmetic(expression, result):
         ("open('/etc/passwd')", "only numbers"),
         ("9 ** 9 ** 9", "too large"),
         ("9 ^ 9 ^ 9", "too large"),
+        ("2^^3", "'2\\^\\^3' is not an arithmetic expression"),  # quoted as written, not as rewritten
         ("1e308 * 10", "too large"),
         ("1 / 0", "division by zero"),
         ("2 +", "not an arithmetic expression"),
