@@ -86,7 +86,7 @@ def check(jobs: list[Job], options: Options) -> None:
     """Everything that can be refused is refused before the first run (exit 2)."""
     from harness.batch_report import JSON_HEADER, JUNIT_HEADER
     from harness.events import StopReason
-    from harness.files import check_target
+    from harness.files import check_target, same_file
     from harness.transcript import HEADER
 
     known = {"mismatch", *StopReason}
@@ -97,8 +97,14 @@ def check(jobs: list[Job], options: Options) -> None:
     for path, header, option in ((options.report, JSON_HEADER, "--report"), (options.junit, JUNIT_HEADER, "--junit")):
         if path is not None:
             check_target(path, header, option)
+    outputs = [(o, p) for o, p in (("--report", options.report), ("--junit", options.junit)) if p is not None]
+    if len(outputs) == 2 and same_file(outputs[0][1]) == same_file(outputs[1][1]):
+        raise HarnessError(f"--junit {options.junit}", "is the file --report writes too; give each its own")
     if options.save_dir is None:
         return
+    for option, path in outputs:  # a transcript would be written over the report, or the report over it
+        if same_file(path.parent) == same_file(options.save_dir) and path.suffix == ".txt":
+            raise HarnessError(f"{option} {path}", f"lies in --save-dir {options.save_dir}, among the transcripts; write it elsewhere")
     folder = options.save_dir
     if folder.exists() and not folder.is_dir():
         raise HarnessError(f"--save-dir {folder}", "is not a folder")

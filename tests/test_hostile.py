@@ -506,3 +506,10 @@ def test_a_final_answer_of_many_lines_stays_on_its_line_in_the_notes(tmp_path, a
     assert not fenced  # every fence the notes open, they close
     assert not any(line.startswith(("~~~", "## Step 9 of 9 (forged)", "still the answer")) for line in outside)
     assert any("Final answer: 2␊" in line for line in outside)
+
+
+def test_a_report_and_a_junit_file_in_one_place_are_refused_before_any_run(tmp_path):
+    one_line_error(invoke("run", "nimbus", "calculator", "--report", str(tmp_path / "same.out"), "--junit", str(tmp_path / "same.out")), "--junit", "--report writes too")
+    (tmp_path / "o").mkdir()  # a folder of earlier runs
+    one_line_error(invoke("run", "nimbus", "calculator", "--save-dir", str(tmp_path / "o"), "--report", str(tmp_path / "o" / "nimbus.txt")), "--report", "among the transcripts")
+    assert [p.name for p in tmp_path.rglob("*")] == ["o"]  # nothing ran, nothing was written
