@@ -47,7 +47,7 @@ HINT = "(under pytest, `pytest --harness-update` rewrites a saved transcript who
 
 
 def replay(
-    saved: Annotated[list[Path], typer.Argument(metavar="FILE...", help="Saved transcripts (from run --save), or folders (every transcript under them).")],
+    files: Annotated[list[str], typer.Argument(metavar="FILE...", help="Saved transcripts (from run --save), or folders (every transcript under them).")],
     check: Annotated[bool, typer.Option("--check", help="Exit 1 with a diff if the replay differs from the file.")] = False,
     format: FormatOption = Format.rich,
     model: ModelOption = None,
@@ -60,6 +60,9 @@ def replay(
     jobs: Jobs = 1,
 ) -> None:
     """Run the loop again from saved transcripts: their model turns are the script (or a live --model)."""
+    if any(not f.strip() for f in files):  # Path("") is ".": it would replay everything under here
+        raise HarnessError("FILE", "an empty argument names no transcript")
+    saved = [Path(f) for f in files]
     call = CallOptions(max_tokens, max_chars, max_seconds, strict, wait_for_server)
     if len(saved) > 1 or saved[0].is_dir():
         if format is not Format.rich:

@@ -513,3 +513,10 @@ def test_a_report_and_a_junit_file_in_one_place_are_refused_before_any_run(tmp_p
     (tmp_path / "o").mkdir()  # a folder of earlier runs
     one_line_error(invoke("run", "nimbus", "calculator", "--save-dir", str(tmp_path / "o"), "--report", str(tmp_path / "o" / "nimbus.txt")), "--report", "among the transcripts")
     assert [p.name for p in tmp_path.rglob("*")] == ["o"]  # nothing ran, nothing was written
+
+
+def test_an_empty_argument_names_no_transcript_to_replay(tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    assert invoke("run", "nimbus", "--save", "mine.txt").exit_code == 0
+    one_line_error(invoke("replay", ""), "FILE", "empty argument")
+    one_line_error(invoke("replay", "mine.txt", " "), "FILE", "empty argument")
