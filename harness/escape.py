@@ -35,7 +35,9 @@ _TERMINAL = (
 
 # JSON inside <script>: these may not appear raw (they could end the element, open a
 # comment, or end a line in old parsers); in JSON strings they are valid as \u escapes.
-_SCRIPT_JSON = {ord(c): f"\\u{ord(c):04x}" for c in "<>&\u2028\u2029"}
+# Nor may what a terminal obeys (DEL, C1 such as the one-byte CSI 0x9b, the bidi
+# controls): the page is a file someone may `cat`, and the data is the same either way.
+_SCRIPT_JSON = {c: f"\\u{c:04x}" for c in (*map(ord, "<>&\u2028\u2029"), 0x7F, *range(0x80, 0xA0), *_BIDI)}
 
 
 def for_terminal(text: str) -> str:
@@ -44,8 +46,9 @@ def for_terminal(text: str) -> str:
 
 
 def for_html(text: str) -> str:
-    """Text for HTML element content or a quoted attribute value."""
-    return html.escape(text, quote=True)
+    """Text for HTML element content or a quoted attribute value (its control characters
+    shown, as a terminal view shows them: the page is a file a terminal may print)."""
+    return html.escape(for_terminal(text), quote=True)
 
 
 def for_script_json(value: Any) -> str:

@@ -520,3 +520,19 @@ def test_an_empty_argument_names_no_transcript_to_replay(tmp_path, monkeypatch):
     assert invoke("run", "nimbus", "--save", "mine.txt").exit_code == 0
     one_line_error(invoke("replay", ""), "FILE", "empty argument")
     one_line_error(invoke("replay", "mine.txt", " "), "FILE", "empty argument")
+
+
+def test_a_page_holds_nothing_a_terminal_would_obey(tmp_path):
+    """The page is a file someone may `cat`: no ESC, C1 control or bidi control in it, raw,
+    from the title or from the run's text (the browser shows the same text either way)."""
+    import json
+
+    hostile = "\x1b[31m\x9b2J\u202e\x7f"
+    scenario = tmp_path / "s.toml"
+    completions = json.dumps([f"Thought: {hostile}\nFinal Answer: {hostile}\n"])
+    scenario.write_text(f"title = {json.dumps('T ' + hostile)}\nquestion = {json.dumps(hostile)}\ncompletions = {completions}\n", encoding="utf-8")
+    out = tmp_path / "p.html"
+    assert invoke("export", str(scenario), "--html", str(out)).exit_code == 0
+    page = out.read_text(encoding="utf-8")
+    assert not [c for c in page if ord(c) == 0x1B or 0x7F <= ord(c) < 0xA0 or c == "\u202e"]
+    assert "\\u009b" in page and "\\u202e" in page  # the data is still there, escaped
