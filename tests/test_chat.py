@@ -94,10 +94,10 @@ def test_a_chat_run_with_a_chatml_template_is_one_line_exit_2(fake, tmp_path):
     assert fake.requests == [] and not (tmp_path / "x.txt").exists()
 
 
-def saved_chat_run(tmp_path):
+def saved_chat_run(tmp_path, thought: str = "Thought: add.\n"):
     """A scripted scenario run through the chat rule and saved: its file."""
     scenario = tmp_path / "s.toml"
-    completions = json.dumps(["Thought: add.\nAction: calculator(1 + 1)\n", "Final Answer: 2\n"])
+    completions = json.dumps([thought + "Action: calculator(1 + 1)\n", "Final Answer: 2\n"])
     scenario.write_text(f'question = "1+1?"\nendpoint = "chat"\ncompletions = {completions}\n[tools.calculator]\n', encoding="utf-8")
     saved = tmp_path / "s.txt"
     assert invoke("run", str(scenario), "--save", str(saved)).exit_code == 0

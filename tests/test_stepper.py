@@ -482,15 +482,10 @@ HOSTILE_THOUGHT = "Thought: add.\x1b]0;PWNED\x07\x1b[2J <b>now</b>\n"
 
 
 def chat_run(tmp_path: Path) -> Path:
-    """A chat run recorded offline: a scripted scenario with endpoint = "chat", saved."""
-    import json
+    """A chat run recorded offline (a scripted scenario with endpoint = "chat"), its Thought hostile."""
+    from tests.test_chat import saved_chat_run
 
-    scenario = tmp_path / "chat.toml"
-    completions = json.dumps([HOSTILE_THOUGHT + "Action: calculator(1 + 1)\n", "Final Answer: 2\n"])
-    scenario.write_text(f'question = "1+1?"\nendpoint = "chat"\ncompletions = {completions}\n[tools.calculator]\n', encoding="utf-8")
-    saved = tmp_path / "chat.txt"
-    assert invoke("run", str(scenario), "--save", str(saved)).exit_code == 0
-    return saved
+    return saved_chat_run(tmp_path, HOSTILE_THOUGHT)
 
 
 def test_step_frame_messages_prints_what_that_step_s_call_was_sent(tmp_path):
