@@ -19,18 +19,12 @@ from pathlib import Path
 from typing import Any
 
 from harness.batch import Outcome
-from harness.escape import for_terminal, for_xml
+from harness.escape import for_terminal, for_xml, one_line
 
 JSON_HEADER = '{\n  "harness": "batch report v1"'
 JUNIT_HEADER = '<?xml version="1.0" encoding="utf-8"?>\n<!-- harness batch report v1 -->\n'
 ANSWER_WIDTH = 40  # characters of the final answer in the table
 ERRORS = ("model_error", "canceled")
-
-
-def one_line(text: str) -> str:
-    """Text for one row of a table or a log: shown and never obeyed, and unable to start a
-    row of its own (a file may be named "a\\n3 runs: 3 final_answer.toml")."""
-    return for_terminal(text).replace("\n", "␊").replace("\t", "␉")
 
 
 def shortened(text: str | None, width: int = ANSWER_WIDTH) -> str:

@@ -50,9 +50,9 @@ class OneLineErrors(TyperGroup):
             typer.echo(f"error: {e.format_message()}", err=True)
             code = 2
         except HarnessError as e:  # it may quote a saved file's text: shown, never obeyed
-            from harness.escape import for_terminal
+            from harness.escape import one_line
 
-            typer.echo(f"error: {for_terminal(str(e)).replace(chr(10), '␊')}", err=True)  # one line, whatever it quotes
+            typer.echo(f"error: {one_line(str(e))}", err=True)
             code = 2
         except (typer.Abort, KeyboardInterrupt):
             typer.echo("interrupted", err=True)

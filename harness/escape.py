@@ -45,6 +45,12 @@ def for_terminal(text: str) -> str:
     return text.translate(_TERMINAL)
 
 
+def one_line(text: str) -> str:
+    """Text for one line of a table, a log or an error: shown and never obeyed, and unable to start a
+    line of its own (a file may be named "a\\n3 runs: 3 final_answer.toml")."""
+    return for_terminal(text).replace("\n", "␊").replace("\t", "␉")
+
+
 def for_html(text: str) -> str:
     """Text for HTML element content or a quoted attribute value (its control characters
     shown, as a terminal view shows them: the page is a file a terminal may print)."""

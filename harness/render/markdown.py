@@ -14,6 +14,7 @@ from harness.run_record import RunRecord
 from harness.transcript import Transcript, records, split_lines
 
 
+NL = "\n"
 NOTES_HEADER = "# harness · "  # notes of ours begin so (the title line)
 LEGEND = (
     "Every line of the buffer names its author: `developer`, `model` or `code`. "
@@ -55,7 +56,7 @@ def messages(sent: SentMessages) -> list[str]:
     for number, message in enumerate(sent.messages, 1):
         role = message["role"]
         rows = split_lines(message["content"]) or [""]
-        out += [for_terminal(f"{role:<{WIDTH}} | {row.rstrip(chr(10))}") for row in rows]
+        out += [for_terminal(f"{role:<{WIDTH}} | {row.removesuffix(NL)}") for row in rows]
         if number < len(sent.messages):
             out.append("")
     return [*out, "```", ""]
