@@ -10,7 +10,8 @@ down in the test, so every failure a user can meet is produced over a real socke
     Reply(401, [b'{"error": "bad key $AUTH"}'])                  `$AUTH` echoes the key sent
 
 `serve(a, b, ...)` queues one reply per request (then empty streams); every request is kept
-(`requests`: headers and JSON body; `paths`). A busy server: `delay` seconds before each
+(`requests`: headers and JSON body; `paths`; `peers`, the client's address, which a
+kept-alive connection keeps). A busy server: `delay` seconds before each
 answer, `answer(body) -> Reply` to answer what was asked, and `in_flight` /
 `most_in_flight` count the requests being answered at once. POSTs to `/extras/...` (llama-cpp-python's
 token count) get `extras_reply`, by default 404. GET answers 200 with a model list, as
@@ -67,6 +68,7 @@ class FakeServer:
         self.queue: list[Reply] | None = None
         self.requests: list[tuple[dict, dict]] = []  # (headers, JSON body)
         self.paths: list[str] = []
+        self.peers: list[tuple[str, int]] = []  # the client's address of each POST: one per connection used
         self.extras: list[dict] = []  # bodies POSTed to /extras/... (llama-cpp-python's token counts)
         self.extras_reply: tuple[int, object] = (404, {"detail": "Not Found"})
         self.client_left = threading.Event()
@@ -78,6 +80,7 @@ class FakeServer:
 
         class Handler(BaseHTTPRequestHandler):
             protocol_version = "HTTP/1.1"
+            disable_nagle_algorithm = True  # each write leaves at once, as a real server's do (no 40 ms ACK waits)
 
             def log_message(self, *args: object) -> None:
                 pass
@@ -101,6 +104,7 @@ class FakeServer:
                 with fake.count_lock:
                     fake.requests.append((dict(self.headers), body))
                     fake.paths.append(self.path)
+                    fake.peers.append(self.client_address)
                     fake.in_flight += 1
                     fake.most_in_flight = max(fake.most_in_flight, fake.in_flight)
                 try:

@@ -73,6 +73,20 @@ def test_no_stop_strings_means_none_are_sent(model, server):
     assert "stop" not in server.requests[0][1]
 
 
+def test_calls_that_read_their_stream_to_the_end_share_one_connection(model, server):
+    for _ in range(3):
+        assert list(model.stream("Q\n", ()))[:2] == ["Thought: ", "add."]
+    assert len(server.peers) == 3 and len(set(server.peers)) == 1  # kept alive: no new connection a call
+
+
+def test_a_server_that_streams_on_after_done_is_left_after_a_few_kilobytes(model, server):
+    server.reply = Reply(chunks=sse(text("Hi", "stop"), "[DONE]"), repeat=b"data: more\n\n")
+    assert list(model.stream("Q\n", ())) == ["Hi"]  # the call ends; the stream is not read for ever
+    assert server.client_left.wait(5)
+    list(model.stream("Q\n", ()))
+    assert len(set(server.peers)) == 2  # that connection was dropped, not kept
+
+
 def test_a_server_that_ignores_include_usage_gives_just_the_text(model, server):
     server.reply = Reply(chunks=sse(text("Hi"), text(".", "length"), "[DONE]"))
     assert list(model.stream("Q\n", ())) == ["Hi", "."]

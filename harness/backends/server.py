@@ -182,9 +182,11 @@ class ServerModel:
                     raise self._status_error(response)
                 self._check_headers(response)
                 max_line = 8 * self.bounds.max_chars + 65536  # room for JSON's escapes around the text
-                for data in wire.data_lines(wire.lines(response.iter_raw(), max_line)):
+                raw = response.iter_raw()
+                for data in wire.data_lines(wire.lines(raw, max_line)):
                     budget.spend(0)  # the clock, checked with every event
                     if data == "[DONE]":
+                        wire.drain(raw, 4096)
                         break
                     events += 1
                     event = wire.parse_event(data, self.entry)

@@ -46,6 +46,15 @@ def lines(chunks: Iterator[bytes], max_line: int) -> Iterator[str]:
         yield pending.rstrip(b"\r").decode("utf-8", "replace")
 
 
+def drain(chunks: Iterator[bytes], limit: int) -> None:
+    """Read what is left of a finished stream (at most `limit` bytes): a response read to its
+    end leaves its connection open for the next call; one closed early is dropped."""
+    for chunk in chunks:
+        limit -= len(chunk)
+        if limit < 0:
+            return
+
+
 def data_lines(stream: Iterator[str]) -> Iterator[str]:
     """The `data:` payloads of a server-sent event stream (comments and `event:` lines skipped)."""
     for line in stream:
