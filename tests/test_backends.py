@@ -11,6 +11,7 @@ from __future__ import annotations
 import json
 import os
 import socket
+import ssl
 import subprocess
 import sys
 from collections.abc import Iterator
@@ -286,6 +287,36 @@ def test_a_line_without_an_end_is_stopped_with_flat_memory(server, monkeypatch):
     server.reply = Reply(chunks=[b"data: "], repeat=b"x" * 65536)
     message, peak = failure_and_peak(ServerModel("m", server.url, max_chars=10_000))
     assert "a line longer than 145,536 bytes" in message and peak < 2_000_000
+
+
+@pytest.mark.parametrize("url", ["https://example.com/v1", "HTTPS://example.com/v1"])
+def test_an_https_server_is_checked_against_the_certificate_bundle(url, monkeypatch):
+    monkeypatch.setenv("HARNESS_API_KEY", KEY)
+    tls = ServerModel("m", url)._client._transport._pool._ssl_context  # httpx's own, as a call uses it
+    assert tls.verify_mode == ssl.CERT_REQUIRED and tls.check_hostname and tls.cert_store_stats()["x509_ca"] > 0
+
+
+def test_a_plain_http_servers_client_trusts_no_tls_peer_at_all(monkeypatch):
+    monkeypatch.setenv("HARNESS_API_KEY", KEY)
+    tls = ServerModel("m", "http://127.0.0.1:8080/v1")._client._transport._pool._ssl_context  # (no bundle loaded)
+    assert tls.verify_mode == ssl.CERT_REQUIRED and tls.check_hostname and tls.cert_store_stats()["x509_ca"] == 0
+
+
+def test_one_thread_keeps_every_calls_deadline_and_canceled_ones_do_not_pile_up():
+    import threading
+    import time
+
+    from harness.backends.bounds import ALARMS, Watchdog
+
+    before = threading.active_count()
+    for _ in range(10_000):  # a long run's calls, each over long before its deadline
+        Watchdog(300).cancel()
+    assert threading.active_count() <= before + 1  # not a thread a call
+    late, soon = Watchdog(60), Watchdog(0.05)  # a sooner deadline added after a later one
+    time.sleep(0.5)
+    assert soon.fired and not late.fired
+    late.cancel()
+    assert len(ALARMS._heap) < 10_000
 
 
 def test_the_time_limit_is_for_the_whole_call_not_each_read(server):

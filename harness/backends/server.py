@@ -29,6 +29,7 @@ from __future__ import annotations
 
 import copy
 import os
+import ssl
 import time
 from collections.abc import Iterator, Mapping, Sequence
 from typing import Any
@@ -100,7 +101,7 @@ class ServerModel:
         headers = {"Accept-Encoding": "identity"} | ({"Authorization": f"Bearer {self._key}"} if self._key else {})
         limit = httpx.Timeout(min(timeout, max_seconds), connect=min(connect_timeout, max_seconds))
         pool = httpx.Limits(max_connections=connections, max_keepalive_connections=connections) if connections else None
-        self._client = httpx.Client(headers=headers, timeout=limit, **({"limits": pool} if pool else {}))
+        self._client = httpx.Client(headers=headers, timeout=limit, verify=_tls(self.base_url), **({"limits": pool} if pool else {}))
         self._counter = None if self.chat else PromptCounter(self._client, self.base_url, model)
 
     def another(self) -> ServerModel:
@@ -274,6 +275,13 @@ class ServerModel:
         for note in notes:
             if note not in self.notes:
                 self.notes.append(note)
+
+
+def _tls(base_url: str) -> ssl.SSLContext | bool:
+    """httpx's checked TLS for an https:// server. A plain http:// one (a server on this
+    machine) never needs TLS, and loading the certificate bundle costs ~50 ms of every
+    start: its client gets a context with no certificates, which would refuse any peer."""
+    return True if base_url.lower().startswith("https:") else ssl.SSLContext(ssl.PROTOCOL_TLS_CLIENT)
 
 
 def _api_key() -> str:
