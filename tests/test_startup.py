@@ -7,17 +7,18 @@ is measured here (tests/benchmarks/command.py times start-up).
 from __future__ import annotations
 
 import json
+import os
 import subprocess
 import sys
 
 CLIENTS = ("httpx", "httpcore", "llama_cpp")  # only a live model needs them
 
 
-def imported(*args: str) -> set[str]:
+def imported(*args: str, entry: str = "harness.cli") -> set[str]:
     """The top-level and harness modules `harness ARGS` has imported when it is done."""
     code = (
         "import contextlib, io, json, sys\n"
-        "from harness.cli import main\n"
+        f"from {entry} import main\n"
         f"sys.argv = ['harness', *{list(args)!r}]\n"
         "with contextlib.redirect_stdout(io.StringIO()):\n"
         "    try:\n"
@@ -26,7 +27,8 @@ def imported(*args: str) -> set[str]:
         "        pass\n"
         "print(json.dumps(sorted(sys.modules)))\n"
     )
-    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    env = {**os.environ, "HARNESS_API_KEY": "sk-test"}
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True, env=env)
     return set(json.loads(out.stdout.splitlines()[-1]))
 
 
@@ -42,3 +44,11 @@ def test_a_scripted_run_imports_no_client_and_no_view_it_does_not_draw():
         assert "harness.loop" in modules
         assert not modules & {*CLIENTS, "harness.backends.messages", "harness.render.frames", "harness.render.html"}, args
     assert "rich" not in imported("run", "nimbus", "--format", "tagged")
+
+
+def test_a_live_run_loads_the_client_but_not_httpxs_own_command_line():
+    # httpx imports its command line (click, pygments) whenever click is installed, as it
+    # is beside llama.cpp's server; the harness command never uses it.
+    modules = imported("run", "nimbus", "--model", "openai:m", "--base-url", "http://127.0.0.1:9/v1", "-f", "tagged", entry="harness.__main__")
+    assert "httpx" in modules
+    assert not modules & {"click", "pygments", "rich.syntax"}

@@ -4,10 +4,12 @@
    the command's wall time against the sum of the single runs' loop time (each scenario
    loaded and run in this process, as `harness run` does) plus one start-up (the wall
    time of `harness run` on one of them). Near 1: the batch adds no per-run start-up.
-2. 32 scenarios of 5 calls against a loopback server (tests/loopback.py) that answers
-   every call after 50 ms, `--jobs 8`: the wall time against 32 x 5 x 50 ms / 8, the time
-   8 runs in flight need at the least; given with and without one start-up, and for the
-   batch path run in this process (the same jobs, models and worker; no start-up at all).
+2. 32 scenarios of 5 calls against a loopback server (tests/benchmarks/busy_server.py, a
+   process of its own) that answers every call after 50 ms, `--jobs 8`: the wall time
+   against 32 x 5 x 50 ms / 8, the time 8 runs in flight need at the least; given with and
+   without one start-up, for the batch path run in a process of its own (the same jobs,
+   models and worker; no start-up at all), and for a bare httpx client making the same
+   calls (the floor this machine, Python and httpx allow).
 3. Peak memory (RSS of the command) for 100 and 1,000 scripted scenarios, `--jobs 4`: an
    outcome keeps the summary's facts, not the transcript.
 
@@ -19,8 +21,10 @@ Not a test: it prints figures; nothing asserts on time. Best of three for wall t
 
 from __future__ import annotations
 
+import json
 import os
 import resource
+import socket
 import subprocess
 import sys
 import tempfile
@@ -92,32 +96,29 @@ def main(parts: set[str]) -> None:
 
 def served(tmp: Path, start_up: float) -> None:
     """Part 2: the command against a loopback server that answers every call after 50 ms."""
-    from tests.loopback import FakeServer, Reply, sse, text
-
-    server = FakeServer()
-    server.delay = 0.05
-
-    def answer(body: dict) -> Reply:
-        k = body["prompt"].count("Thought: step ") + 1  # this call's number in its run
-        reply = f"Thought: step {k}.\nAction: calculator({k} + 1)\n" if k < 5 else "Thought: done.\nFinal Answer: 5\n"
-        return Reply(chunks=sse(text(reply), text("", "stop"), "[DONE]"))
-
-    server.answer = answer
-    live = tmp / "live"
-    live.mkdir()
-    for i in range(32):
-        (live / f"l{i:02d}.toml").write_text(f'question = "Count to 5, case {i}."\n\n[tools.calculator]\n', encoding="utf-8")
-    env_key = os.environ.setdefault("HARNESS_API_KEY", "sk-bench")
-    assert env_key
-    took = wall("run", str(live), "--jobs", "8", "--model", "openai:m", "--base-url", server.url)
-    calls, probes = len(server.requests) // 3, len(server.extras) // 3  # three runs of the command
+    with socket.socket() as free:
+        free.bind(("127.0.0.1", 0))
+        port = free.getsockname()[1]
+    server = subprocess.Popen([sys.executable, str(Path(__file__).parent / "busy_server.py"), str(port), "0.05"], stdout=subprocess.PIPE, text=True)
+    try:
+        assert server.stdout is not None and server.stdout.readline().strip() == "ready"
+        url = f"http://127.0.0.1:{port}/v1"
+        live = tmp / "live"
+        live.mkdir()
+        for i in range(32):
+            (live / f"l{i:02d}.toml").write_text(f'question = "Count to 5, case {i}."\n\n[tools.calculator]\n', encoding="utf-8")
+        os.environ.setdefault("HARNESS_API_KEY", "sk-bench")
+        took = wall("run", str(live), "--jobs", "8", "--model", "openai:m", "--base-url", url)
+        inside = min(float(child("in_process", str(live), url)) for _ in range(3))
+        floor = min(float(child("bare_client", url)) for _ in range(3))
+    finally:
+        server.terminate()
+        server.wait()
     ideal = 32 * 5 * 0.05 / 8
-    inside = min(float(child("in_process", str(live), server.url)) for _ in range(3))
-    server.close()
     print(
-        f"2. 32 x 5 calls at 50 ms, --jobs 8: {took:.2f} s ({calls} calls and {probes} token-count probes a run of the command); ideal {ideal:.2f} s;"
-        f" ratio {took / ideal:.2f}, {(took - start_up) / ideal:.2f} without one start-up;"
-        f" in process (the batch's own work, no start-up) {inside:.2f} s, ratio {inside / ideal:.2f}"
+        f"2. 32 x 5 calls at 50 ms, --jobs 8: {took:.2f} s; ideal {ideal:.2f} s; ratio {took / ideal:.2f}, {(took - start_up) / ideal:.2f} without one start-up;"
+        f" in process (the batch's own work, no start-up) {inside:.2f} s, ratio {inside / ideal:.2f};"
+        f" a bare httpx client making the same calls from 8 threads {floor:.2f} s, ratio {floor / ideal:.2f}"
     )
 
 
@@ -142,8 +143,34 @@ def in_process(folder: str, url: str) -> float:
     outcomes, _ = run_all(jobs, worker(options, Path(folder), models), options.jobs)
     models.close()
     took = time.perf_counter() - start
-    assert all(o is not None and o.stop_reason == "final_answer" for o in outcomes)
+    assert all(o is not None and o.stop_reason == "final_answer" and o.steps == 5 for o in outcomes)  # 5 calls each
     return took
+
+
+def bare_client(url: str) -> float:
+    """The floor: 8 threads, each 4 runs of 5 calls through one httpx client, the prompt
+    growing by each reply as a run's buffer does; no loop, no checks, no record."""
+    import threading
+
+    import httpx
+
+    client = httpx.Client(limits=httpx.Limits(max_connections=8, max_keepalive_connections=8))
+
+    def runs() -> None:
+        for _ in range(4):
+            prompt = "Question: count to 5.\n"
+            for _ in range(5):
+                body = {"model": "m", "prompt": prompt, "stream": True, "stop": ["Observation:"]}
+                with client.stream("POST", f"{url}/completions", json=body) as response:
+                    prompt += "".join(json.loads(line[6:])["choices"][0]["text"] for line in response.iter_lines() if line.startswith("data: {"))
+
+    start = time.perf_counter()
+    threads = [threading.Thread(target=runs) for _ in range(8)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    return time.perf_counter() - start
 
 
 if __name__ == "__main__":
