@@ -11,7 +11,9 @@ thread a connection in the tests' own process, built to misbehave on purpose, no
 
 Its model counts to 5: the k-th call of a run (k - 1 `Thought: step` lines already in the
 prompt) answers `Thought: step k.` and a calculator call, the fifth the final answer 5.
-GET answers a model list (a client waiting for the server sees it ready); any other POST
+GET answers a model list (a client waiting for the server sees it ready), and GET /span
+how long the calls took since the last GET /span, from the first request's arrival to the
+last answer sent (the batch as the server saw it: no start-up); any other POST
 (llama-cpp-python's /extras/ token count) a 404.
 """
 
@@ -20,6 +22,7 @@ from __future__ import annotations
 import asyncio
 import json
 import sys
+import time
 
 
 def completion(prompt: str) -> bytes:
@@ -33,6 +36,9 @@ def response(status: str, kind: str, body: bytes) -> bytes:
     return f"HTTP/1.1 {status}\r\nContent-Type: {kind}\r\nContent-Length: {len(body)}\r\n\r\n".encode() + body
 
 
+SPAN: dict[str, float] = {}  # the first arrival and the last answer since the last GET /span
+
+
 async def serve(reader: asyncio.StreamReader, writer: asyncio.StreamWriter, delay: float) -> None:
     try:
         while head := await reader.readuntil(b"\r\n\r\n"):
@@ -40,11 +46,17 @@ async def serve(reader: asyncio.StreamReader, writer: asyncio.StreamWriter, dela
             method, path = lines[0].split(" ")[:2]
             length = next((int(line.split(":", 1)[1]) for line in lines if line.lower().startswith("content-length:")), 0)
             body = await reader.readexactly(length)
-            if method == "GET":
+            if method == "GET" and path == "/span":
+                span = SPAN.get("last", 0.0) - SPAN.get("first", 0.0)
+                SPAN.clear()
+                writer.write(response("200 OK", "application/json", json.dumps({"seconds": span}).encode()))
+            elif method == "GET":
                 writer.write(response("200 OK", "application/json", b'{"object": "list", "data": [{"id": "m"}]}'))
             elif path.endswith("/completions"):
+                SPAN.setdefault("first", time.monotonic())
                 await asyncio.sleep(delay)
                 writer.write(response("200 OK", "text/event-stream", completion(json.loads(body)["prompt"])))
+                SPAN["last"] = time.monotonic()
             else:
                 writer.write(response("404 Not Found", "application/json", b'{"detail": "Not Found"}'))
             await writer.drain()
