@@ -71,9 +71,16 @@ BaseUrlOption = Annotated[
 ]
 MaxTokens = Annotated[int | None, typer.Option("--max-tokens", min=1, help="Tokens the model may write per call (default 512).")]
 MaxChars = Annotated[int | None, typer.Option("--max-chars", min=1, help="Characters read from one call before it is stopped (default 100,000).")]
-MaxSeconds = Annotated[float | None, typer.Option("--max-seconds", min=0.1, max=86400, help="Seconds one whole call may take before it is stopped (default 300).")]
+def seconds(value: float | None) -> float | None:
+    """A number of seconds: NaN passes every range check (it compares false), so say so."""
+    if value is not None and value != value:
+        raise typer.BadParameter("nan is not a number of seconds")
+    return value
+
+
+MaxSeconds = Annotated[float | None, typer.Option("--max-seconds", min=0.1, max=86400, callback=seconds, help="Seconds one whole call may take before it is stopped (default 300).")]
 Strict = Annotated[bool | None, typer.Option("--strict/--no-strict", help="A strict server (OpenAI's own): no llama.cpp knobs, at most 4 stops (default: strict for api.openai.com).", show_default=False)]
-WaitForServer = Annotated[float | None, typer.Option("--wait-for-server", min=0, max=3600, help="Wait up to SECONDS for the server to answer before the first call (one still starting).")]
+WaitForServer = Annotated[float | None, typer.Option("--wait-for-server", min=0, max=3600, callback=seconds, help="Wait up to SECONDS for the server to answer before the first call (one still starting).")]
 
 
 class CallOptions(NamedTuple):

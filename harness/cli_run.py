@@ -6,7 +6,6 @@ folder, go to the batch path (harness.cli_batch), which runs each as this one wo
 
 from __future__ import annotations
 
-import math
 import sys
 from pathlib import Path
 from typing import Annotated
@@ -25,6 +24,7 @@ from harness.cli_models import (
     Strict,
     WaitForServer,
     live_model_from,
+    seconds,
     tell_stderr,
 )
 from harness.cli_views import Format, FormatOption, call_lines, despite_a_closed_pipe, live_view, print_event, show_record
@@ -41,13 +41,6 @@ def _scenario_names(incomplete: str) -> list[str]:
     return [n for n in names if n.startswith(incomplete)]
 
 
-def _seconds(value: float | None) -> float | None:
-    """A number of seconds: NaN passes every range check (it compares false), so say so."""
-    if value is not None and math.isnan(value):
-        raise typer.BadParameter("nan is not a number of seconds; give one from 0 to 10")
-    return value
-
-
 def run(
     scenarios: Annotated[
         list[str],
@@ -62,7 +55,7 @@ def run(
     no_stop: Annotated[bool, typer.Option("--no-stop", help="Turn the stop sequences off: see what the model writes when nothing cuts it.")] = False,
     max_steps: Annotated[int | None, typer.Option(min=0, help="Model calls before the run stops (default: the scenario's).")] = None,
     live: Annotated[bool, typer.Option("--live", help="Draw the run as it streams, slowly enough to watch.")] = False,
-    delay: Annotated[float | None, typer.Option(min=0, max=10, callback=_seconds, help="Seconds to wait after each piece of streamed text (implies --live).")] = None,
+    delay: Annotated[float | None, typer.Option(min=0, max=10, callback=seconds, help="Seconds to wait after each piece of streamed text (implies --live).")] = None,
     cost: Annotated[bool, typer.Option("--cost", help="After the run, a table of what each model call was sent.")] = False,
     model: ModelOption = None,
     base_url: BaseUrlOption = None,

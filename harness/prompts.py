@@ -142,6 +142,8 @@ def split_frames(text: str, where: str) -> tuple[str, Frames]:
         data = tomli.loads("\n" + text[4:end])  # (a blank first line: errors name the file's lines)
     except tomli.TOMLDecodeError as e:
         raise TemplateError(where, f"the frames are not TOML ({e})") from None
+    except RecursionError:  # tomli reads nested arrays and tables by recursion
+        raise TemplateError(where, "the frames are not TOML (arrays or tables nested too deeply)") from None
     for key, value in data.items():
         if key not in FRAME_KEYS:
             raise TemplateError(where, f"frames: unknown key {key!r} (known: {', '.join(FRAME_KEYS)})")

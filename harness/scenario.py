@@ -126,6 +126,8 @@ def load_scenario(path: Path, shown: str | None = None) -> Scenario:
         data = tomli.loads(text)
     except tomli.TOMLDecodeError as e:
         raise ScenarioError(shown or str(path), f"malformed TOML: {e}") from None
+    except RecursionError:  # tomli reads nested arrays and tables by recursion
+        raise ScenarioError(shown or str(path), "malformed TOML: arrays or tables nested too deeply") from None
     scenario = _parse(data, shown or str(path), path.parent)
     return replace(scenario, file=path.absolute(), loaded=plain(scenario.to_meta()))
 

@@ -296,8 +296,27 @@ def test_a_lone_surrogate_with_transcript_is_a_json_error_and_leaves_no_file(tmp
 
 
 @pytest.mark.parametrize("delay", ["inf", "nan", "-nan", "NaN", "-1", "-inf"])
-def test_a_delay_that_is_not_a_number_of_seconds_is_a_bad_argument(delay):
-    one_line_error(invoke("run", "nimbus", "--delay", delay), "--delay")
+@pytest.mark.parametrize("option", ["--delay", "--max-seconds", "--wait-for-server"])
+def test_seconds_that_are_not_a_number_of_seconds_are_a_bad_argument(option, delay):
+    one_line_error(invoke("run", "nimbus", option, delay), option)
+
+
+DEEP = "a = " + "[" * 100_000 + "]" * 100_000 + "\n"
+
+
+def test_a_scenario_nested_too_deeply_is_one_line_and_the_others_of_a_batch_still_run(tmp_path):
+    (tmp_path / "deep.toml").write_text(DEEP, encoding="utf-8")
+    one_line_error(invoke("run", str(tmp_path / "deep.toml")), "deep.toml", "nested too deeply")
+    (tmp_path / "fine.toml").write_text('question = "q"\ncompletions = ["Final Answer: 1"]\n', encoding="utf-8")
+    batch = invoke("run", str(tmp_path))
+    assert batch.exit_code == 2 and "Traceback" not in batch.output
+    assert "nested too deeply" in batch.output and "final_answer" in batch.output
+
+
+def test_a_templates_frames_nested_too_deeply_are_one_line_naming_the_template(tmp_path):
+    (tmp_path / "deep.txt").write_text("+++\n" + DEEP + "+++\n$question $tools", encoding="utf-8")
+    (tmp_path / "s.toml").write_text('prompt_file = "deep.txt"\nquestion = "q"\n', encoding="utf-8")
+    one_line_error(invoke("run", str(tmp_path / "s.toml")), "deep.txt", "nested too deeply")
 
 
 def test_piping_into_head_exits_0_without_a_traceback():
