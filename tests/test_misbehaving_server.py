@@ -215,6 +215,22 @@ def test_a_urls_password_is_in_no_output(fake, tmp_path):
         no_secret(refused.stdout, refused.stderr)
 
 
+@pytest.mark.parametrize("user", ["user:hunter2", "us%65r:hunt%65r2"])  # as written, and percent-encoded
+def test_a_urls_password_sent_as_basic_auth_is_scrubbed_when_echoed(fake, tmp_path, user):
+    import base64
+
+    url = fake.url.replace("http://", f"http://{user}@")
+    fake.serve(Reply(chunks=sse(text("Thought: I was sent $AUTH.\nFinal Answer: 1\n"), text("", "stop"), "[DONE]")), Reply(401, [b'{"error": "bad: $AUTH"}']))
+    sent = "Basic " + base64.b64encode(b"user:hunter2").decode()
+    saved = tmp_path / "run.txt"
+    result = harness("run", "calculator", "--model", "openai:m", "--base-url", url, "--save", str(saved), "-f", "tagged")
+    assert fake.requests[0][0]["Authorization"] == sent  # httpx sends the URL's user and password
+    failed = harness("run", "calculator", "--model", "openai:m", "--base-url", url, "-f", "tagged")
+    for output in (result.stdout, result.stderr, saved.read_bytes(), failed.stdout, failed.stderr):
+        assert sent.split()[1].encode() not in output
+    assert b"bad: " in failed.stderr
+
+
 # --- bad input: one line, exit 2 -------------------------------------------------------------
 
 

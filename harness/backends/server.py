@@ -27,6 +27,7 @@ compressed answers (harness asks for none and refuses one).
 
 from __future__ import annotations
 
+import base64
 import copy
 import os
 import ssl
@@ -295,11 +296,14 @@ def _api_key() -> str:
 
 
 def _url_secrets(url: str) -> list[str]:
-    """The user:password of a URL and the password, as written and decoded."""
+    """The user:password of a URL and the password, as written and decoded, and as httpx
+    sends them (an `Authorization: Basic` header: base64 of the decoded pair), which a
+    server may echo back."""
     parts = urlsplit(url)
     userinfo = parts.netloc.rpartition("@")[0]
     if not userinfo:
         return []
     password = userinfo.partition(":")[2]
-    return [s for s in {userinfo, unquote(userinfo), password, unquote(password)} if s]
+    basic = base64.b64encode(unquote(userinfo).encode("utf-8")).decode("ascii")
+    return [s for s in {userinfo, unquote(userinfo), password, unquote(password), basic} if s]
 
