@@ -57,6 +57,7 @@ class Reply:
     headers: dict[str, str] = field(default_factory=dict)  # more headers (`$AUTH` is the key sent)
     repeat: bytes = b""  # after the chunks, send this again and again until the client leaves
     drip: float = 0.0  # seconds between single bytes of the chunks
+    stall: float = 0.0  # seconds to wait after the chunks (before `repeat` or the end)
 
 
 class FakeServer:
@@ -132,6 +133,7 @@ class FakeServer:
                         for piece in _pieces(echo(chunk), reply.drip):
                             self.wfile.write(b"%x\r\n%s\r\n" % (len(piece), piece))
                             self.wfile.flush()
+                    time.sleep(reply.stall)
                     while reply.repeat and not fake.closing:
                         self.wfile.write(b"%x\r\n%s\r\n" % (len(reply.repeat), reply.repeat))
                     if reply.cut_off:

@@ -88,6 +88,16 @@ def test_a_server_that_streams_on_after_done_is_left_after_a_few_kilobytes(model
     assert len(set(server.peers)) == 2  # that connection was dropped, not kept
 
 
+@pytest.mark.parametrize("after", [Reply(stall=30), Reply(stall=0.4, repeat=b": ping\n\n")], ids=["stalls", "pings"])
+def test_an_answer_whole_at_done_stands_whatever_the_server_does_after_it(model, server, after):
+    import time
+
+    server.reply = Reply(chunks=sse(text("Hi", "stop"), "[DONE]"), stall=after.stall, repeat=after.repeat)
+    started = time.monotonic()
+    assert list(model.stream("Q\n", ())) == ["Hi"]
+    assert time.monotonic() - started < 2  # not the 1 s read timeout, nor the whole call's limit
+
+
 def test_a_server_that_ignores_include_usage_gives_just_the_text(model, server):
     server.reply = Reply(chunks=sse(text("Hi"), text(".", "length"), "[DONE]"))
     assert list(model.stream("Q\n", ())) == ["Hi", "."]

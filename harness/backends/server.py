@@ -53,6 +53,7 @@ DEFAULT_BASE_URL = "http://127.0.0.1:8080/v1"
 LLAMA_CPP_PARAMS: Mapping[str, Any] = {"repeat_penalty": 1.0, "top_k": 0, "min_p": 0.0}
 STRICT_STOPS = 4  # OpenAI's API takes at most 4 stop strings
 ERROR_BODY = 65536  # bytes of an error answer read, at most
+DRAIN_SECONDS = 0.5  # read after [DONE] for the connection's sake, at most
 
 TOO_LONG = "longer than the model's context; give the server a larger one (llama.cpp: --n_ctx) or lower max_steps"
 
@@ -188,7 +189,7 @@ class ServerModel:
                 for data in wire.data_lines(wire.lines(raw, max_line)):
                     budget.spend(0)  # the clock, checked with every event
                     if data == "[DONE]":
-                        wire.drain(raw, 4096)
+                        _drain(response, raw)
                         break
                     events += 1
                     event = wire.parse_event(data, self.entry)
@@ -276,6 +277,20 @@ class ServerModel:
         for note in notes:
             if note not in self.notes:
                 self.notes.append(note)
+
+
+def _drain(response: httpx.Response, raw: Iterator[bytes]) -> None:
+    """After [DONE] the answer is whole: read the stream's end (at most 4 KB, for at most
+    half a second), so that httpx keeps the connection for the next call. A server that
+    sends more, or stalls, only loses its connection; the answer stands."""
+    dog = Watchdog(DRAIN_SECONDS)
+    dog.watch(response)
+    try:
+        wire.drain(raw, 4096)
+    except httpx.HTTPError:  # the short deadline shut the socket down, or the server left
+        pass
+    finally:
+        dog.cancel()
 
 
 def _tls(base_url: str) -> ssl.SSLContext | bool:
