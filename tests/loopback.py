@@ -71,7 +71,8 @@ class FakeServer:
         self.paths: list[str] = []
         self.peers: list[tuple[str, int]] = []  # the client's address of each POST: one per connection used
         self.extras: list[dict] = []  # bodies POSTed to /extras/... (llama-cpp-python's token counts)
-        self.extras_reply: tuple[int, object] = (404, {"detail": "Not Found"})
+        self.extras_reply: tuple[int, object] | Reply = (404, {"detail": "Not Found"})  # or a Reply, streamed
+        self.get_reply: Reply | None = None  # GET's answer, if not the model list
         self.client_left = threading.Event()
         self.delay = 0.0  # seconds before each POST is answered (a busy server)
         self.answer = None  # or a function of the JSON body giving the Reply (a server that reads its prompt)
@@ -87,6 +88,8 @@ class FakeServer:
                 pass
 
             def do_GET(self) -> None:
+                if fake.get_reply is not None:
+                    return self._answer({}, fake.get_reply)
                 self._json(200, {"object": "list", "data": [{"id": "m", "object": "model"}]})
 
             def _json(self, status: int, data: object) -> None:
@@ -101,6 +104,8 @@ class FakeServer:
                 body = json.loads(self.rfile.read(int(self.headers["Content-Length"])))
                 if "/extras/" in self.path:  # llama-cpp-python's own endpoints: not this server's
                     fake.extras.append(body)
+                    if isinstance(fake.extras_reply, Reply):
+                        return self._answer(body, fake.extras_reply)
                     return self._json(*fake.extras_reply)
                 with fake.count_lock:
                     fake.requests.append((dict(self.headers), body))

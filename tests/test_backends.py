@@ -389,6 +389,34 @@ def test_a_server_that_streams_no_counts_is_asked_for_the_prompts_tokens(server)
     assert server.extras == [{"model": "m", "input": "Q\n"}, {"model": "m", "input": "Q\nQ\n"}]
 
 
+@pytest.mark.parametrize("count", [Reply(chunks=[b'{"count": 1'], repeat=b"1" * 65536), Reply(chunks=[b'{"count": 17}'], drip=0.5)], ids=["endless", "dripping"])
+def test_a_count_endpoint_that_never_ends_costs_bounded_memory_and_time_and_no_count(server, count):
+    import time
+    import tracemalloc
+
+    server.extras_reply = count
+    server.reply = Reply(chunks=sse(text("Hi"), text(".", "stop"), "[DONE]"))
+    model = ServerModel("m", server.url, max_seconds=1.5)
+    tracemalloc.start()
+    started = time.monotonic()
+    try:
+        assert list(model.stream("Q\n", ())) == ["Hi", "."]  # no count: none is made up
+        took, peak = time.monotonic() - started, tracemalloc.get_traced_memory()[1]
+    finally:
+        tracemalloc.stop()
+    assert took < 3 and peak < 2_000_000
+
+
+def test_waiting_for_a_server_whose_model_list_never_ends_is_bounded(server):
+    import time
+
+    server.get_reply = Reply(content_type="application/json", chunks=[b"["], repeat=b"1," * 32768)
+    model = ServerModel("m", server.url, wait_for_server=1.0)
+    started = time.monotonic()
+    assert model.wait(1.0)  # it answered: it is up
+    assert time.monotonic() - started < 3
+
+
 def test_a_server_without_a_count_endpoint_is_asked_once(server):
     server.reply = Reply(chunks=sse(text("Hi"), text(".", "stop"), "[DONE]"))
     model = ServerModel("m", server.url)

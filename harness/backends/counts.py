@@ -15,12 +15,14 @@ completion's tokens are not known without the server's own count, and none is ma
 
 from __future__ import annotations
 
+import json
 import threading
 from typing import Any
 
 import httpx
 
 from harness.backends import wire
+from harness.backends.bounds import read_bounded
 from harness.model import TokenUsage
 
 PATH = "/extras/tokenize/count"
@@ -30,9 +32,10 @@ class PromptCounter:
     """What one server counts, found out once: shared by the models of a batch's runs
     (ServerModel.another), so that 32 runs at once probe the endpoint once, not 32 times."""
 
-    def __init__(self, client: httpx.Client, base_url: str, model: str) -> None:
+    def __init__(self, client: httpx.Client, base_url: str, model: str, seconds: float = 10.0) -> None:
         root = base_url[: -len("/v1")] if base_url.endswith("/v1") else base_url
         self.url, self.model, self._client = root + PATH, model, client
+        self.seconds = seconds  # one count's time, at most (its body: 64 KB at most)
         self.state = "unknown"  # "server": its streams count; "ask": this endpoint does; "none"
         self._finding = threading.Lock()  # held by the one call that finds out
 
@@ -54,9 +57,9 @@ class PromptCounter:
     def count(self, prompt: str, notes: list[str]) -> TokenUsage | None:
         """The prompt's tokens, from the server, or None (and never asked again) if it cannot."""
         try:
-            response = self._client.post(self.url, json={"model": self.model, "input": prompt}, timeout=10.0)
-            data: Any = response.json() if response.status_code == 200 else None
-        except (httpx.HTTPError, ValueError):
+            status, body = read_bounded(self._client, "POST", self.url, self.seconds, 65536, json={"model": self.model, "input": prompt})
+            data: Any = json.loads(body) if status == 200 else None
+        except (httpx.HTTPError, ValueError, RecursionError):
             data = None
         counted = wire.usage({"prompt_tokens": data.get("count")}, notes) if isinstance(data, dict) else None
         self.state = "ask" if counted is not None else "none"

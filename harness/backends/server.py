@@ -39,7 +39,7 @@ from urllib.parse import unquote, urlsplit
 import httpx
 
 from harness.backends import wire
-from harness.backends.bounds import Bounds, Budget, Watchdog
+from harness.backends.bounds import Bounds, Budget, Watchdog, read_bounded
 from harness.backends.counts import PromptCounter
 from harness.backends.entry import Entry
 from harness.backends.urls import check_base_url, hidden
@@ -104,7 +104,7 @@ class ServerModel:
         limit = httpx.Timeout(min(timeout, max_seconds), connect=min(connect_timeout, max_seconds))
         pool = httpx.Limits(max_connections=connections, max_keepalive_connections=connections) if connections else None
         self._client = httpx.Client(headers=headers, timeout=limit, verify=_tls(self.base_url), **({"limits": pool} if pool else {}))
-        self._counter = None if self.chat else PromptCounter(self._client, self.base_url, model)
+        self._counter = None if self.chat else PromptCounter(self._client, self.base_url, model, min(10.0, max_seconds))
 
     def another(self) -> ServerModel:
         """A model of its own for another run on the same server: its own notes and its own
@@ -161,7 +161,7 @@ class ServerModel:
         deadline = time.monotonic() + seconds
         while True:
             try:
-                self._client.get(f"{self.base_url}/models", timeout=min(2.0, max(0.1, seconds))).close()
+                read_bounded(self._client, "GET", f"{self.base_url}/models", min(2.0, max(0.1, seconds)), 0)
                 return True
             except httpx.HTTPError:
                 if time.monotonic() >= deadline:
