@@ -21,6 +21,7 @@ token count) get `extras_reply`, by default 404. GET answers 200 with a model li
 from __future__ import annotations
 
 import json
+import ssl
 import sys
 import threading
 import time
@@ -64,7 +65,7 @@ class FakeServer:
     """Answers every POST with the next queued reply, or `self.reply`; remembers each
     request and whether the client left."""
 
-    def __init__(self, port: int = 0) -> None:
+    def __init__(self, port: int = 0, tls: tuple[str, str] | None = None) -> None:
         self.reply = Reply()
         self.queue: list[Reply] | None = None
         self.requests: list[tuple[dict, dict]] = []  # (headers, JSON body)
@@ -156,8 +157,12 @@ class FakeServer:
         self.closing = False
         self.httpd = Server(("127.0.0.1", port), Handler)
         self.httpd.daemon_threads = True
+        if tls:  # (certificate file, key file): https://
+            context = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
+            context.load_cert_chain(*tls)
+            self.httpd.socket = context.wrap_socket(self.httpd.socket, server_side=True)
         self.port = self.httpd.server_port
-        self.url = f"http://127.0.0.1:{self.port}/v1"
+        self.url = f"{'https' if tls else 'http'}://127.0.0.1:{self.port}/v1"
         threading.Thread(target=self.httpd.serve_forever, args=(0.05,), daemon=True).start()
 
     def serve(self, *replies: Reply) -> None:

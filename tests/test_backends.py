@@ -306,6 +306,34 @@ def test_an_https_server_is_checked_against_the_certificate_bundle(url, monkeypa
     assert tls.verify_mode == ssl.CERT_REQUIRED and tls.check_hostname and tls.cert_store_stats()["x509_ca"] > 0
 
 
+@pytest.fixture
+def tls_server(tmp_path):
+    """A server with a certificate of its own (self-signed, for 127.0.0.1), and the file."""
+    cert, key = tmp_path / "cert.pem", tmp_path / "key.pem"
+    make = ["openssl", "req", "-x509", "-newkey", "rsa:2048", "-nodes", "-days", "1", "-subj", "/CN=127.0.0.1"]
+    subprocess.run([*make, "-addext", "subjectAltName=IP:127.0.0.1", "-keyout", key, "-out", cert], check=True, capture_output=True)
+    fake = FakeServer(tls=(str(cert), str(key)))
+    yield fake, cert
+    fake.close()
+
+
+def test_a_server_whose_certificate_is_not_trusted_is_named_so_and_ssl_cert_file_trusts_it(tls_server, monkeypatch):
+    fake, cert = tls_server
+    monkeypatch.setenv("HARNESS_API_KEY", KEY)
+    message = failure(ServerModel("m", fake.url))
+    assert "is not trusted: its TLS certificate was refused (self-signed certificate" in message
+    assert "is the server running" not in message
+    monkeypatch.setenv("SSL_CERT_FILE", str(cert))  # the user's own CA (here the certificate itself)
+    assert list(ServerModel("m", fake.url).stream("Q\n", ()))[:2] == ["Thought: ", "add."]
+
+
+def test_behind_a_proxy_even_a_plain_http_servers_client_checks_certificates(monkeypatch):
+    monkeypatch.setenv("HARNESS_API_KEY", KEY)
+    monkeypatch.setenv("HTTPS_PROXY", "https://proxy.example:3128")  # the proxy itself may be TLS
+    tls = ServerModel("m", "http://127.0.0.1:8080/v1")._client._transport._pool._ssl_context
+    assert tls.cert_store_stats()["x509_ca"] > 0
+
+
 def test_a_plain_http_servers_client_trusts_no_tls_peer_at_all(monkeypatch):
     monkeypatch.setenv("HARNESS_API_KEY", KEY)
     tls = ServerModel("m", "http://127.0.0.1:8080/v1")._client._transport._pool._ssl_context  # (no bundle loaded)

@@ -209,7 +209,9 @@ class ServerModel:
             if watchdog.fired:
                 raise budget.late() from None
             raise
-        except (httpx.ConnectError, httpx.ConnectTimeout):
+        except (httpx.ConnectError, httpx.ConnectTimeout) as e:
+            if refused := _certificate_refused(e):
+                raise ModelError(f"{self.where} is not trusted: its TLS certificate was refused ({refused}; SSL_CERT_FILE names a CA to trust)") from None
             where = "set --base-url or HARNESS_BASE_URL, or --wait-for-server SECONDS while it starts"
             raise ModelError(f"cannot connect to {self.where}: is the server running? ({where})") from None
         except httpx.TimeoutException:
@@ -293,11 +295,26 @@ def _drain(response: httpx.Response, raw: Iterator[bytes]) -> None:
         dog.cancel()
 
 
+def _certificate_refused(error: BaseException) -> str:
+    """Why TLS refused the server's certificate, if that is why the connection failed."""
+    cause: BaseException | None = error
+    while cause is not None:
+        if isinstance(cause, ssl.SSLCertVerificationError):
+            return hidden(str(cause.verify_message or cause.reason or "not verified"))[:200]
+        cause = cause.__cause__ or cause.__context__
+    return ""
+
+
+PROXIES = ("http_proxy", "https_proxy", "all_proxy")
+
+
 def _tls(base_url: str) -> ssl.SSLContext | bool:
-    """httpx's checked TLS for an https:// server. A plain http:// one (a server on this
-    machine) never needs TLS, and loading the certificate bundle costs ~50 ms of every
-    start: its client gets a context with no certificates, which would refuse any peer."""
-    return True if base_url.lower().startswith("https:") else ssl.SSLContext(ssl.PROTOCOL_TLS_CLIENT)
+    """httpx's checked TLS (certifi's bundle, or SSL_CERT_FILE / SSL_CERT_DIR) for an https://
+    server, or behind a proxy (which may be https://). A plain http:// server (one on this
+    machine) never needs TLS, and loading the bundle costs ~50 ms of every start: its client
+    gets a context with no certificates, which would refuse any peer."""
+    proxied = any(os.environ.get(name) or os.environ.get(name.upper()) for name in PROXIES)
+    return True if proxied or base_url.lower().startswith("https:") else ssl.SSLContext(ssl.PROTOCOL_TLS_CLIENT)
 
 
 def _api_key() -> str:
