@@ -11,7 +11,10 @@ threads are enough; the pool of `workers` threads is the only scheduler (the ser
 
 Ctrl-C reaches the main thread only. Then no new run starts, and the flag makes every
 running run's model raise KeyboardInterrupt in its own thread at its next chunk, which
-the loop turns into `canceled` exactly as it does for one run's Ctrl-C.
+the loop turns into `canceled` exactly as it does for one run's Ctrl-C; a call blocked on
+a stalled server is ended at once (`interrupt`: its socket is shut down), and ends so too.
+A Python tool that never returns cannot be stopped from another thread: a second Ctrl-C
+stops waiting for such runs (they are counted as not finished).
 
 An Outcome keeps the facts the summary needs, never the transcript (a replay that differs
 keeps its diff, for --check to print): the memory of a long batch grows with the runs in
@@ -87,10 +90,12 @@ def run_all(
     workers: int = 1,
     started: Callable[[Job], Any] = lambda job: None,
     finished: Callable[[Outcome], Any] = lambda outcome: None,
+    interrupt: Callable[[], Any] = lambda: None,
 ) -> tuple[list[Outcome | None], bool]:
     """Every job run by `work` in at most `workers` threads; the outcomes in the jobs'
     order (None for a run that never started), and whether Ctrl-C stopped the batch.
-    `started` is called in the run's thread, `finished` in the caller's, in finishing order."""
+    `started` is called in the run's thread, `finished` in the caller's, in finishing order;
+    `interrupt` at Ctrl-C, to wake the runs blocked in a model call (a stalled server)."""
     stop = threading.Event()
 
     def wrap(model: Model) -> Model:
@@ -117,7 +122,8 @@ def run_all(
                         finished(outcome)
             except KeyboardInterrupt:
                 interrupted = True
-                stop.set()  # the running ones cancel at their next chunk
+                stop.set()  # the running ones cancel at their next chunk,
+                interrupt()  # or now, if a call of theirs is blocked
                 for future in pending:
                     future.cancel()  # the waiting ones never start
     return outcomes, interrupted
@@ -147,6 +153,10 @@ class Cancelable:
                 if self.stop.is_set():
                     raise KeyboardInterrupt
                 yield chunk
+        except Exception:
+            if self.stop.is_set():  # the call was ended by Ctrl-C (run_all's interrupt)
+                raise KeyboardInterrupt from None
+            raise
         finally:
             getattr(chunks, "close", lambda: None)()
 

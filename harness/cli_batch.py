@@ -14,7 +14,8 @@ import sys
 import time
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Annotated
+from collections.abc import Callable
+from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 
@@ -142,8 +143,8 @@ def worker(options: Options, root: Path, models: RunModels) -> Work:
         if options.no_stop:
             spec = spec.but(use_stop=False)
         try:
-            live = models()  # a model of its own
-            record = run_scenario(spec, model=live, peek=options.peek, root=root, wrap=wrap)
+            with models.one() as live:  # a model of its own
+                record = run_scenario(spec, model=live, peek=options.peek, root=root, wrap=wrap)
             seconds = time.perf_counter() - start
             if live is not None:
                 record = record.but(model=options.model)
@@ -168,7 +169,7 @@ def say_notes(name: str, model: object) -> None:
         typer.echo(f"note: {one_line(name)}: {one_line(note)}", err=True)
 
 
-def run_batch(jobs: list[Job], work: Work, workers: int, what: str = "scenario") -> tuple[list[Outcome], int, bool]:
+def run_batch(jobs: list[Job], work: Work, workers: int, what: str = "scenario", interrupt: Callable[[], Any] = lambda: None) -> tuple[list[Outcome], int, bool]:
     """The jobs run by `work` with progress on stderr, then the summary on stdout (after
     the diffs of replays that differ): every outcome in the jobs' order, how many never
     started, and whether Ctrl-C came. Each job that cannot run is one line on stderr:
@@ -183,7 +184,7 @@ def run_batch(jobs: list[Job], work: Work, workers: int, what: str = "scenario")
             typer.echo(f"error: {one_line(job.error)}", err=True)
     runnable = [j for j in jobs if not j.error]
     with progress_for(sys.stderr, len(runnable)) as progress:
-        outcomes, interrupted = run_all(runnable, work, workers, progress.started, progress.finished)
+        outcomes, interrupted = run_all(runnable, work, workers, progress.started, progress.finished, interrupt)
     for outcome in outcomes:
         if outcome is not None and outcome.error:
             typer.echo(f"error: {one_line(outcome.error)}", err=True)
@@ -202,10 +203,10 @@ def run_many(arguments: list[str], options: Options) -> None:
     from harness.batch_report import exit_code, write_reports
 
     jobs = gather(arguments)
-    models = RunModels(options.model, options.base_url, options.call, options.jobs)  # a bad --model: one line, once
     check(jobs, options)
+    models = RunModels(options.model, options.base_url, options.call, options.jobs, sum(not j.error for j in jobs))  # a bad --model: one line, once
     try:
-        ordered, not_started, interrupted = run_batch(jobs, worker(options, Path.cwd(), models), options.jobs)
+        ordered, not_started, interrupted = run_batch(jobs, worker(options, Path.cwd(), models), options.jobs, interrupt=models.interrupt)
     finally:
         models.close()
     for path in write_reports(ordered, options.report, options.junit, options.fail_on, not_started):

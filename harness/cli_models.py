@@ -6,6 +6,9 @@ must tell whatever --format prints.
 
 from __future__ import annotations
 
+import queue
+from collections.abc import Iterator
+from contextlib import contextmanager
 from typing import TYPE_CHECKING, Annotated, Any, NamedTuple
 
 import typer
@@ -31,20 +34,40 @@ def live_model_from(spec: str | None, base_url: str | None, options: CallOptions
 
 
 class RunModels:
-    """A model of its own for each run of a batch (`models()`), or None for their scripts.
-    A server's are all made from the first (`another`): one connection pool, sized to the
-    runs in flight, and one finding of what the server counts, instead of a client, a TLS
-    context and a probe per run. Built before any run, so a bad --model is one line, once."""
+    """A model of its own for each run of a batch (`with models.one() as model:`), or None
+    for their scripts. A server's are all made from the first (`another`): one connection
+    pool, sized to the runs in flight, and one finding of what the server counts, instead of
+    a client, a TLS context and a probe per run. An in-process model (llama.cpp) is loaded
+    once for each run in flight, here, one after another, before any run: loading swaps the
+    process's stdout and stderr for /dev/null, which would swallow what other threads print;
+    each run takes an idle one, from a fresh cache (as if alone), and gives it back. Built
+    before any run, so a bad --model is one line, once."""
 
-    def __init__(self, spec: str | None, base_url: str | None, options: CallOptions, jobs: int) -> None:
-        self.spec, self.base_url, self.options = spec, base_url, options
+    def __init__(self, spec: str | None, base_url: str | None, options: CallOptions, jobs: int, runs: int | None = None) -> None:
         self.first = live_model_from(spec, base_url, options, connections=jobs)
+        self._idle: queue.SimpleQueue[Any] = queue.SimpleQueue()
+        if self.first is not None and not hasattr(self.first, "another"):
+            self._idle.put(self.first)
+            for _ in range(min(jobs, runs if runs is not None else jobs) - 1):
+                self._idle.put(live_model_from(spec, base_url, options))
 
-    def __call__(self) -> Any:
+    @contextmanager
+    def one(self) -> Iterator[Any]:
         if self.first is None:
-            return None
-        another = getattr(self.first, "another", None)  # an in-process model is built again
-        return another() if another else live_model_from(self.spec, self.base_url, self.options)
+            yield None
+        elif another := getattr(self.first, "another", None):
+            yield another()
+        else:
+            model = self._idle.get()
+            try:
+                getattr(model, "reset", lambda: None)()
+                yield model
+            finally:
+                self._idle.put(model)
+
+    def interrupt(self) -> None:
+        """Ctrl-C in a batch: a server's calls in flight end now, and a wait for it stops."""
+        getattr(self.first, "interrupt", lambda: None)()
 
     def close(self) -> None:
         getattr(self.first, "close", lambda: None)()

@@ -124,8 +124,7 @@ def worker(check: bool, models: RunModels, root: Path) -> Work:
         start, path = time.perf_counter(), job.saved
         assert path is not None
         try:
-            live = models()  # a model of its own
-            with scenario_hint(path):  # a scripted replay takes no time to cancel: only a live one is wrapped
+            with models.one() as live, scenario_hint(path):  # a scripted replay takes no time to cancel: only a live one is wrapped
                 result = replay_text(read_text(path), str(path), model=None if live is None else wrap(live), root=root)
         except HarnessError as e:  # the file, or the source it names, cannot be loaded
             return Outcome(job.name, seconds=time.perf_counter() - start, error=str(e))
@@ -144,9 +143,10 @@ def replay_many(arguments: list[Path], check: bool, jobs: int, model: str | None
     from harness.batch_report import exit_code
     from harness.cli_batch import INTERRUPTED, run_batch
 
-    models = RunModels(model, base_url, call, jobs)  # a bad --model is one line, once, before any replay
+    found = gather(arguments)
+    models = RunModels(model, base_url, call, jobs, sum(not j.error for j in found))  # a bad --model is one line, once, before any replay
     try:
-        ordered, _, interrupted = run_batch(gather(arguments), worker(check, models, Path.cwd()), jobs, "transcript")
+        ordered, _, interrupted = run_batch(found, worker(check, models, Path.cwd()), jobs, "transcript", interrupt=models.interrupt)
     finally:
         models.close()
     if interrupted:

@@ -105,6 +105,31 @@ def test_ctrl_c_mid_batch_cancels_the_running_runs_saves_them_and_prints_the_sum
     assert len(fake.requests) == 2  # no run started after Ctrl-C
 
 
+@pytest.mark.parametrize("stall", ["before its headers", "mid-stream"])
+def test_ctrl_c_mid_batch_ends_calls_to_a_stalled_server_at_once(fake, tmp_path, stall):
+    if stall == "before its headers":
+        fake.delay = 60
+    else:
+        fake.reply = Reply(chunks=sse(text("Thought: ")) + [b": ping\n\n"], pause=0.0, stall=60)
+        fake.answer = None
+    scenarios(tmp_path / "s", 4)
+    out = tmp_path / "out"
+    command = harness("run", str(tmp_path / "s"), "--model", "openai:m", "--base-url", fake.url, "--jobs", "2", "--save-dir", str(out))
+    proc = subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=ENV, cwd=tmp_path)
+    deadline = time.monotonic() + 20
+    while fake.in_flight < 2 and time.monotonic() < deadline:
+        time.sleep(0.05)
+    time.sleep(0.3)  # both calls are blocked in a read
+    proc.send_signal(signal.SIGINT)
+    started = time.monotonic()
+    stdout, stderr = proc.communicate(timeout=30)
+    assert time.monotonic() - started < 5  # not the server's 60 s, nor the read timeout's 120
+    assert proc.returncode == 130 and "Traceback" not in stderr, stderr
+    saved = sorted(out.iterdir())
+    assert len(saved) == 2 and all(load_record(p.read_text(encoding="utf-8")).stop_reason == "canceled" for p in saved)
+    assert "2 canceled" in stdout.splitlines()[-1]
+
+
 def test_a_batch_through_the_chat_endpoint_stays_chat_and_replays_offline(fake, tmp_path):
     """The batch's Ctrl-C wrapper must not hide that a model reads the buffer as messages."""
     from tests.loopback import delta

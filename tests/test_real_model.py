@@ -344,6 +344,30 @@ def test_the_local_model_keeps_its_token_counts_when_the_loop_closes_the_stream_
     assert first.tokens["prompt_tokens"] == len(local.tokenize(PATTERN))
 
 
+def test_a_batch_on_the_local_model_with_jobs_keeps_its_progress_and_summary(gguf, tmp_path):
+    """llama-cpp-python swaps the process's stdout and stderr for /dev/null while a model
+    loads: runs loading theirs in threads at once lost every line after them."""
+    folder = tmp_path / "s"
+    folder.mkdir()
+    for i in range(4):
+        (folder / f"q{i}.toml").write_text(f'question = "What is {i} + 1?"\n\n[tools.calculator]\n', encoding="utf-8")
+    command = [sys.executable, "-m", "harness", "run", str(folder), "--jobs", "2", "--model", f"local:{gguf}", "--max-steps", "1", "--max-tokens", "5", "--save-dir", str(tmp_path / "out")]
+    result = subprocess.run(command, capture_output=True, text=True, timeout=600)
+    assert result.returncode == 0, result.stderr
+    assert result.stdout.splitlines()[-1].startswith("4 runs: ")
+    assert len([line for line in result.stderr.splitlines() if line.startswith("[")]) == 4  # a line a run
+    from harness.run_record import load_record
+    from harness.transcript import Author
+
+    alone = subprocess.run([sys.executable, "-m", "harness", "run", str(folder / "q3.toml"), "--model", f"local:{gguf}", "--max-steps", "1", "--max-tokens", "5", "-f", "tagged"], capture_output=True, text=True, timeout=600)
+    batch = load_record((tmp_path / "out" / "q3.txt").read_text(encoding="utf-8"))
+
+    def model_text(record) -> list[str]:
+        return [span.text for span in record.transcript.spans if span.author is Author.MODEL]
+
+    assert model_text(batch) == model_text(load_record(alone.stdout))  # each run as if alone (a fresh cache)
+
+
 # --- the README's real-model lines, pasted one by one into a fresh shell ----------------------
 
 

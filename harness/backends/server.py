@@ -27,22 +27,22 @@ compressed answers (harness asks for none and refuses one).
 
 from __future__ import annotations
 
-import base64
 import copy
 import os
-import ssl
+import threading
 import time
 from collections.abc import Iterator, Mapping, Sequence
 from typing import Any
-from urllib.parse import unquote, urlsplit
+from urllib.parse import urlsplit
 
 import httpx
 
 from harness.backends import wire
 from harness.backends.bounds import Bounds, Budget, Watchdog, read_bounded
+from harness.backends.connection import Sockets, certificate_refused, drain, tls
 from harness.backends.counts import PromptCounter
 from harness.backends.entry import Entry
-from harness.backends.urls import check_base_url, hidden
+from harness.backends.urls import check_base_url, hidden, url_secrets
 from harness.errors import HarnessError
 from harness.model import ModelError, TokenUsage
 
@@ -53,7 +53,6 @@ DEFAULT_BASE_URL = "http://127.0.0.1:8080/v1"
 LLAMA_CPP_PARAMS: Mapping[str, Any] = {"repeat_penalty": 1.0, "top_k": 0, "min_p": 0.0}
 STRICT_STOPS = 4  # OpenAI's API takes at most 4 stop strings
 ERROR_BODY = 65536  # bytes of an error answer read, at most
-DRAIN_SECONDS = 0.5  # read after [DONE] for the connection's sake, at most
 
 TOO_LONG = "longer than the model's context; give the server a larger one (llama.cpp: --n_ctx) or lower max_steps"
 
@@ -99,11 +98,13 @@ class ServerModel:
         self._wait = wait_for_server
         self.notes: list[str] = []  # what was dropped on arrival (a malformed token count), once each
         self._key = _api_key()
-        self.entry = Entry([self._key, *_url_secrets(self.base_url)])
+        self._sockets = Sockets()  # every connection's, of this model and its others
+        self._interrupted = threading.Event()  # Ctrl-C in a batch: no more waiting
+        self.entry = Entry([self._key, *url_secrets(self.base_url)])
         headers = {"Accept-Encoding": "identity"} | ({"Authorization": f"Bearer {self._key}"} if self._key else {})
         limit = httpx.Timeout(min(timeout, max_seconds), connect=min(connect_timeout, max_seconds))
         pool = httpx.Limits(max_connections=connections, max_keepalive_connections=connections) if connections else None
-        self._client = httpx.Client(headers=headers, timeout=limit, verify=_tls(self.base_url), **({"limits": pool} if pool else {}))
+        self._client = httpx.Client(headers=headers, timeout=limit, verify=tls(self.base_url), **({"limits": pool} if pool else {}))
         self._counter = None if self.chat else PromptCounter(self._client, self.base_url, model, min(10.0, max_seconds))
 
     def another(self) -> ServerModel:
@@ -155,6 +156,13 @@ class ServerModel:
     def close(self) -> None:
         self._client.close()
 
+    def interrupt(self) -> None:
+        """End every call in flight of this model and its others now, even one still waiting
+        for the server's first byte (every connection's socket is shut down), and any wait
+        for the server: a batch's Ctrl-C, while a server stalls."""
+        self._interrupted.set()
+        self._sockets.shut_all()
+
     def wait(self, seconds: float) -> bool:
         """Until the server answers anything at all (GET /models), or `seconds` pass: True if it did.
         For a server still starting (`--wait-for-server`); the call after it says what is wrong."""
@@ -164,9 +172,8 @@ class ServerModel:
                 read_bounded(self._client, "GET", f"{self.base_url}/models", min(2.0, max(0.1, seconds)), 0)
                 return True
             except httpx.HTTPError:
-                if time.monotonic() >= deadline:
+                if time.monotonic() >= deadline or self._interrupted.wait(min(0.25, max(0.0, deadline - time.monotonic()))):
                     return False
-                time.sleep(min(0.25, max(0.0, deadline - time.monotonic())))
 
     def _stream(self, body: dict[str, Any], prompt_chars: int) -> Iterator[str | TokenUsage]:
         url = f"{self.base_url}/{self.path}"
@@ -179,7 +186,7 @@ class ServerModel:
             # `with` is the try/finally: closing this generator early (the loop does, once the
             # client-side stop scanner cuts) closes the response and with it the connection,
             # so the server stops generating.
-            with self._client.stream("POST", url, json=body) as response:
+            with self._client.stream("POST", url, json=body, extensions={"trace": self._sockets.trace}) as response:
                 watchdog.watch(response)
                 if response.status_code != 200:
                     raise self._status_error(response)
@@ -189,7 +196,7 @@ class ServerModel:
                 for data in wire.data_lines(wire.lines(raw, max_line)):
                     budget.spend(0)  # the clock, checked with every event
                     if data == "[DONE]":
-                        _drain(response, raw)
+                        drain(response, raw)
                         break
                     events += 1
                     event = wire.parse_event(data, self.entry)
@@ -210,7 +217,7 @@ class ServerModel:
                 raise budget.late() from None
             raise
         except (httpx.ConnectError, httpx.ConnectTimeout) as e:
-            if refused := _certificate_refused(e):
+            if refused := certificate_refused(e):
                 raise ModelError(f"{self.where} is not trusted: its TLS certificate was refused ({refused}; SSL_CERT_FILE names a CA to trust)") from None
             where = "set --base-url or HARNESS_BASE_URL, or --wait-for-server SECONDS while it starts"
             raise ModelError(f"cannot connect to {self.where}: is the server running? ({where})") from None
@@ -281,42 +288,6 @@ class ServerModel:
                 self.notes.append(note)
 
 
-def _drain(response: httpx.Response, raw: Iterator[bytes]) -> None:
-    """After [DONE] the answer is whole: read the stream's end (at most 4 KB, for at most
-    half a second), so that httpx keeps the connection for the next call. A server that
-    sends more, or stalls, only loses its connection; the answer stands."""
-    dog = Watchdog(DRAIN_SECONDS)
-    dog.watch(response)
-    try:
-        wire.drain(raw, 4096)
-    except httpx.HTTPError:  # the short deadline shut the socket down, or the server left
-        pass
-    finally:
-        dog.cancel()
-
-
-def _certificate_refused(error: BaseException) -> str:
-    """Why TLS refused the server's certificate, if that is why the connection failed."""
-    cause: BaseException | None = error
-    while cause is not None:
-        if isinstance(cause, ssl.SSLCertVerificationError):
-            return hidden(str(cause.verify_message or cause.reason or "not verified"))[:200]
-        cause = cause.__cause__ or cause.__context__
-    return ""
-
-
-PROXIES = ("http_proxy", "https_proxy", "all_proxy")
-
-
-def _tls(base_url: str) -> ssl.SSLContext | bool:
-    """httpx's checked TLS (certifi's bundle, or SSL_CERT_FILE / SSL_CERT_DIR) for an https://
-    server, or behind a proxy (which may be https://). A plain http:// server (one on this
-    machine) never needs TLS, and loading the bundle costs ~50 ms of every start: its client
-    gets a context with no certificates, which would refuse any peer."""
-    proxied = any(os.environ.get(name) or os.environ.get(name.upper()) for name in PROXIES)
-    return True if proxied or base_url.lower().startswith("https:") else ssl.SSLContext(ssl.PROTOCOL_TLS_CLIENT)
-
-
 def _api_key() -> str:
     for name in ("HARNESS_API_KEY", "OPENAI_API_KEY"):
         if key := os.environ.get(name, ""):
@@ -325,17 +296,3 @@ def _api_key() -> str:
                 raise HarnessError(name, f"the API key holds {what}; an API key is printable ASCII (check how it was set)")
             return key
     return ""
-
-
-def _url_secrets(url: str) -> list[str]:
-    """The user:password of a URL and the password, as written and decoded, and as httpx
-    sends them (an `Authorization: Basic` header: base64 of the decoded pair), which a
-    server may echo back."""
-    parts = urlsplit(url)
-    userinfo = parts.netloc.rpartition("@")[0]
-    if not userinfo:
-        return []
-    password = userinfo.partition(":")[2]
-    basic = base64.b64encode(unquote(userinfo).encode("utf-8")).decode("ascii")
-    return [s for s in {userinfo, unquote(userinfo), password, unquote(password), basic} if s]
-

@@ -10,7 +10,8 @@ everything between `//` and `@` taken out.
 
 from __future__ import annotations
 
-from urllib.parse import urlsplit, urlunsplit
+import base64
+from urllib.parse import unquote, urlsplit, urlunsplit
 
 import regex
 
@@ -44,3 +45,17 @@ def check_base_url(url: str) -> str:
     if any(c.isspace() or ord(c) < 32 for c in url):
         raise HarnessError("--base-url", f"{shown!r} holds a space or a control character")
     return url
+
+
+def url_secrets(url: str) -> list[str]:
+    """The user:password of a URL and the password, as written and decoded, and as httpx
+    sends them (an `Authorization: Basic` header: base64 of the decoded pair), which a
+    server may echo back."""
+    parts = urlsplit(url)
+    userinfo = parts.netloc.rpartition("@")[0]
+    if not userinfo:
+        return []
+    password = userinfo.partition(":")[2]
+    basic = base64.b64encode(unquote(userinfo).encode("utf-8")).decode("ascii")
+    return [s for s in {userinfo, unquote(userinfo), password, unquote(password), basic} if s]
+
