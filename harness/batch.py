@@ -14,7 +14,8 @@ running run's model raise KeyboardInterrupt in its own thread at its next chunk,
 the loop turns into `canceled` exactly as it does for one run's Ctrl-C; a call blocked on
 a stalled server is ended at once (`interrupt`: its socket is shut down), and ends so too.
 A Python tool that never returns cannot be stopped from another thread: a second Ctrl-C
-stops waiting for such runs (they are counted as not finished).
+stops waiting for such runs (canceled, with the detail STUCK, and not saved); the command
+then ends the process without waiting for their threads (harness.cli_batch).
 
 An Outcome keeps the facts the summary needs, never the transcript (a replay that differs
 keeps its diff, for --check to print): the memory of a long batch grows with the runs in
@@ -80,6 +81,7 @@ class Outcome:
         )
 
 
+STUCK = "still running at the second Ctrl-C (a tool that never returned?); not saved"
 Wrap = Callable[[Model], Model]
 Work = Callable[[Job, Wrap], Outcome]
 
@@ -108,11 +110,12 @@ def run_all(
         return work(job, wrap)
 
     outcomes: list[Outcome | None] = [None] * len(jobs)
-    interrupted = False
-    with ThreadPoolExecutor(max_workers=max(1, workers), thread_name_prefix="harness-run") as pool:
+    interrupted = abandoned = False
+    pool = ThreadPoolExecutor(max_workers=max(1, workers), thread_name_prefix="harness-run")
+    try:
         pending: dict[Future, int] = {pool.submit(one, job): i for i, job in enumerate(jobs)}
         while pending:
-            try:  # Ctrl-C may come anywhere in here, a second one too: the loop still waits for every run
+            try:  # Ctrl-C may come anywhere in here, a second one too
                 done, _ = wait(pending, timeout=0.5, return_when=FIRST_COMPLETED)
                 for future in done:
                     outcome = None if future.cancelled() else future.result()
@@ -121,11 +124,19 @@ def run_all(
                         outcomes[i] = outcome
                         finished(outcome)
             except KeyboardInterrupt:
+                if interrupted:  # a second Ctrl-C: stop waiting for runs that do not end
+                    for future, i in pending.items():
+                        if future.running():
+                            outcomes[i] = Outcome(jobs[i].name, "canceled", detail=STUCK)
+                    abandoned = True
+                    break
                 interrupted = True
                 stop.set()  # the running ones cancel at their next chunk,
                 interrupt()  # or now, if a call of theirs is blocked
                 for future in pending:
                     future.cancel()  # the waiting ones never start
+    finally:
+        pool.shutdown(wait=not abandoned, cancel_futures=True)
     return outcomes, interrupted
 
 

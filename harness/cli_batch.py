@@ -10,6 +10,7 @@ line naming it; the others still ran); 3 a run ended in model_error; 1 --fail-on
 
 from __future__ import annotations
 
+import os
 import sys
 import time
 from dataclasses import dataclass
@@ -212,9 +213,21 @@ def run_many(arguments: list[str], options: Options) -> None:
     for path in write_reports(ordered, options.report, options.junit, options.fail_on, not_started):
         typer.echo(f"wrote {path}", err=True)
     if interrupted:
-        typer.echo("interrupted", err=True)
-        raise typer.Exit(INTERRUPTED)
+        end_interrupted(ordered)
     raise typer.Exit(exit_code(ordered, options.fail_on))
+
+
+def end_interrupted(ordered: list[Outcome]) -> None:
+    """Exit 130 after Ctrl-C; if a second one left runs stuck in their threads (a tool that
+    never returns), without waiting for them: the summary and reports are out already."""
+    from harness.batch import STUCK
+
+    typer.echo("interrupted", err=True)
+    if any(o.detail == STUCK for o in ordered):
+        sys.stdout.flush()
+        sys.stderr.flush()
+        os._exit(INTERRUPTED)
+    raise typer.Exit(INTERRUPTED)
 
 
 def refuse_single_run_options(format_given: bool, save: Path | None, live: bool, cost: bool) -> None:

@@ -141,7 +141,7 @@ def worker(check: bool, models: RunModels, root: Path) -> Work:
 
 def replay_many(arguments: list[Path], check: bool, jobs: int, model: str | None, base_url: str | None, call: CallOptions) -> None:
     from harness.batch_report import exit_code
-    from harness.cli_batch import INTERRUPTED, run_batch
+    from harness.cli_batch import end_interrupted, run_batch
 
     found = gather(arguments)
     models = RunModels(model, base_url, call, jobs, sum(not j.error for j in found))  # a bad --model is one line, once, before any replay
@@ -150,8 +150,7 @@ def replay_many(arguments: list[Path], check: bool, jobs: int, model: str | None
     finally:
         models.close()
     if interrupted:
-        typer.echo("interrupted", err=True)
-        raise typer.Exit(INTERRUPTED)
+        end_interrupted(ordered)
     if any(o.same is False for o in ordered):
         typer.echo(HINT, err=True)
     raise typer.Exit(exit_code(ordered, (), model_failed=model not in (None, "scripted")))

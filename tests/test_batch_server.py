@@ -130,6 +130,23 @@ def test_ctrl_c_mid_batch_ends_calls_to_a_stalled_server_at_once(fake, tmp_path,
     assert "2 canceled" in stdout.splitlines()[-1]
 
 
+def test_a_second_ctrl_c_ends_a_batch_whose_tool_never_returns(tmp_path):
+    folder = tmp_path / "s"
+    folder.mkdir()
+    (folder / "tools.py").write_text("import time\n\ndef wait(seconds):\n    \"Wait.\"\n    time.sleep(3600)\n", encoding="utf-8")
+    for name in ("a", "b", "c"):
+        (folder / f"{name}.toml").write_text('question = "q"\ncompletions = ["Action: wait(1)\\n"]\n\n[tools.wait]\npython = "tools:wait"\n', encoding="utf-8")
+    proc = subprocess.Popen(harness("run", str(folder), "--jobs", "2"), stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=ENV, cwd=tmp_path)
+    time.sleep(3)  # both runs are in their tool
+    proc.send_signal(signal.SIGINT)
+    time.sleep(1)
+    assert proc.poll() is None  # a thread cannot be stopped: the first Ctrl-C waits for them
+    proc.send_signal(signal.SIGINT)
+    stdout, stderr = proc.communicate(timeout=10)
+    assert proc.returncode == 130 and "Traceback" not in stderr, stderr
+    assert stdout.splitlines()[-1] == "2 runs: 2 canceled · 1 not started (interrupted)"
+
+
 def test_a_batch_through_the_chat_endpoint_stays_chat_and_replays_offline(fake, tmp_path):
     """The batch's Ctrl-C wrapper must not hide that a model reads the buffer as messages."""
     from tests.loopback import delta
