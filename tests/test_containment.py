@@ -56,6 +56,14 @@ def chatty(x):
     return "found " + x
 
 
+def warns(x):
+    """Warn on stderr (a title-setting escape too), then answer."""
+    import sys
+
+    sys.stderr.write("\\x1b]0;PWNED\\x07careful...\\n")
+    return "found " + x
+
+
 def wander(x):
     """Move the working folder."""
     os.chdir(os.path.dirname(os.path.abspath(__file__)) + "/elsewhere")
@@ -102,8 +110,9 @@ def assert_output_is_what_it_says(fmt: str, stdout: str, saved: str) -> None:
         ("custom", "1", "Error: Custom: mine"),
         ("unprintable", "1", "Error: Unprintable: (its message could not be shown: RuntimeError)"),
         ("chatty", '"a"', "looking it up...\ncode      | found a"),
+        ("warns", '"a"', "\x1b]0;PWNED\x07careful...\ncode      | found a"),
     ],
-    ids=["systemexit-message", "systemexit-bare", "systemexit-0", "generatorexit", "baseexception", "str-raises", "print"],
+    ids=["systemexit-message", "systemexit-bare", "systemexit-0", "generatorexit", "baseexception", "str-raises", "print", "stderr"],
 )
 def test_whatever_a_tool_raises_or_prints_is_its_observation_and_the_run_is_saved(tmp_path, monkeypatch, fmt, tool, arg, observation):
     path = scenario(tmp_path, tool, arg)
