@@ -11,7 +11,8 @@ Saved transcripts as tests. Name folders in the ini file:
     harness_transcripts = transcripts
 
 Every file under those folders that begins with the line `# harness transcript v1` is
-one test, named after the file (the folders must lie where pytest looks: under the
+one test (one with another version's header is too, and fails saying so: never a green
+run that checked nothing), named after the file (the folders must lie where pytest looks: under the
 rootdir, within `testpaths` if you set it, or named on the command line). It replays
 the file from the source it names (as `harness replay FILE --check` does) and fails if a
 byte differs, with a readable diff (harness.diff): the records with their author column

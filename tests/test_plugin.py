@@ -41,7 +41,7 @@ def folder(pytester):
     for name in ("nimbus", "calculator"):
         write(transcripts / f"{name}.txt", saved(name))
     write(transcripts / "notes.txt", "Notes about these runs, not a transcript.\n")
-    write(transcripts / "almost.txt", "# harness transcript v2\ndeveloper | not this format\n")
+    write(transcripts / "almost.txt", "# harness transcripts: notes\ndeveloper | not a header line\n")
     return transcripts
 
 
@@ -64,6 +64,13 @@ def test_files_that_are_not_transcripts_are_not_collected(pytester, folder):
     result = pytester.runpytest("--collect-only", "-q")
     collected = [line for line in result.stdout.lines if "::" in line]
     assert collected == ["transcripts/calculator.txt::calculator", "transcripts/nimbus.txt::nimbus"]
+
+
+def test_a_transcript_of_another_save_format_version_fails_rather_than_passing_unchecked(pytester, folder):
+    write(folder / "future.txt", "# harness transcript v2\ndeveloper | a format of the future\n")
+    result = pytester.runpytest()
+    result.assert_outcomes(passed=2, failed=1)
+    result.stdout.fnmatch_lines(["*transcripts/future.txt:1: expected the header line '# harness transcript v1'*"])
 
 
 def test_an_edited_observation_fails_naming_the_step_with_author_columns(pytester, folder, workers):

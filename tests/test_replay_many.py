@@ -78,6 +78,17 @@ def test_a_broken_file_is_one_line_naming_it_the_others_replay_and_the_exit_is_2
     assert result.stdout.splitlines()[-1].startswith(f"{len(saved) + 2} runs: ")
 
 
+def test_a_folders_transcript_of_another_save_format_version_is_named_not_passed_by(tmp_path):
+    saved = recorded(tmp_path / "out")
+    future = tmp_path / "out" / "future.txt"
+    future.write_text(saved[0].read_text(encoding="utf-8").replace("transcript v1", "transcript v2", 1), encoding="utf-8")
+    result = invoke("replay", str(tmp_path / "out"), "--check")
+    assert result.exit_code == 2, result.output
+    assert [line for line in result.stderr.splitlines() if line.startswith("error:")] == [
+        f"error: {future}:1: expected the header line '# harness transcript v1'"
+    ]
+
+
 def test_a_replay_that_differs_prints_its_diff_before_the_summary_and_the_exit_is_1(tmp_path):
     saved = recorded(tmp_path / "out")
     calculator = tmp_path / "out" / "calculator.txt"
