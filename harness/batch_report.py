@@ -144,7 +144,7 @@ def to_junit(outcomes: Sequence[Outcome], fail_on: Iterable[str]) -> str:
             kind = o.stop_reason if o.stop_reason in fail_on else "mismatch"
             answer = "no final answer" if o.final_answer is None else f"final answer {o.final_answer!r}"
             ET.SubElement(case, "failure", type=kind, message=for_xml(f"{kind}: {answer}"))
-        out = [f"stop reason: {o.stop_reason or 'not run'}, {o.steps} steps", f"final answer: {o.final_answer}"]
+        out = [f"stop reason: {o.stop_reason or 'not run'}, {o.steps} step{'' if o.steps == 1 else 's'}", f"final answer: {o.final_answer}"]
         if o.transcript is not None:
             out.append(f"transcript: {o.transcript}")
         ET.SubElement(case, "system-out").text = for_xml("\n".join(out))

@@ -78,6 +78,8 @@ def run(
 
         refuse_single_run_options(format is not Format.rich, save, live or delay is not None, cost)
         reasons = frozenset(r.strip() for r in (fail_on or "").split(",") if r.strip())
+        if fail_on is not None and not reasons:
+            raise HarnessError("--fail-on", "names no stop reason (give REASON,... or mismatch)")
         call = CallOptions(max_tokens, max_chars, max_seconds, strict, wait_for_server)
         run_many(scenarios, Options(jobs, save_dir, report, junit, reasons, model, base_url, call, peek or 0, max_steps, no_stop))
         return

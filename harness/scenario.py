@@ -201,6 +201,8 @@ def _parse(data: dict[str, Any], where: str, base: Path | None, check_files: boo
         raise fail("endpoint", 'must be "completions" or "chat"')
     chunk_size = count("chunk_size", 8)
     expect, expect_regex = (None if data.get(k) is None else text(k) for k in ("expect", "expect_regex"))
+    if expect is not None and expect_regex is not None:
+        raise fail("expect_regex", "goes instead of expect, not with it (an answer is checked one way)")
     if expect_regex is not None:
         from harness.expect import check_pattern
 

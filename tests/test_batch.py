@@ -8,6 +8,7 @@ import time
 import xml.etree.ElementTree as ET
 from pathlib import Path
 
+import pytest
 import regex
 from typer.testing import CliRunner
 
@@ -104,6 +105,7 @@ def test_junit_is_xml_ci_reads_model_error_is_an_error_and_fail_on_makes_failure
     assert cases["broken"].find("error").get("type") == "model_error"
     assert "\x1b" not in junit.read_text(encoding="utf-8")  # the model's text is shown, never obeyed
     assert cases["short"].find("failure").get("type") == "max_steps"
+    assert "stop reason: max_steps, 1 step\n" in cases["short"].find("system-out").text  # not "1 steps"
     assert cases["good"].find("error") is None and cases["good"].find("failure") is None
 
 
@@ -135,6 +137,20 @@ def test_a_bad_expect_regex_is_one_line_naming_the_field(tmp_path):
     result = invoke("run", str(path), "nimbus")
     assert result.exit_code == 2
     assert result.stderr.splitlines()[0].startswith(f"error: {path}: expect_regex: is not a regular expression")
+
+
+def test_expect_and_expect_regex_together_are_one_line_naming_the_field(tmp_path):
+    path = scenario(tmp_path, "both", more='expect = "3"\nexpect_regex = "3"')
+    result = invoke("run", str(path), "nimbus")
+    assert result.exit_code == 2
+    assert result.stderr.splitlines()[0].startswith(f"error: {path}: expect_regex: goes instead of expect")
+
+
+@pytest.mark.parametrize("given", ["", " , "])
+def test_a_fail_on_that_names_nothing_is_a_bad_argument(tmp_path, given):
+    scenario(tmp_path, "a")
+    result = invoke("run", str(tmp_path), "--fail-on", given)
+    assert result.exit_code == 2 and result.stderr == "error: --fail-on: names no stop reason (give REASON,... or mismatch)\n"
 
 
 def test_plain_progress_is_one_line_per_finished_run_on_stderr(tmp_path):
