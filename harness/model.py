@@ -16,6 +16,8 @@ from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Protocol
 
+from harness.values import value
+
 if TYPE_CHECKING:
     from harness.transcript import Transcript
 
@@ -60,7 +62,8 @@ class Model(Protocol):
     def stream(self, prompt: str, stop: Sequence[str]) -> Iterator[str | TokenUsage]: ...
 
 
-@dataclass(frozen=True)
+@value  # one per call: quick to build (harness.values), frozen all the same
+@dataclass(frozen=True, slots=True)
 class Call:
     prompt_chars: int  # how much of the buffer it was sent: every prompt is a prefix of the final buffer
     stop: tuple[str, ...]
