@@ -75,6 +75,7 @@ class Governor:
         self.action_lines = 0
         self.rejections: list[Rejection] = []
         self.shown: list[str] = []
+        self.fed: list[str] = []  # every chunk, as it came (`text` joins them once)
         self.read_chars = 0  # characters fed so far
         self.shown_end = 0  # position just after the last character the user saw
         self._prefix = dialect.required_prefix or ""
@@ -86,14 +87,19 @@ class Governor:
 
     def feed(self, chunk: str) -> str:
         """Take a chunk of the completion; return the text that now reaches the user."""
+        self.fed.append(chunk)
         lane = self.lane  # (a lane is open only once the prefix, if any, is confirmed)
         if lane is not None and chunk and "\n" not in chunk:
-            # The common case: more of a line whose lane is known. Its gate decides.
+            # The common case: more of a line whose lane is known. Its gate decides (what
+            # _Gate.push does, written out: this runs for every chunk of a 10 MB line).
             self.read_chars += len(chunk)
-            if out := lane.push(chunk):
-                self.shown_end = self.read_chars
-                self.shown.append(out)
-            return out
+            lane.parts.append(chunk)
+            if lane.status != "allowed":
+                return ""
+            lane.emitted += len(chunk)
+            self.shown_end = self.read_chars
+            self.shown.append(chunk)
+            return chunk
         if self.prefix_rejected:
             return ""
         if self._head is not None:
@@ -117,6 +123,11 @@ class Governor:
         if out:
             self.shown.append(out)
         return out
+
+    @property
+    def text(self) -> str:
+        """All it was fed: the completion as read so far."""
+        return "".join(self.fed)
 
     def finish(self) -> str:
         """The stream has ended: judge the last line and anything still pending."""
