@@ -24,7 +24,7 @@ from typing import TYPE_CHECKING
 
 from harness import notices
 from harness.decisions import Action, Lane, Rejection, Round
-from harness.judge import judge_action, judge_answer, trait_of
+from harness.judge import judge_action, judge_answer, judge_idle, trait_of
 
 if TYPE_CHECKING:
     from harness.dialects import Dialect
@@ -247,21 +247,28 @@ class Governor:
         number, line = self.action_lines, gate.text
         # A line that cannot run (the reply's actions are used up, or its answer came first)
         # is judged by its tool alone: its arguments are not worth reading.
-        runs = len(self.actions) < self.dialect.max_actions and self.answer is None
-        action = self.dialect.read_action(line, runs)
-        if action is not None and self.dialect.is_finish(action) and self.answer is None:
-            gate.kind = "answer"  # Finish[...] is the final answer, written as an action
-            self.action_lines -= 1
-            return self._open_answer(gate)
-        rejection = judge_action(
-            self.dialect, self.tools, self.actions, number, action, line, self.answer is not None, self.question
-        )
+        if len(self.actions) >= self.dialect.max_actions or self.answer is not None:
+            tool = self.dialect.read_tool(line)
+            if tool is not None and self.dialect.is_finish(tool) and self.answer is None:
+                return self._finish_answer(gate)
+            gate.deny()
+            self.rejections.append(judge_idle(self.dialect, self.tools, number, tool, line, self.answer is not None))
+            return ""
+        action = self.dialect.read_action(line)
+        if action is not None and self.dialect.is_finish(action.tool):
+            return self._finish_answer(gate)
+        rejection = judge_action(self.dialect, self.tools, self.actions, number, action, line, self.question)
         if rejection is not None:
             gate.deny()
             self.rejections.append(rejection)
             return ""
         self.actions.append((number, action, trait_of(self.tools, action.tool)))
         return self._seen(gate.allow())
+
+    def _finish_answer(self, gate: _Gate) -> str:
+        gate.kind = "answer"  # Finish[...] is the final answer, written as an action
+        self.action_lines -= 1
+        return self._open_answer(gate)
 
     def _reject_prefix(self, head: str) -> None:
         self.prefix_rejected = self.stopped = True
