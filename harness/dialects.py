@@ -124,16 +124,20 @@ class Dialect:
             return m["tool"], m["rest"]
         return None
 
-    def read_action(self, line: str, parse: bool = True) -> Action | None:
-        """The call on an Action line; with parse=False its arguments are left unread (a line
-        that will not run: only its tool is judged)."""
+    def read_action(self, line: str) -> Action | None:
+        """The call on an Action line."""
         if m := _search(self._action, line):
             tool, raw = m.groups()  # (tool, args): the only groups of every _action pattern
-            args, kwargs = parse_args(raw) if parse else ((), {})
-            return Action(tool, args, kwargs, raw)
+            return Action(tool, *parse_args(raw), raw)
         return None
 
-    def is_finish(self, action: Action) -> bool:
+    def read_tool(self, line: str) -> str | None:
+        """The tool of a call on an Action line, its arguments left unread (a line that will
+        not run is judged by its tool alone)."""
+        m = _search(self._action, line)
+        return m[1] if m else None
+
+    def is_finish(self, tool: str) -> bool:
         """A dialect whose final answer is written as an action (Finish[...]) says so here."""
         return False
 
@@ -189,8 +193,8 @@ class ReactPaperDialect(Dialect):
     def signature(self, name: str, params: tuple[str, ...]) -> str:
         return f"{name}[{', '.join(params)}]"
 
-    def is_finish(self, action: Action) -> bool:
-        return action.tool == "Finish"
+    def is_finish(self, tool: str) -> bool:
+        return tool == "Finish"
 
     def answer_text(self, lane: str) -> str:
         action = self.read_action(lane)

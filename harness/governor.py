@@ -24,7 +24,7 @@ from typing import TYPE_CHECKING
 
 from harness import notices
 from harness.decisions import Action, Lane, Rejection, Round
-from harness.judge import judge_action, judge_answer, trait_of
+from harness.judge import judge_action, judge_answer, judge_idle, trait_of
 
 if TYPE_CHECKING:
     from harness.dialects import Dialect
@@ -75,6 +75,7 @@ class Governor:
         self.action_lines = 0
         self.rejections: list[Rejection] = []
         self.shown: list[str] = []
+        self.fed: list[str] = []  # every chunk, as it came (`text` joins them once)
         self.read_chars = 0  # characters fed so far
         self.shown_end = 0  # position just after the last character the user saw
         self._prefix = dialect.required_prefix or ""
@@ -86,14 +87,19 @@ class Governor:
 
     def feed(self, chunk: str) -> str:
         """Take a chunk of the completion; return the text that now reaches the user."""
+        self.fed.append(chunk)
         lane = self.lane  # (a lane is open only once the prefix, if any, is confirmed)
         if lane is not None and chunk and "\n" not in chunk:
-            # The common case: more of a line whose lane is known. Its gate decides.
+            # The common case: more of a line whose lane is known. Its gate decides (what
+            # _Gate.push does, written out: this runs for every chunk of a 10 MB line).
             self.read_chars += len(chunk)
-            if out := lane.push(chunk):
-                self.shown_end = self.read_chars
-                self.shown.append(out)
-            return out
+            lane.parts.append(chunk)
+            if lane.status != "allowed":
+                return ""
+            lane.emitted += len(chunk)
+            self.shown_end = self.read_chars
+            self.shown.append(chunk)
+            return chunk
         if self.prefix_rejected:
             return ""
         if self._head is not None:
@@ -117,6 +123,11 @@ class Governor:
         if out:
             self.shown.append(out)
         return out
+
+    @property
+    def text(self) -> str:
+        """All it was fed: the completion as read so far."""
+        return "".join(self.fed)
 
     def finish(self) -> str:
         """The stream has ended: judge the last line and anything still pending."""
@@ -236,21 +247,28 @@ class Governor:
         number, line = self.action_lines, gate.text
         # A line that cannot run (the reply's actions are used up, or its answer came first)
         # is judged by its tool alone: its arguments are not worth reading.
-        runs = len(self.actions) < self.dialect.max_actions and self.answer is None
-        action = self.dialect.read_action(line, runs)
-        if action is not None and self.dialect.is_finish(action) and self.answer is None:
-            gate.kind = "answer"  # Finish[...] is the final answer, written as an action
-            self.action_lines -= 1
-            return self._open_answer(gate)
-        rejection = judge_action(
-            self.dialect, self.tools, self.actions, number, action, line, self.answer is not None, self.question
-        )
+        if len(self.actions) >= self.dialect.max_actions or self.answer is not None:
+            tool = self.dialect.read_tool(line)
+            if tool is not None and self.dialect.is_finish(tool) and self.answer is None:
+                return self._finish_answer(gate)
+            gate.deny()
+            self.rejections.append(judge_idle(self.dialect, self.tools, number, tool, line, self.answer is not None))
+            return ""
+        action = self.dialect.read_action(line)
+        if action is not None and self.dialect.is_finish(action.tool):
+            return self._finish_answer(gate)
+        rejection = judge_action(self.dialect, self.tools, self.actions, number, action, line, self.question)
         if rejection is not None:
             gate.deny()
             self.rejections.append(rejection)
             return ""
         self.actions.append((number, action, trait_of(self.tools, action.tool)))
         return self._seen(gate.allow())
+
+    def _finish_answer(self, gate: _Gate) -> str:
+        gate.kind = "answer"  # Finish[...] is the final answer, written as an action
+        self.action_lines -= 1
+        return self._open_answer(gate)
 
     def _reject_prefix(self, head: str) -> None:
         self.prefix_rejected = self.stopped = True

@@ -242,13 +242,13 @@ def complete(model: Model, step: int, setup: Setup, emit: Emit) -> Call:
     if listening:
         emit(RoundStarted(step, prompt_chars))
     scanner, governor = StopScanner(stops), Governor(setup.dialect, setup.tools, setup.question)
-    kept: list[str] = []
     tokens: TokenUsage | None = None
 
-    def take(text: str) -> None:
-        kept.append(text)
-        if (shown := governor.feed(text)) and listening:
+    def tell(text: str) -> None:
+        if shown := governor.feed(text):
             emit(TextDelta(shown))
+
+    take = tell if listening else governor.feed  # (the governor keeps what it was fed)
 
     sent, told = None, stops if setup.send_stop else ()
     # The whole buffer, as the model reads it: a chat endpoint by author, the script by its
@@ -276,10 +276,10 @@ def complete(model: Model, step: int, setup: Setup, emit: Emit) -> Call:
                 emit(TextDelta(tail))
     except KeyboardInterrupt:
         # Keep the completion up to the last character the user saw.
-        raise Canceled("".join(kept)[: governor.shown_end]) from None
+        raise Canceled(governor.text[: governor.shown_end]) from None
     finally:
         getattr(chunks, "close", lambda: None)()
-    text, decided = "".join(kept), governor.result()
+    text, decided = governor.text, governor.result()
     if decided.prefix_rejected:  # nothing of it is kept: what was read is quoted in the notice
         ended = CompletionEnded(step, "", text, "prefix", decided)
     else:

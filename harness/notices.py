@@ -26,12 +26,12 @@ def no_action(expected_action: str) -> Rejection:
     )
 
 
-def action_after_answer(number: int, action: Action | None) -> Rejection:
+def action_after_answer(number: int, tool: str | None) -> Rejection:
     return Rejection(
         "protocol_violation.action_after_answer",
         "An Action line came after the final answer; it did not run. The final answer ends the run.",
         number,
-        action.tool if action else None,
+        tool,
         ("Action line after the final answer",),
     )
 
