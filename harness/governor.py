@@ -155,14 +155,14 @@ class Governor:
             answer = self.dialect.answer_text(self.answer.text)
         if not self.actions and self.answer is None and not rejections:
             rejections = (notices.no_action(self.dialect.expected_action),)
-        return Round(
-            lanes=lanes,
-            actions=tuple([(n, a) for n, a, _ in self.actions]),
-            answer=answer,
-            answer_streamed=self.answer is not None and self.answer.emitted > 0,
-            rejections=rejections,
-            shown="".join(self.shown),
-            prefix_rejected=self.prefix_rejected,
+        return Round(  # (by position, as Round lists them: quicker than by name, once a reply)
+            lanes,
+            tuple([(n, a) for n, a, _ in self.actions]),  # actions
+            answer,
+            self.answer is not None and self.answer.emitted > 0,  # answer_streamed
+            rejections,
+            "".join(self.shown),  # shown
+            self.prefix_rejected,
         )
 
     # --- lines and lanes ----------------------------------------------------------

@@ -243,13 +243,6 @@ def complete(model: Model, step: int, setup: Setup, emit: Emit) -> Call:
         emit(RoundStarted(step, prompt_chars))
     scanner, governor = StopScanner(stops), Governor(setup.dialect, setup.tools, setup.question)
     tokens: TokenUsage | None = None
-
-    def tell(text: str) -> None:
-        if shown := governor.feed(text):
-            emit(TextDelta(shown))
-
-    take = tell if listening else governor.feed  # (the governor keeps what it was fed)
-
     sent, told = None, stops if setup.send_stop else ()
     # The whole buffer, as the model reads it: a chat endpoint by author, the script by its
     # length alone, any other model as one text (harness.model.Model).
@@ -267,18 +260,21 @@ def complete(model: Model, step: int, setup: Setup, emit: Emit) -> Call:
                 if 0 <= setup.peek <= scanner.cut_chars - len(scanner.matched or ""):
                     break
             else:
-                take(scanner.feed(chunk))
+                if (shown := governor.feed(scanner.feed(chunk))) and listening:  # (the governor keeps what it was fed)
+                    emit(TextDelta(shown))
                 if governor.stopped or (scanner.stopped and setup.peek == 0):
                     break  # a server that ignored `stop`, or a reply already rejected, is not read further
         if not governor.stopped:
-            take(scanner.finish())
+            if (shown := governor.feed(scanner.finish())) and listening:
+                emit(TextDelta(shown))
             if (tail := governor.finish()) and listening:
                 emit(TextDelta(tail))
     except KeyboardInterrupt:
         # Keep the completion up to the last character the user saw.
         raise Canceled(governor.text[: governor.shown_end]) from None
     finally:
-        getattr(chunks, "close", lambda: None)()
+        if (close := getattr(chunks, "close", None)) is not None:
+            close()
     text, decided = governor.text, governor.result()
     if decided.prefix_rejected:  # nothing of it is kept: what was read is quoted in the notice
         ended = CompletionEnded(step, "", text, "prefix", decided)

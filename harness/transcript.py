@@ -85,8 +85,11 @@ class Transcript:
 
     def endswith(self, suffix: str) -> bool:
         """Does the buffer end with `suffix`? Read from the last pieces, without joining them."""
+        pieces = self._pieces
+        if pieces and len(last := pieces[-1]) >= len(suffix):
+            return last.endswith(suffix)  # the usual case: the last piece is long enough to tell
         tail = ""
-        for piece in reversed(self._pieces):
+        for piece in reversed(pieces):
             if len(tail) >= len(suffix):
                 break
             tail = piece[-len(suffix) :] + tail
@@ -97,7 +100,9 @@ class Transcript:
             author = Author(author)  # "model" -> Author.MODEL
         if not self._authors or self._authors[-1] is not author:
             self._new_span(author)
-        self._grow(text)
+        if text:  # (what _grow does, written out: every append of a run comes here)
+            self._pieces.append(text)
+            self._length += len(text)
 
     def _new_span(self, author: Author) -> None:
         self._authors.append(author)
