@@ -37,11 +37,11 @@ class _Gate:
 
     __slots__ = ("kind", "status", "emitted", "parts")
 
-    def __init__(self, kind: str) -> None:
+    def __init__(self, kind: str, first: str, allowed: bool) -> None:
         self.kind = kind
-        self.status = "pending"
-        self.emitted = 0
-        self.parts: list[str] = []  # everything the lane received (joined once, at the end)
+        self.status = "allowed" if allowed else "pending"
+        self.emitted = len(first) if allowed else 0
+        self.parts: list[str] = [first]  # everything the lane received (joined once, at the end)
 
     @property
     def text(self) -> str:
@@ -113,12 +113,13 @@ class Governor:
         if "\n" not in chunk:  # the common case: part of one line
             out = self._take(chunk, False) if chunk else ""
         else:  # line by line, each piece ending with its newline (the last one may not)
-            outs, start, end = [], 0, len(chunk)
-            while start < end:
-                stop = chunk.find("\n", start) + 1 or end
-                if piece := self._take(chunk[start:stop], stop != end or chunk[-1] == "\n"):
+            outs, start = [], 0
+            while stop := chunk.find("\n", start) + 1:
+                if piece := self._take(chunk[start:stop], True):
                     outs.append(piece)
                 start = stop
+            if start < len(chunk) and (piece := self._take(chunk[start:], False)):
+                outs.append(piece)
             out = "".join(outs)
         if out:
             self.shown.append(out)
@@ -190,11 +191,20 @@ class Governor:
                 return ""
             out = self._open(kind, self.line)
             self.line = ""
-        elif out := lane.push(piece):
-            self.shown_end = self.read_chars
-        if ended:
-            return out + self._end_line() if out else self._end_line()
-        return out
+        else:  # (what _Gate.push does, written out: most pieces come here)
+            lane.parts.append(piece)
+            if lane.status != "allowed":
+                out = ""
+            else:
+                lane.emitted += len(piece)
+                self.shown_end = self.read_chars
+                out = piece
+        if not ended:
+            return out
+        if (gate := self.lane) is not None and (gate.kind != "action" or gate.status != "pending"):
+            self.lane = None  # a line whose lane is decided ends: nothing to judge (_end_line, in short)
+            return out
+        return out + self._end_line() if out else self._end_line()
 
     def _seen(self, out: str) -> str:
         """Text a gate let through: the user has now seen up to here."""
@@ -210,15 +220,11 @@ class Governor:
         if kind == "thinking" and self.lanes and self.lanes[-1].kind == "thinking":
             self.lane = self.lanes[-1]  # consecutive thought lines share one lane
             return self._seen(self.lane.push(text))
-        gate = _Gate(kind)
+        self.lane = gate = _Gate(kind, text, kind == "thinking")  # thinking opens at once
         self.lanes.append(gate)
-        self.lane = gate
-        if kind == "thinking":
-            gate.status = "allowed"  # thinking opens at once
-        out = self._seen(gate.push(text))
         if kind == "answer":
-            out += self._open_answer(gate)
-        return out
+            return self._open_answer(gate)
+        return self._seen(text) if kind == "thinking" else ""
 
     def _open_answer(self, gate: _Gate) -> str:
         self.answer = gate

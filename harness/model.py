@@ -69,6 +69,9 @@ class Call:
     stop: tuple[str, ...]
 
 
+_LISTED = 4096  # characters: a reply up to this long is cut into its chunks in one go
+
+
 class ScriptedModel:
     """Plays back `completions` in order, `chunk_size` characters at a time.
 
@@ -96,7 +99,9 @@ class ScriptedModel:
             raise ModelExhausted(f"the script has {len(self.completions)} completions and all were used")
         self.calls.append(Call(prompt_chars, tuple(stop)))
         text, size = self.completions[len(self.calls) - 1], self.chunk_size
-        return (text[i : i + size] for i in range(0, len(text), size))
+        if len(text) <= _LISTED:  # the usual reply: its chunks cut at once, quicker to go through than a generator
+            return iter([text[i : i + size] for i in range(0, len(text), size)])
+        return (text[i : i + size] for i in range(0, len(text), size))  # a 10 MB one: a chunk at a time
 
 
 # --- what goes wrong, for demos: small wrappers around any model ------------------------

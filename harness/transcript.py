@@ -98,9 +98,10 @@ class Transcript:
     def append(self, author: Author, text: str) -> None:
         if type(author) is not Author:
             author = Author(author)  # "model" -> Author.MODEL
-        if not self._authors or self._authors[-1] is not author:
-            self._new_span(author)
-        if text:  # (what _grow does, written out: every append of a run comes here)
+        if not self._authors or self._authors[-1] is not author:  # (what _new_span does, written out)
+            self._authors.append(author)
+            self._starts.append(self._length)
+        if text:  # (and _grow: every append of a run comes here)
             self._pieces.append(text)
             self._length += len(text)
 
