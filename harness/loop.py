@@ -287,6 +287,6 @@ def complete(model: Model, step: int, setup: Setup, emit: Emit) -> Call:
     if decided.prefix_rejected:  # nothing of it is kept: what was read is quoted in the notice
         ended = CompletionEnded(step, "", text, "prefix", decided)
     else:
-        cut = scanner.cut if setup.peek < 0 else scanner.cut[: len(scanner.matched or "") + setup.peek]
+        cut = "" if not scanner.stopped else scanner.cut if setup.peek < 0 else scanner.cut[: len(scanner.matched) + setup.peek]
         ended = CompletionEnded(step, text, cut, "stop" if cut else "", decided)
     return Call(ended, prompt_chars, tokens, sent)

@@ -162,8 +162,8 @@ def records(transcript: Transcript) -> list[str]:
     out: list[str] = []
     for author, written in transcript._runs():
         head, lines = _HEADS[author], written.split("\n")
-        for text in lines[:-1]:  # each ended with a newline: `|`
-            out.append(f"{head}| {text}" if text else head + "|")
+        bar, empty = head + "| ", head + "|"
+        out += [bar + text if text else empty for text in lines[:-1]]  # each ended with a newline: `|`
         if lines[-1] or len(lines) == 1:  # the last did not: `\\` (an empty span still gets its record)
             out.append(f"{head}\\ {lines[-1]}" if lines[-1] else head + "\\")
     return out
