@@ -118,10 +118,15 @@ def _literal(node: ast.AST, depth: int = 0) -> Any:
 
 def split_call(rest: str, close: str) -> tuple[str, str] | None:
     """'6.5 * 340) * 1.80' -> ('6.5 * 340', ' * 1.80'): the arguments up to the bracket that
-    closes the call, and what follows it; None if it never closes. One pass, quotes skipped."""
+    closes the call, and what follows it; None if it never closes. One pass, quotes skipped,
+    up to the last closing bracket: past it nothing can close the call (a 100,000-character
+    argument that never closes is not looked at character by character)."""
+    last = rest.rfind(close)
+    if last < 0:
+        return None
     opening = {")": "(", "]": "["}[close]
     depth, quote = 0, ""
-    for i, ch in enumerate(rest):
+    for i, ch in enumerate(rest[: last + 1]):
         if quote:
             quote = "" if ch == quote else quote
         elif ch in "'\"":

@@ -66,7 +66,7 @@ class _Gate:
 class Governor:
     def __init__(self, dialect: Dialect, tools: Registry | None = None, question: str = "") -> None:
         self.dialect, self.tools, self.question = dialect, tools, question
-        self.lanes: list[_Gate] = []
+        self.lanes: list[_Gate | Lane] = []  # a judged Action line's gate becomes its Lane at once
         self.line = ""  # the start of the current line, while its kind cannot be told yet
         self.blanks: list[str] = []  # spaces and tabs that begin it, before anything else (see _take)
         self.lane: _Gate | None = None  # the lane the current line belongs to, once known
@@ -147,7 +147,7 @@ class Governor:
 
     def result(self) -> Round:
         lanes = tuple([
-            Lane(i, g.kind, "allowed" if g.status == "allowed" else "denied", g.emitted, "".join(g.parts))
+            g if type(g) is Lane else Lane(i, g.kind, "allowed" if g.status == "allowed" else "denied", g.emitted, g.text)
             for i, g in enumerate(self.lanes)
         ])  # fmt: skip
         rejections = tuple(self.rejections)
@@ -257,19 +257,24 @@ class Governor:
             tool = self.dialect.read_tool(line)
             if tool is not None and self.dialect.is_finish(tool) and self.answer is None:
                 return self._finish_answer(gate)
-            gate.deny()
             self.rejections.append(judge_idle(self.dialect, self.tools, number, tool, line, self.answer is not None))
-            return ""
+            return self._settle("denied", 0, line)
         action = self.dialect.read_action(line)
         if action is not None and self.dialect.is_finish(action.tool):
             return self._finish_answer(gate)
         rejection = judge_action(self.dialect, self.tools, self.actions, number, action, line, self.question)
         if rejection is not None:
-            gate.deny()
             self.rejections.append(rejection)
-            return ""
+            return self._settle("denied", 0, line)
         self.actions.append((number, action, trait_of(self.tools, action.tool)))
-        return self._seen(gate.allow())
+        return self._seen(self._settle("allowed", len(line), line))
+
+    def _settle(self, status: str, emitted: int, line: str) -> str:
+        """A judged Action line is final: its Lane is made now and its gate let go (a reply
+        of 100,000 Action lines keeps 100,000 small values, not gates and their pieces).
+        What reaches the user: the line, if allowed."""
+        self.lanes[-1] = Lane(len(self.lanes) - 1, "action", status, emitted, line)
+        return line if status == "allowed" else ""
 
     def _finish_answer(self, gate: _Gate) -> str:
         gate.kind = "answer"  # Finish[...] is the final answer, written as an action

@@ -90,6 +90,8 @@ def bare(action: Action) -> bool:
 
 def inner_call(dialect: Dialect, tools: Registry, text: str) -> tuple[str, str] | None:
     """(tool, its call as written) for the first known tool called inside `text`."""
+    if "(" not in text and "[" not in text:
+        return None  # no bracket, no call (and 100,000 characters are not searched for names)
     for i, m in enumerate(_NAME.finditer(text)):
         if i == _LOOKED_AT:
             break

@@ -33,7 +33,8 @@ def unseen(text: str, decided: Round) -> Unseen:
     cursor = 0
     for lane in decided.lanes:
         line = lane.text[: lane.text.find("\n") + 1 or len(lane.text)]  # its first line
-        at = _line_start(text, line, cursor)
+        # Lanes are mostly one line after another: the next one begins where the last ended.
+        at = cursor if text.startswith(line, cursor) and (not cursor or text[cursor - 1] == "\n") else _line_start(text, line, cursor)
         if at < 0 or not line:
             continue
         cursor = at + len(line)
