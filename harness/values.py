@@ -2,8 +2,9 @@
 
 A run makes about twenty small values a step (its events, the round the reader decided,
 the call's record). A frozen dataclass's generated `__init__` writes each field through
-`object.__setattr__`, since its own `__setattr__` refuses: three times what a plain
-class pays, and at twenty values a step a third of what one step of the loop costs.
+`object.__setattr__`, since its own `__setattr__` refuses: a five-field value costs
+about 8,800 machine instructions to make (a plain class's: 2,400), and twenty of them were
+a quarter of what one step of the loop costs. With `@value` it costs about 5,300.
 
     @value
     @dataclass(frozen=True, slots=True)
