@@ -56,6 +56,11 @@ def _starts_with(s: str, word: str, boundary: bool, complete: bool) -> bool | No
     return False
 
 
+def _by_first(markers: tuple[tuple[str, str, bool], ...]) -> dict[str, tuple[tuple[str, str, bool], ...]]:
+    firsts = dict.fromkeys(word[0] for _, word, _ in markers)  # (in order)
+    return {first: tuple(m for m in markers if m[1][0] == first) for first in firsts}
+
+
 class Dialect:
     """One text protocol. Subclasses set the patterns and the few strings code writes."""
 
@@ -64,7 +69,7 @@ class Dialect:
     expected_action: str
     _action: regex.Pattern[str]
     _markers: tuple[tuple[str, str, bool], ...] = (("answer", "Final Answer:", False), ("action", "Action", True))
-    _marker_firsts = frozenset(word[0] for _, word, _ in _markers)  # (and again for each subclass's own)
+    _starting = _by_first(_markers)  # first character -> the markers that begin so (and for each subclass's own)
     close = ")"  # the bracket that ends a call's arguments
     _loose = regex.compile(
         r"^[ \t]*Action[ \t]*\d{0,6}[ \t]*:[ \t]*(?P<tool>[A-Za-z_][A-Za-z0-9_]{0,63})[ \t]*[(\[]"
@@ -76,7 +81,7 @@ class Dialect:
 
     def __init_subclass__(cls, **kwargs: Any) -> None:
         super().__init_subclass__(**kwargs)
-        cls._marker_firsts = frozenset(word[0] for _, word, _ in cls._markers)
+        cls._starting = _by_first(cls._markers)
         action = cls.__dict__.get("_action")
         if action is not None and (action.groups, dict(action.groupindex)) != (2, {"tool": 1, "args": 2}):
             raise TypeError(f"{cls.__name__}._action must have exactly the groups (tool, args), in that order")
@@ -106,11 +111,9 @@ class Dialect:
     def line_kind(self, line: str, complete: bool) -> str | None:
         """'action', 'answer' or 'thinking' for a line; None while it cannot be told yet."""
         s = line.lstrip(" \t")
-        if s and s[0] not in self._marker_firsts:
-            return "thinking"  # no marker begins so (most lines: "Thought: ...")
-        for kind, word, boundary in self._markers:
-            if s and s[0] != word[0]:
-                continue  # (this marker cannot begin so)
+        # Only the markers that begin with its first character (no marker: most lines,
+        # "Thought: ..."); a line of blanks so far could still become any of them.
+        for kind, word, boundary in self._starting.get(s[0], ()) if s else self._markers:
             verdict = _starts_with(s, word, boundary, complete)
             if verdict is None:
                 return None
