@@ -35,11 +35,14 @@ _TIMEOUT = 0.25  # seconds; a match that takes longer is treated as no match
 _UNTIMED = 1_000  # characters: a line this short matches in under a millisecond, whatever it holds
 
 
-def _search(pattern: regex.Pattern[str], text: str) -> regex.Match[str] | None:
+def _match(pattern: regex.Pattern[str], text: str) -> regex.Match[str] | None:
+    """`pattern` at the start of `text`: one line (or, for react-paper's answer, a lane whose
+    first line is the call). A search would try the anchor again at every character, which on
+    a 100,000-character line costs a hundred times what one try does."""
     if len(text) <= _UNTIMED:  # the timer costs more than the match itself; nothing to guard here
-        return pattern.search(text)
+        return pattern.match(text)
     try:
-        return pattern.search(text, timeout=_TIMEOUT)
+        return pattern.match(text, timeout=_TIMEOUT)
     except TimeoutError:
         return None
 
@@ -123,13 +126,15 @@ class Dialect:
 
     def loose_call(self, line: str) -> tuple[str, str] | None:
         """(tool, text after the opening bracket) of an Action line that names a tool, parsed or not."""
-        if m := _search(self._loose, line):
+        if "(" not in line and "[" not in line:
+            return None  # (_loose needs a bracket: a line of prose is not searched)
+        if m := _match(self._loose, line):
             return m["tool"], m["rest"]
         return None
 
     def read_action(self, line: str) -> Action | None:
         """The call on an Action line."""
-        if m := _search(self._action, line):
+        if m := _match(self._action, line):
             tool, raw = m.groups()  # (tool, args): the only groups of every _action pattern
             return Action(tool, *parse_args(raw), raw)
         return None
@@ -137,7 +142,7 @@ class Dialect:
     def read_tool(self, line: str) -> str | None:
         """The tool of a call on an Action line, its arguments left unread (a line that will
         not run is judged by its tool alone)."""
-        m = _search(self._action, line)
+        m = _match(self._action, line)
         return m[1] if m else None
 
     def is_finish(self, tool: str) -> bool:
