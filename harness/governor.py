@@ -190,14 +190,8 @@ class Governor:
                 return ""
             out = self._open(kind, self.line)
             self.line = ""
-        else:  # (what _Gate.push does, written out: most pieces go to a known lane)
-            lane.parts.append(piece)
-            if lane.status == "allowed":
-                lane.emitted += len(piece)
-                self.shown_end = self.read_chars
-                out = piece
-            else:
-                out = ""
+        elif out := lane.push(piece):
+            self.shown_end = self.read_chars
         if ended:
             return out + self._end_line() if out else self._end_line()
         return out
@@ -219,9 +213,6 @@ class Governor:
         gate = _Gate(kind)
         self.lanes.append(gate)
         self.lane = gate
-        if kind == "action":
-            gate.parts.append(text)  # held until the line is judged
-            return ""
         if kind == "thinking":
             gate.status = "allowed"  # thinking opens at once
         out = self._seen(gate.push(text))
