@@ -9,7 +9,7 @@ from __future__ import annotations
 import time
 
 import pytest
-from hypothesis import given
+from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from harness import Agent, ScriptedModel
@@ -106,10 +106,16 @@ def read_each_character(rest: str, close: str) -> tuple[str, str] | None:
     return None
 
 
-@given(rest=st.text(alphabet=st.sampled_from("()[]'\"ab \n"), max_size=24), close=st.sampled_from(")]"))
+# Brackets and quotes among runs of plain text, short and long, sparse and dense.
+ARGUMENT_TEXT = st.lists(st.sampled_from(["(", ")", "[", "]", "'", '"', "a", " ", "\n", "x" * 40]), max_size=16).map("".join)
+
+
+@settings(max_examples=1000)
+@given(rest=ARGUMENT_TEXT, close=st.sampled_from(")]"))
 def test_where_a_call_closes_is_read_as_one_character_at_a_time_reads_it(rest, close):
-    # split_call stops at the last closing bracket (past it nothing can close the call), so
-    # a 100,000-character argument that never closes costs one search, not a Python loop.
+    # split_call looks no further than the last closing bracket, and passes over long plain
+    # text from one bracket or quote to the next: a 100,000-character argument is not a
+    # Python loop over its characters. Its answer is the one-character-at-a-time answer.
     assert split_call(rest, close) == read_each_character(rest, close)
 
 
