@@ -20,6 +20,8 @@ import json
 import warnings
 from typing import Any
 
+import regex
+
 ARGS_MAX = 100_000  # characters of arguments on one Action line (a file written whole fits)
 _JSON_STARTS = frozenset('{["-0123456789tfnNI')  # a JSON value begins with one of these (NaN, Infinity too)
 
@@ -116,12 +118,57 @@ def _literal(node: ast.AST, depth: int = 0) -> Any:
     raise ValueError("not a plain literal")
 
 
+_TOKENS = {  # what split_call reads: a quoted string (whole), a quote that never closes, a bracket
+    ")": regex.compile(r"""'[^']*'|"[^"]*"|['"]|[()]"""),
+    "]": regex.compile(r"""'[^']*'|"[^"]*"|['"]|[\[\]]"""),
+}
+
+
 def split_call(rest: str, close: str) -> tuple[str, str] | None:
     """'6.5 * 340) * 1.80' -> ('6.5 * 340', ' * 1.80'): the arguments up to the bracket that
-    closes the call, and what follows it; None if it never closes. One pass, quotes skipped."""
+    closes the call, and what follows it; None if it never closes. One pass, quotes skipped,
+    up to the last closing bracket: past it nothing can close the call. A long argument of
+    plain text (up to 100,000 characters) is passed over from one bracket or quote to the
+    next; a short one, or one made mostly of them, is read one character at a time."""
+    last = rest.rfind(close)
+    if last < 0:
+        return None
+    text = rest[: last + 1]
+    if len(text) < 64 or sum(map(text.count, close + "'\"" + {")": "(", "]": "["}[close])) * 4 > len(text):
+        return _split_each(rest, text, close)  # short, or dense with brackets and quotes
+    depth = 0
+    for m in _TOKENS[close].finditer(text):
+        token = m[0]
+        if token == close:
+            if depth == 0:
+                return rest[: m.start()], rest[m.end() :]
+            depth -= 1
+        elif len(token) == 1 and token in "'\"":
+            return None  # a quote that never closes: nor does the call
+        elif len(token) == 1:
+            depth += 1  # (a quoted string is passed over whole)
+    return None
+
+
+def _split_each(rest: str, text: str, close: str) -> tuple[str, str] | None:
+    """split_call's reading, one character of `text` at a time (the start of `rest`)."""
     opening = {")": "(", "]": "["}[close]
     depth, quote = 0, ""
-    for i, ch in enumerate(rest):
+    for i, ch in enumerate(text):
+        if quote:
+            quote = "" if ch == quote else quote
+        elif ch in "'\"":
+            quote = ch
+        elif ch == opening:
+            depth += 1
+        elif ch == close:
+            if depth == 0:
+                return rest[:i], rest[i + 1 :]
+            depth -= 1
+    return None
+    opening = {")": "(", "]": "["}[close]
+    depth, quote = 0, ""
+    for i, ch in enumerate(rest[: last + 1]):
         if quote:
             quote = "" if ch == quote else quote
         elif ch in "'\"":

@@ -6,7 +6,8 @@
     Round       all of it, equal for any chunking of the same completion
 
 These are plain frozen values with no behaviour, so the loop, the run record and every
-view can import them without pulling in the reader (harness.governor) itself.
+view can import them without pulling in the reader (harness.governor) itself. A reply
+makes several of them; `@value` (harness.values) only makes them quicker to build.
 """
 
 from __future__ import annotations
@@ -14,7 +15,10 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
+from harness.values import value
 
+
+@value
 @dataclass(frozen=True, slots=True)
 class Action:
     tool: str
@@ -23,6 +27,7 @@ class Action:
     raw: str = ""  # the arguments as the model wrote them
 
 
+@value
 @dataclass(frozen=True, slots=True)
 class Rejection:
     code: str  # stable: protocol_violation.no_action, gate.incompatible_action, ...
@@ -32,6 +37,7 @@ class Rejection:
     violations: tuple[str, ...] = ()
 
 
+@value
 @dataclass(frozen=True, slots=True)
 class Lane:
     index: int  # order of appearance in the completion, from 0
@@ -41,6 +47,7 @@ class Lane:
     text: str  # all the model wrote in it, shown or not
 
 
+@value
 @dataclass(frozen=True, slots=True)
 class Round:
     lanes: tuple[Lane, ...] = ()

@@ -35,11 +35,14 @@ _TIMEOUT = 0.25  # seconds; a match that takes longer is treated as no match
 _UNTIMED = 1_000  # characters: a line this short matches in under a millisecond, whatever it holds
 
 
-def _search(pattern: regex.Pattern[str], text: str) -> regex.Match[str] | None:
+def _match(pattern: regex.Pattern[str], text: str) -> regex.Match[str] | None:
+    """`pattern` at the start of `text`: one line (or, for react-paper's answer, a lane whose
+    first line is the call). A search would try the anchor again at every character, which on
+    a 100,000-character line costs a hundred times what one try does."""
     if len(text) <= _UNTIMED:  # the timer costs more than the match itself; nothing to guard here
-        return pattern.search(text)
+        return pattern.match(text)
     try:
-        return pattern.search(text, timeout=_TIMEOUT)
+        return pattern.match(text, timeout=_TIMEOUT)
     except TimeoutError:
         return None
 
@@ -56,6 +59,11 @@ def _starts_with(s: str, word: str, boundary: bool, complete: bool) -> bool | No
     return False
 
 
+def _by_first(markers: tuple[tuple[str, str, bool], ...]) -> dict[str, tuple[tuple[str, str, bool], ...]]:
+    firsts = dict.fromkeys(word[0] for _, word, _ in markers)  # (in order)
+    return {first: tuple(m for m in markers if m[1][0] == first) for first in firsts}
+
+
 class Dialect:
     """One text protocol. Subclasses set the patterns and the few strings code writes."""
 
@@ -64,7 +72,7 @@ class Dialect:
     expected_action: str
     _action: regex.Pattern[str]
     _markers: tuple[tuple[str, str, bool], ...] = (("answer", "Final Answer:", False), ("action", "Action", True))
-    _marker_firsts = frozenset(word[0] for _, word, _ in _markers)  # (and again for each subclass's own)
+    _starting = _by_first(_markers)  # first character -> the markers that begin so (and for each subclass's own)
     close = ")"  # the bracket that ends a call's arguments
     _loose = regex.compile(
         r"^[ \t]*Action[ \t]*\d{0,6}[ \t]*:[ \t]*(?P<tool>[A-Za-z_][A-Za-z0-9_]{0,63})[ \t]*[(\[]"
@@ -76,7 +84,7 @@ class Dialect:
 
     def __init_subclass__(cls, **kwargs: Any) -> None:
         super().__init_subclass__(**kwargs)
-        cls._marker_firsts = frozenset(word[0] for _, word, _ in cls._markers)
+        cls._starting = _by_first(cls._markers)
         action = cls.__dict__.get("_action")
         if action is not None and (action.groups, dict(action.groupindex)) != (2, {"tool": 1, "args": 2}):
             raise TypeError(f"{cls.__name__}._action must have exactly the groups (tool, args), in that order")
@@ -106,11 +114,9 @@ class Dialect:
     def line_kind(self, line: str, complete: bool) -> str | None:
         """'action', 'answer' or 'thinking' for a line; None while it cannot be told yet."""
         s = line.lstrip(" \t")
-        if s and s[0] not in self._marker_firsts:
-            return "thinking"  # no marker begins so (most lines: "Thought: ...")
-        for kind, word, boundary in self._markers:
-            if s and s[0] != word[0]:
-                continue  # (this marker cannot begin so)
+        # Only the markers that begin with its first character (no marker: most lines,
+        # "Thought: ..."); a line of blanks so far could still become any of them.
+        for kind, word, boundary in self._starting.get(s[0], ()) if s else self._markers:
             verdict = _starts_with(s, word, boundary, complete)
             if verdict is None:
                 return None
@@ -120,20 +126,26 @@ class Dialect:
 
     def loose_call(self, line: str) -> tuple[str, str] | None:
         """(tool, text after the opening bracket) of an Action line that names a tool, parsed or not."""
-        if m := _search(self._loose, line):
+        if "(" not in line and "[" not in line:
+            return None  # (_loose needs a bracket: a line of prose is not searched)
+        if m := _match(self._loose, line):
             return m["tool"], m["rest"]
         return None
 
-    def read_action(self, line: str, parse: bool = True) -> Action | None:
-        """The call on an Action line; with parse=False its arguments are left unread (a line
-        that will not run: only its tool is judged)."""
-        if m := _search(self._action, line):
+    def read_action(self, line: str) -> Action | None:
+        """The call on an Action line."""
+        if m := _match(self._action, line):
             tool, raw = m.groups()  # (tool, args): the only groups of every _action pattern
-            args, kwargs = parse_args(raw) if parse else ((), {})
-            return Action(tool, args, kwargs, raw)
+            return Action(tool, *parse_args(raw), raw)
         return None
 
-    def is_finish(self, action: Action) -> bool:
+    def read_tool(self, line: str) -> str | None:
+        """The tool of a call on an Action line, its arguments left unread (a line that will
+        not run is judged by its tool alone)."""
+        m = _match(self._action, line)
+        return m[1] if m else None
+
+    def is_finish(self, tool: str) -> bool:
         """A dialect whose final answer is written as an action (Finish[...]) says so here."""
         return False
 
@@ -189,8 +201,8 @@ class ReactPaperDialect(Dialect):
     def signature(self, name: str, params: tuple[str, ...]) -> str:
         return f"{name}[{', '.join(params)}]"
 
-    def is_finish(self, action: Action) -> bool:
-        return action.tool == "Finish"
+    def is_finish(self, tool: str) -> bool:
+        return tool == "Finish"
 
     def answer_text(self, lane: str) -> str:
         action = self.read_action(lane)

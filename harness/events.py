@@ -1,7 +1,8 @@
 """What happened during a run, in order. The loop emits these; renderers only read them.
 
 A live view prints them as they arrive; a saved transcript is what the Appended events
-built up. Every event is a small frozen value.
+built up. Every event is a small frozen value (a frozen dataclass; `@value` only makes
+it quicker to build, harness.values: a run makes a dozen of them a step).
 """
 
 from __future__ import annotations
@@ -11,6 +12,7 @@ from enum import StrEnum
 
 from harness.decisions import Round
 from harness.transcript import Author
+from harness.values import value
 
 
 class StopReason(StrEnum):
@@ -24,18 +26,21 @@ class StopReason(StrEnum):
     MODEL_ERROR = "model_error"  # the model failed to answer
 
 
-@dataclass(frozen=True)
+@value
+@dataclass(frozen=True, slots=True)
 class RoundStarted:
     step: int
     prompt_chars: int  # the whole buffer is sent, fresh, every call
 
 
-@dataclass(frozen=True)
+@value
+@dataclass(frozen=True, slots=True)
 class TextDelta:
     text: str  # only text that can no longer turn into a stop string
 
 
-@dataclass(frozen=True)
+@value
+@dataclass(frozen=True, slots=True)
 class CompletionEnded:
     step: int
     text: str  # what the buffer keeps
@@ -44,7 +49,8 @@ class CompletionEnded:
     round: Round  # the lanes, what the user saw, the accepted actions, the answer
 
 
-@dataclass(frozen=True)
+@value
+@dataclass(frozen=True, slots=True)
 class Usage:
     step: int
     prompt_chars: int  # the whole buffer, sent again
@@ -52,7 +58,8 @@ class Usage:
     total_prompt_chars: int  # all prompt characters sent so far in this run
 
 
-@dataclass(frozen=True)
+@value
+@dataclass(frozen=True, slots=True)
 class TokensCounted:
     """Only from a backend that can count: the model's own token figures for one call."""
 
@@ -62,7 +69,8 @@ class TokensCounted:
     completion_tokens: int | None
 
 
-@dataclass(frozen=True)
+@value
+@dataclass(frozen=True, slots=True)
 class ActionParsed:
     step: int
     number: int  # the Action line's number in the completion, from 1
@@ -70,14 +78,16 @@ class ActionParsed:
     raw: str  # the arguments as the model wrote them
 
 
-@dataclass(frozen=True)
+@value
+@dataclass(frozen=True, slots=True)
 class ToolStarted:
     step: int
     number: int
     tool: str
 
 
-@dataclass(frozen=True)
+@value
+@dataclass(frozen=True, slots=True)
 class ToolResult:
     step: int
     number: int
@@ -86,7 +96,8 @@ class ToolResult:
     ok: bool
 
 
-@dataclass(frozen=True)
+@value
+@dataclass(frozen=True, slots=True)
 class Notice:
     step: int
     code: str  # stable, e.g. protocol_violation.no_action
@@ -96,13 +107,15 @@ class Notice:
     violations: tuple[str, ...] = ()
 
 
-@dataclass(frozen=True)
+@value
+@dataclass(frozen=True, slots=True)
 class Appended:
     author: Author
     text: str
 
 
-@dataclass(frozen=True)
+@value
+@dataclass(frozen=True, slots=True)
 class Stopped:
     reason: StopReason
     final_answer: str | None

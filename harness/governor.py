@@ -24,7 +24,7 @@ from typing import TYPE_CHECKING
 
 from harness import notices
 from harness.decisions import Action, Lane, Rejection, Round
-from harness.judge import judge_action, judge_answer, trait_of
+from harness.judge import judge_action, judge_answer, judge_idle, trait_of
 
 if TYPE_CHECKING:
     from harness.dialects import Dialect
@@ -37,11 +37,11 @@ class _Gate:
 
     __slots__ = ("kind", "status", "emitted", "parts")
 
-    def __init__(self, kind: str) -> None:
+    def __init__(self, kind: str, first: str, allowed: bool) -> None:
         self.kind = kind
-        self.status = "pending"
-        self.emitted = 0
-        self.parts: list[str] = []  # everything the lane received (joined once, at the end)
+        self.status = "allowed" if allowed else "pending"
+        self.emitted = len(first) if allowed else 0
+        self.parts: list[str] = [first]  # everything the lane received (joined once, at the end)
 
     @property
     def text(self) -> str:
@@ -66,7 +66,7 @@ class _Gate:
 class Governor:
     def __init__(self, dialect: Dialect, tools: Registry | None = None, question: str = "") -> None:
         self.dialect, self.tools, self.question = dialect, tools, question
-        self.lanes: list[_Gate] = []
+        self.lanes: list[_Gate | Lane] = []  # a judged Action line's gate becomes its Lane at once
         self.line = ""  # the start of the current line, while its kind cannot be told yet
         self.blanks: list[str] = []  # spaces and tabs that begin it, before anything else (see _take)
         self.lane: _Gate | None = None  # the lane the current line belongs to, once known
@@ -75,6 +75,7 @@ class Governor:
         self.action_lines = 0
         self.rejections: list[Rejection] = []
         self.shown: list[str] = []
+        self.fed: list[str] = []  # every chunk, as it came (`text` joins them once)
         self.read_chars = 0  # characters fed so far
         self.shown_end = 0  # position just after the last character the user saw
         self._prefix = dialect.required_prefix or ""
@@ -86,14 +87,19 @@ class Governor:
 
     def feed(self, chunk: str) -> str:
         """Take a chunk of the completion; return the text that now reaches the user."""
+        self.fed.append(chunk)
         lane = self.lane  # (a lane is open only once the prefix, if any, is confirmed)
         if lane is not None and chunk and "\n" not in chunk:
-            # The common case: more of a line whose lane is known. Its gate decides.
+            # The common case: more of a line whose lane is known. Its gate decides (what
+            # _Gate.push does, written out: this runs for every chunk of a 10 MB line).
             self.read_chars += len(chunk)
-            if out := lane.push(chunk):
-                self.shown_end = self.read_chars
-                self.shown.append(out)
-            return out
+            lane.parts.append(chunk)
+            if lane.status != "allowed":
+                return ""
+            lane.emitted += len(chunk)
+            self.shown_end = self.read_chars
+            self.shown.append(chunk)
+            return chunk
         if self.prefix_rejected:
             return ""
         if self._head is not None:
@@ -107,16 +113,22 @@ class Governor:
         if "\n" not in chunk:  # the common case: part of one line
             out = self._take(chunk, False) if chunk else ""
         else:  # line by line, each piece ending with its newline (the last one may not)
-            outs, start, end = [], 0, len(chunk)
-            while start < end:
-                stop = chunk.find("\n", start) + 1 or end
-                if piece := self._take(chunk[start:stop], stop != end or chunk[-1] == "\n"):
+            outs, start = [], 0
+            while stop := chunk.find("\n", start) + 1:
+                if piece := self._take(chunk[start:stop], True):
                     outs.append(piece)
                 start = stop
+            if start < len(chunk) and (piece := self._take(chunk[start:], False)):
+                outs.append(piece)
             out = "".join(outs)
         if out:
             self.shown.append(out)
         return out
+
+    @property
+    def text(self) -> str:
+        """All it was fed: the completion as read so far."""
+        return "".join(self.fed)
 
     def finish(self) -> str:
         """The stream has ended: judge the last line and anything still pending."""
@@ -135,7 +147,7 @@ class Governor:
 
     def result(self) -> Round:
         lanes = tuple([
-            Lane(i, g.kind, "allowed" if g.status == "allowed" else "denied", g.emitted, "".join(g.parts))
+            g if type(g) is Lane else Lane(i, g.kind, "allowed" if g.status == "allowed" else "denied", g.emitted, g.text)
             for i, g in enumerate(self.lanes)
         ])  # fmt: skip
         rejections = tuple(self.rejections)
@@ -144,14 +156,14 @@ class Governor:
             answer = self.dialect.answer_text(self.answer.text)
         if not self.actions and self.answer is None and not rejections:
             rejections = (notices.no_action(self.dialect.expected_action),)
-        return Round(
-            lanes=lanes,
-            actions=tuple([(n, a) for n, a, _ in self.actions]),
-            answer=answer,
-            answer_streamed=self.answer is not None and self.answer.emitted > 0,
-            rejections=rejections,
-            shown="".join(self.shown),
-            prefix_rejected=self.prefix_rejected,
+        return Round(  # (by position, as Round lists them: quicker than by name, once a reply)
+            lanes,
+            tuple([(n, a) for n, a, _ in self.actions]),  # actions
+            answer,
+            self.answer is not None and self.answer.emitted > 0,  # answer_streamed
+            rejections,
+            "".join(self.shown),  # shown
+            self.prefix_rejected,
         )
 
     # --- lines and lanes ----------------------------------------------------------
@@ -179,11 +191,20 @@ class Governor:
                 return ""
             out = self._open(kind, self.line)
             self.line = ""
-        elif out := lane.push(piece):
-            self.shown_end = self.read_chars
-        if ended:
-            return out + self._end_line() if out else self._end_line()
-        return out
+        else:  # (what _Gate.push does, written out: most pieces come here)
+            lane.parts.append(piece)
+            if lane.status != "allowed":
+                out = ""
+            else:
+                lane.emitted += len(piece)
+                self.shown_end = self.read_chars
+                out = piece
+        if not ended:
+            return out
+        if (gate := self.lane) is not None and (gate.kind != "action" or gate.status != "pending"):
+            self.lane = None  # a line whose lane is decided ends: nothing to judge (_end_line, in short)
+            return out
+        return out + self._end_line() if out else self._end_line()
 
     def _seen(self, out: str) -> str:
         """Text a gate let through: the user has now seen up to here."""
@@ -199,15 +220,11 @@ class Governor:
         if kind == "thinking" and self.lanes and self.lanes[-1].kind == "thinking":
             self.lane = self.lanes[-1]  # consecutive thought lines share one lane
             return self._seen(self.lane.push(text))
-        gate = _Gate(kind)
+        self.lane = gate = _Gate(kind, text, kind == "thinking")  # thinking opens at once
         self.lanes.append(gate)
-        self.lane = gate
-        if kind == "thinking":
-            gate.status = "allowed"  # thinking opens at once
-        out = self._seen(gate.push(text))
         if kind == "answer":
-            out += self._open_answer(gate)
-        return out
+            return self._open_answer(gate)
+        return self._seen(text) if kind == "thinking" else ""
 
     def _open_answer(self, gate: _Gate) -> str:
         self.answer = gate
@@ -236,21 +253,33 @@ class Governor:
         number, line = self.action_lines, gate.text
         # A line that cannot run (the reply's actions are used up, or its answer came first)
         # is judged by its tool alone: its arguments are not worth reading.
-        runs = len(self.actions) < self.dialect.max_actions and self.answer is None
-        action = self.dialect.read_action(line, runs)
-        if action is not None and self.dialect.is_finish(action) and self.answer is None:
-            gate.kind = "answer"  # Finish[...] is the final answer, written as an action
-            self.action_lines -= 1
-            return self._open_answer(gate)
-        rejection = judge_action(
-            self.dialect, self.tools, self.actions, number, action, line, self.answer is not None, self.question
-        )
+        if len(self.actions) >= self.dialect.max_actions or self.answer is not None:
+            tool = self.dialect.read_tool(line)
+            if tool is not None and self.dialect.is_finish(tool) and self.answer is None:
+                return self._finish_answer(gate)
+            self.rejections.append(judge_idle(self.dialect, self.tools, number, tool, line, self.answer is not None))
+            return self._settle("denied", 0, line)
+        action = self.dialect.read_action(line)
+        if action is not None and self.dialect.is_finish(action.tool):
+            return self._finish_answer(gate)
+        rejection = judge_action(self.dialect, self.tools, self.actions, number, action, line, self.question)
         if rejection is not None:
-            gate.deny()
             self.rejections.append(rejection)
-            return ""
+            return self._settle("denied", 0, line)
         self.actions.append((number, action, trait_of(self.tools, action.tool)))
-        return self._seen(gate.allow())
+        return self._seen(self._settle("allowed", len(line), line))
+
+    def _settle(self, status: str, emitted: int, line: str) -> str:
+        """A judged Action line is final: its Lane is made now and its gate let go (a reply
+        of 100,000 Action lines keeps 100,000 small values, not gates and their pieces).
+        What reaches the user: the line, if allowed."""
+        self.lanes[-1] = Lane(len(self.lanes) - 1, "action", status, emitted, line)
+        return line if status == "allowed" else ""
+
+    def _finish_answer(self, gate: _Gate) -> str:
+        gate.kind = "answer"  # Finish[...] is the final answer, written as an action
+        self.action_lines -= 1
+        return self._open_answer(gate)
 
     def _reject_prefix(self, head: str) -> None:
         self.prefix_rejected = self.stopped = True

@@ -3,6 +3,7 @@
     judge_action   must parse, name a known tool, stay within the dialect's number of
                    actions per reply, call one tool (not one inside another), and not
                    depend on an accepted action's unseen result
+    judge_idle     a line that cannot run: why, by its tool alone
     why_failed     a call that ran and failed: a parameter's name given as its value?
     judge_answer   in a dialect that asks for it, only neutral actions may come before
 
@@ -40,11 +41,8 @@ def judge_action(
     number: int,
     action: Action | None,
     line: str,
-    answered: bool,
     question: str = "",
 ) -> Rejection | None:
-    if answered:
-        return notices.action_after_answer(number, action)
     if action is None:
         return why_not(dialect, tools, number, line)
     if tools is not None and action.tool not in tools:
@@ -58,6 +56,18 @@ def judge_action(
         if not compatible(first_trait, trait):
             return notices.incompatible_action(number, action.tool, trait, first, first_action.tool, first_trait)
     return None
+
+
+def judge_idle(dialect: Dialect, tools: Registry | None, number: int, tool: str | None, line: str, answered: bool) -> Rejection:
+    """An Action line that cannot run (its reply's actions are used up, or its answer came
+    first) is judged by its tool alone: its arguments are not worth reading."""
+    if answered:
+        return notices.action_after_answer(number, tool)
+    if tool is None:
+        return why_not(dialect, tools, number, line)
+    if tools is not None and tool not in tools:
+        return notices.unknown_tool(number, tool, tools.names)
+    return notices.too_many_actions(number, tool, dialect.max_actions)
 
 
 def judge_answer(dialect: Dialect, accepted: Accepted) -> Rejection | None:
@@ -80,6 +90,8 @@ def bare(action: Action) -> bool:
 
 def inner_call(dialect: Dialect, tools: Registry, text: str) -> tuple[str, str] | None:
     """(tool, its call as written) for the first known tool called inside `text`."""
+    if "(" not in text and "[" not in text:
+        return None  # no bracket, no call (and 100,000 characters are not searched for names)
     for i, m in enumerate(_NAME.finditer(text)):
         if i == _LOOKED_AT:
             break

@@ -68,6 +68,10 @@ def _arguments(action: Action) -> tuple | str:
     Plain text and whole numbers, the usual arguments, are their own key; anything else
     (a float, a bool, a list, keywords) is its JSON, where 1, 1.0 and True differ too."""
     args = action.args
-    if not action.kwargs and all(type(a) is str or type(a) is int for a in args):
-        return args  # a tuple: never equal to a JSON string
+    if not action.kwargs:
+        for a in args:
+            if type(a) is not str and type(a) is not int:
+                break
+        else:
+            return args  # a tuple: never equal to a JSON string
     return json.dumps([args, action.kwargs], sort_keys=True, default=str)

@@ -144,13 +144,15 @@ class Writer:
             self.tell(Appended, span.author, span.text)
 
     def tell(self, event: type, *fields: object) -> None:
-        """Emit an event, made only if somebody listens (most runs in tests and CI: nobody)."""
+        """Emit an event, made only if somebody listens (most runs in tests and CI: nobody).
+        The events of every step are written out as `if self.listening: self.emit(...)`."""
         if self.listening:
             self.emit(event(*fields))
 
     def write(self, author: Author, text: str) -> None:
         self.buffer.append(author, text)
-        self.tell(Appended, author, text)
+        if self.listening:
+            self.emit(Appended(author, text))
 
     def code(self, text: str, framed: bool = True) -> None:
         """Code's lines always start on a line of their own, and never hold a control token:
@@ -172,7 +174,8 @@ class Writer:
             self.codes_turn = False
             if after := self.frames.after_code + self.frames.cue:
                 self.write(Author.DEVELOPER, after)
-        self.code(text, framed=False)
+        if text:
+            self.code(text, framed=False)
 
     def answered(self, call: Call) -> None:
         """The model's completion goes into the buffer as it is; its facts into the record."""
@@ -182,7 +185,8 @@ class Writer:
         self._next_call((ended.cut, ended.cut_by, counted, unseen(ended.text, ended.round), call.messages))
         self.emit(ended)
         self.sent += call.prompt_chars
-        self.tell(Usage, step, call.prompt_chars, len(ended.text), self.sent)
+        if self.listening:
+            self.emit(Usage(step, call.prompt_chars, len(ended.text), self.sent))
         if call.tokens is not None:
             t = call.tokens
             self.tell(TokensCounted, step, t.prompt_tokens, t.evaluated_tokens, t.completion_tokens)
@@ -195,6 +199,8 @@ class Writer:
     def notices(self, step: int, rejections: Sequence[Rejection]) -> None:
         """One notice per rejection, up to a bound: a reply of 100,000 bad lines gets a
         summary after the first few, not 100,000 notices flooding the model's context."""
+        if not rejections:
+            return  # the usual reply
         for r in rejections[:NOTICES_PER_REPLY]:
             self.notice(step, r)
         if rest := rejections[NOTICES_PER_REPLY:]:
@@ -206,11 +212,13 @@ class Writer:
         self.code(self.dialect.notice(step, asdict(r)))  # code, message, index, tool, violations
 
     def tool(self, tools: Registry, step: int, number: int, action: Action) -> tuple[str, bool]:
-        self.tell(ActionParsed, step, number, action.tool, action.raw)
-        self.tell(ToolStarted, step, number, action.tool)
+        if self.listening:
+            self.emit(ActionParsed(step, number, action.tool, action.raw))
+            self.emit(ToolStarted(step, number, action.tool))
         result, ok = tools.run(action.tool, action.args, action.kwargs)
         result = encodable(result)  # a Python tool's "\ud800" cannot be written: it enters as U+FFFD
-        self.tell(ToolResult, step, number, action.tool, result, ok)
+        if self.listening:
+            self.emit(ToolResult(step, number, action.tool, result, ok))
         self._ran.append(action.tool)
         return result, ok
 
@@ -242,14 +250,7 @@ def complete(model: Model, step: int, setup: Setup, emit: Emit) -> Call:
     if listening:
         emit(RoundStarted(step, prompt_chars))
     scanner, governor = StopScanner(stops), Governor(setup.dialect, setup.tools, setup.question)
-    kept: list[str] = []
     tokens: TokenUsage | None = None
-
-    def take(text: str) -> None:
-        kept.append(text)
-        if (shown := governor.feed(text)) and listening:
-            emit(TextDelta(shown))
-
     sent, told = None, stops if setup.send_stop else ()
     # The whole buffer, as the model reads it: a chat endpoint by author, the script by its
     # length alone, any other model as one text (harness.model.Model).
@@ -267,22 +268,25 @@ def complete(model: Model, step: int, setup: Setup, emit: Emit) -> Call:
                 if 0 <= setup.peek <= scanner.cut_chars - len(scanner.matched or ""):
                     break
             else:
-                take(scanner.feed(chunk))
+                if (shown := governor.feed(scanner.feed(chunk))) and listening:  # (the governor keeps what it was fed)
+                    emit(TextDelta(shown))
                 if governor.stopped or (scanner.stopped and setup.peek == 0):
                     break  # a server that ignored `stop`, or a reply already rejected, is not read further
         if not governor.stopped:
-            take(scanner.finish())
+            if (shown := governor.feed(scanner.finish())) and listening:
+                emit(TextDelta(shown))
             if (tail := governor.finish()) and listening:
                 emit(TextDelta(tail))
     except KeyboardInterrupt:
         # Keep the completion up to the last character the user saw.
-        raise Canceled("".join(kept)[: governor.shown_end]) from None
+        raise Canceled(governor.text[: governor.shown_end]) from None
     finally:
-        getattr(chunks, "close", lambda: None)()
-    text, decided = "".join(kept), governor.result()
+        if (close := getattr(chunks, "close", None)) is not None:
+            close()
+    text, decided = governor.text, governor.result()
     if decided.prefix_rejected:  # nothing of it is kept: what was read is quoted in the notice
         ended = CompletionEnded(step, "", text, "prefix", decided)
     else:
-        cut = scanner.cut if setup.peek < 0 else scanner.cut[: len(scanner.matched or "") + setup.peek]
+        cut = "" if not scanner.stopped else scanner.cut if setup.peek < 0 else scanner.cut[: len(scanner.matched) + setup.peek]
         ended = CompletionEnded(step, text, cut, "stop" if cut else "", decided)
     return Call(ended, prompt_chars, tokens, sent)

@@ -16,6 +16,8 @@ from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Protocol
 
+from harness.values import value
+
 if TYPE_CHECKING:
     from harness.transcript import Transcript
 
@@ -60,10 +62,14 @@ class Model(Protocol):
     def stream(self, prompt: str, stop: Sequence[str]) -> Iterator[str | TokenUsage]: ...
 
 
-@dataclass(frozen=True)
+@value  # one per call: quick to build (harness.values), frozen all the same
+@dataclass(frozen=True, slots=True)
 class Call:
     prompt_chars: int  # how much of the buffer it was sent: every prompt is a prefix of the final buffer
     stop: tuple[str, ...]
+
+
+_LISTED = 4096  # characters: a reply up to this long is cut into its chunks in one go
 
 
 class ScriptedModel:
@@ -93,7 +99,9 @@ class ScriptedModel:
             raise ModelExhausted(f"the script has {len(self.completions)} completions and all were used")
         self.calls.append(Call(prompt_chars, tuple(stop)))
         text, size = self.completions[len(self.calls) - 1], self.chunk_size
-        return (text[i : i + size] for i in range(0, len(text), size))
+        if len(text) <= _LISTED:  # the usual reply: its chunks cut at once, quicker to go through than a generator
+            return iter([text[i : i + size] for i in range(0, len(text), size)])
+        return (text[i : i + size] for i in range(0, len(text), size))  # a 10 MB one: a chunk at a time
 
 
 # --- what goes wrong, for demos: small wrappers around any model ------------------------

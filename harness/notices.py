@@ -10,6 +10,7 @@ and harness.loop decide when, this module only says what.
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Iterable
 
 from harness.decisions import Action, Rejection
@@ -26,12 +27,12 @@ def no_action(expected_action: str) -> Rejection:
     )
 
 
-def action_after_answer(number: int, action: Action | None) -> Rejection:
+def action_after_answer(number: int, tool: str | None) -> Rejection:
     return Rejection(
         "protocol_violation.action_after_answer",
         "An Action line came after the final answer; it did not run. The final answer ends the run.",
         number,
-        action.tool if action else None,
+        tool,
         ("Action line after the final answer",),
     )
 
@@ -141,15 +142,22 @@ def unknown_tool(number: int, tool: str, valid: Iterable[str]) -> Rejection:
 
 
 def too_many_actions(number: int, tool: str, max_actions: int) -> Rejection:
-    count = "one Action line" if max_actions == 1 else f"{max_actions} Action lines"
+    count, violations = _too_many(max_actions)
     return Rejection(
         "protocol_violation.too_many_actions",
         f"Only {count} per reply can run; action {number} did not run. "
         "Ask for it again after you have read the observations.",
         number,
         tool,
-        (f"more than {count} in one reply",),
+        violations,
     )
+
+
+@functools.cache
+def _too_many(max_actions: int) -> tuple[str, tuple[str, ...]]:
+    """The words for a dialect's limit, made once: a reply may hold 100,000 lines over it."""
+    count = "one Action line" if max_actions == 1 else f"{max_actions} Action lines"
+    return count, (f"more than {count} in one reply",)
 
 
 def incompatible_action(number: int, tool: str, trait: str, first: int, first_tool: str, first_trait: str) -> Rejection:

@@ -29,8 +29,10 @@ from harness.events import StopReason
 from harness.scenario import Scenario
 from harness.source import Source, from_meta
 from harness.transcript import Author, Transcript, dumps, loads
+from harness.values import value
 
 
+@value  # one per model call: quick to build (harness.values), frozen all the same
 @dataclass(frozen=True, slots=True)
 class CallRecord:
     cut: str = ""  # read from the model but kept out of the buffer

@@ -30,8 +30,11 @@ class _Stops:
         # Every proper prefix of every stop string: what a held-back tail may be (with one
         # stop string, the usual case, it is asked directly: react-paper's changes every step).
         self.prefixes = frozenset(s[:i] for s in stops for i in range(1, len(s))) if len(stops) > 1 else frozenset()
-        self.longest = max((len(s) for s in stops), default=0)
-        self.firsts = frozenset(s[0] for s in stops)  # a stop string can only start here
+        if len(stops) == 1:  # (the usual case, made anew every step in react-paper: without generators)
+            self.longest, self.firsts = len(stops[0]), frozenset(stops[0][0])
+        else:
+            self.longest = max((len(s) for s in stops), default=0)
+            self.firsts = frozenset(s[0] for s in stops)  # a stop string can only start here
         self.first = next(iter(self.firsts)) if len(self.firsts) == 1 else None  # the usual case: one
         # text -> (safe to show, held back), for short texts that complete no stop string:
         # in 1-character chunks the same few texts ("O", "Ob", "Obs" + " ") come up again
@@ -55,7 +58,7 @@ def _stops(stops: Sequence[str]) -> _Stops:
     if table is None:
         if len(_TABLES) >= 64:  # react-paper's stops change every step: keep the cache small
             _TABLES.clear()
-        table = _TABLES[key] = _Stops(tuple(s for s in key if s))
+        table = _TABLES[key] = _Stops(key if all(key) else tuple(s for s in key if s))
     return table
 
 
@@ -103,6 +106,11 @@ class StopScanner:
         # of two that end at the same place, the longer one.
         if len(table.stops) == 1:
             stop = table.stops[0]
+            if len(stop) > 1 and text[-1] != stop[0] and stop[:2] not in text:
+                # Neither the stop string nor a start of it can be here: a held tail would
+                # be its first character at the very end, or begin with its first two.
+                self._held = ""
+                return text
             at = text.find(stop)
         else:
             hits = [(at + len(s), -len(s), at, s) for s in table.stops if (at := text.find(s)) >= 0]

@@ -271,7 +271,7 @@ def canned(
         key = canned_key(args, kwargs, params)
         if key in results:
             return results[key]
-        if len(near := loose.get(_loose(key), ())) == 1:
+        if loose and len(near := loose.get(_loose(key), ())) == 1:  # (no keys at all: nothing is near)
             return results[near[0]]
         if default is not None:
             return default

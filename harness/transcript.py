@@ -85,8 +85,11 @@ class Transcript:
 
     def endswith(self, suffix: str) -> bool:
         """Does the buffer end with `suffix`? Read from the last pieces, without joining them."""
+        pieces = self._pieces
+        if pieces and len(last := pieces[-1]) >= len(suffix):
+            return last.endswith(suffix)  # the usual case: the last piece is long enough to tell
         tail = ""
-        for piece in reversed(self._pieces):
+        for piece in reversed(pieces):
             if len(tail) >= len(suffix):
                 break
             tail = piece[-len(suffix) :] + tail
@@ -95,9 +98,12 @@ class Transcript:
     def append(self, author: Author, text: str) -> None:
         if type(author) is not Author:
             author = Author(author)  # "model" -> Author.MODEL
-        if not self._authors or self._authors[-1] is not author:
-            self._new_span(author)
-        self._grow(text)
+        if not self._authors or self._authors[-1] is not author:  # (what _new_span does, written out)
+            self._authors.append(author)
+            self._starts.append(self._length)
+        if text:  # (and _grow: every append of a run comes here)
+            self._pieces.append(text)
+            self._length += len(text)
 
     def _new_span(self, author: Author) -> None:
         self._authors.append(author)
@@ -156,8 +162,8 @@ def records(transcript: Transcript) -> list[str]:
     out: list[str] = []
     for author, written in transcript._runs():
         head, lines = _HEADS[author], written.split("\n")
-        for text in lines[:-1]:  # each ended with a newline: `|`
-            out.append(f"{head}| {text}" if text else head + "|")
+        bar, empty = head + "| ", head + "|"
+        out += [bar + text if text else empty for text in lines[:-1]]  # each ended with a newline: `|`
         if lines[-1] or len(lines) == 1:  # the last did not: `\\` (an empty span still gets its record)
             out.append(f"{head}\\ {lines[-1]}" if lines[-1] else head + "\\")
     return out

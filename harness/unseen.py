@@ -24,13 +24,17 @@ Unseen = tuple[tuple[int, int, str], ...]  # (start, end, "action" | "answer")
 
 
 def unseen(text: str, decided: Round) -> Unseen:
-    if all(lane.status != "denied" for lane in decided.lanes):
+    for lane in decided.lanes:
+        if lane.status == "denied":
+            break
+    else:
         return ()  # the usual reply: the user saw all of it
     out: list[tuple[int, int, str]] = []
     cursor = 0
     for lane in decided.lanes:
         line = lane.text[: lane.text.find("\n") + 1 or len(lane.text)]  # its first line
-        at = _line_start(text, line, cursor)
+        # Lanes are mostly one line after another: the next one begins where the last ended.
+        at = cursor if text.startswith(line, cursor) and (not cursor or text[cursor - 1] == "\n") else _line_start(text, line, cursor)
         if at < 0 or not line:
             continue
         cursor = at + len(line)

@@ -9,9 +9,11 @@ from __future__ import annotations
 import time
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from harness import Agent, ScriptedModel
-from harness.arguments import parse_args
+from harness.arguments import parse_args, split_call
 from harness.tools import calculator, canned, from_function
 
 PROMPT = "Tools:\n$tools\n\nQuestion: $question\n"
@@ -84,6 +86,37 @@ def test_hostile_arguments_stay_bounded():
     start = time.perf_counter()
     record = run("Action: price(" + "[" * 10_000 + "]" * 10_000 + ")\n", "Final Answer: x\n")
     assert time.perf_counter() - start < 10 and code_lines(record)[0].startswith("Observation: Error: price has no result")
+
+
+def read_each_character(rest: str, close: str) -> tuple[str, str] | None:
+    """split_call's rule, one character at a time: quotes skip brackets, the first bracket
+    that closes at depth 0 ends the call."""
+    depth, quote = 0, ""
+    for i, ch in enumerate(rest):
+        if quote:
+            quote = "" if ch == quote else quote
+        elif ch in "'\"":
+            quote = ch
+        elif ch == {")": "(", "]": "["}[close]:
+            depth += 1
+        elif ch == close:
+            if depth == 0:
+                return rest[:i], rest[i + 1 :]
+            depth -= 1
+    return None
+
+
+# Brackets and quotes among runs of plain text, short and long, sparse and dense.
+ARGUMENT_TEXT = st.lists(st.sampled_from(["(", ")", "[", "]", "'", '"', "a", " ", "\n", "x" * 40]), max_size=16).map("".join)
+
+
+@settings(max_examples=1000)
+@given(rest=ARGUMENT_TEXT, close=st.sampled_from(")]"))
+def test_where_a_call_closes_is_read_as_one_character_at_a_time_reads_it(rest, close):
+    # split_call looks no further than the last closing bracket, and passes over long plain
+    # text from one bracket or quote to the next: a 100,000-character argument is not a
+    # Python loop over its characters. Its answer is the one-character-at-a-time answer.
+    assert split_call(rest, close) == read_each_character(rest, close)
 
 
 def test_a_key_that_matches_two_keys_loosely_matches_neither():

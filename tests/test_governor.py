@@ -166,6 +166,53 @@ def test_an_action_after_a_streamed_answer_is_rejected_and_the_answer_kept():
     assert "Action" not in decided.shown
 
 
+def test_lines_that_cannot_run_are_judged_by_their_tool_alone():
+    # Once the reply's one action is taken, each later Action line is refused by what its
+    # tool is, and after the final answer by where it stands, with its tool named.
+    reply = "Action: calculator(1)\nAction: nope(2)\nAction: calculator 3\nAction: search(4)\nFinal Answer: 5\n"
+    decided = read(DefaultDialect(), reply, TOOLS)
+    assert [(r.code, r.index, r.tool) for r in decided.rejections] == [
+        ("protocol_violation.unknown_tool", 2, "nope"),
+        ("protocol_violation.tool_call_invalid", 3, None),
+        ("protocol_violation.too_many_actions", 4, "search"),
+    ]
+    after = read(GovernedDialect(), "Thought: x\nFinal Answer: 7\nAction: calculator(1)\nAction: what\n", TOOLS)
+    assert [(r.code, r.index, r.tool) for r in after.rejections] == [
+        ("protocol_violation.action_after_answer", 1, "calculator"),
+        ("protocol_violation.action_after_answer", 2, None),
+    ]
+    paper = read(ReactPaperDialect(), "Action 1: calculator[1]\nAction 2: Finish[done]\n", TOOLS)
+    assert paper.answer == "done" and not paper.rejections  # Finish is the answer, actions used up or not
+
+
+def first_line_search(text: str, decided) -> list:
+    """What unseen finds, by searching for each lane's first line at a line start from the
+    end of the one before (unseen skips the search when the lane begins right there)."""
+    out, cursor = [], 0
+    for lane in decided.lanes:
+        line = lane.text[: lane.text.find("\n") + 1 or len(lane.text)]
+        at = text.find(line, cursor)
+        while at > 0 and text[at - 1] != "\n":
+            at = text.find(line, at + 1)
+        if at < 0 or not line:
+            continue
+        cursor = at + len(line)
+        if lane.status != "denied" or (out and at < out[-1][1]):
+            continue
+        end = len(text) if lane.kind == "answer" else min(len(text), at + len(lane.text))
+        out.append((at, end, "answer" if lane.kind == "answer" else "action"))
+    return out
+
+
+@settings(max_examples=300)
+@given(text=completion, which=st.integers(0, 2))
+def test_what_the_user_did_not_see_is_found_where_a_search_finds_it(text, which):
+    from harness.unseen import unseen
+
+    decided = read(DIALECTS[which], text, TOOLS)
+    assert list(unseen(text, decided)) == first_line_search(text, decided)
+
+
 def test_the_prefix_rule_stops_the_read_at_the_first_chunk_that_rules_it_out():
     governor = Governor(GovernedDialect(), TOOLS)
     assert governor.feed("Tho") == ""
