@@ -53,3 +53,27 @@ def test_the_prompt_tool_list_is_rendered_from_the_registry():
     assert tools.render(lambda name, params: f"{name}[{', '.join(params)}]") == (
         "- calculator[expression]: Evaluate an arithmetic expression (example: calculator[(2 + 3) * 4])\n- Search[entity]: find an article"
     )
+
+
+@pytest.mark.parametrize(
+    ("returned", "observation", "ok"),
+    [
+        (["a", 1], '["a", 1]', True),  # JSON, as the finish tool writes a list
+        ({"b": "é"}, '{"b": "é"}', True),
+        (7, "7", True),
+        (None, "None", True),
+        ({"a": [1, 2, object()]}, "Error: it returned dict holding something that is not JSON, which is not text", False),
+        (object(), "Error: it returned object (an object), which is not text", False),
+    ],
+    ids=["list", "dict", "int", "none", "dict-of-an-object", "object"],
+)
+def test_what_a_python_tool_returns_is_text_that_replays_never_a_repr_with_an_address(returned, observation, ok):
+    from harness.tools import from_function
+
+    def lookup(key):
+        """Look it up."""
+        return returned
+
+    result, passed = Registry([from_function(lookup)]).run("lookup", ("k",), {})
+    assert result.startswith(observation) and passed is ok
+    assert " at 0x" not in result
