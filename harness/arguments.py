@@ -166,17 +166,3 @@ def _split_each(rest: str, text: str, close: str) -> tuple[str, str] | None:
                 return rest[:i], rest[i + 1 :]
             depth -= 1
     return None
-    opening = {")": "(", "]": "["}[close]
-    depth, quote = 0, ""
-    for i, ch in enumerate(rest[: last + 1]):
-        if quote:
-            quote = "" if ch == quote else quote
-        elif ch in "'\"":
-            quote = ch
-        elif ch == opening:
-            depth += 1
-        elif ch == close:
-            if depth == 0:
-                return rest[:i], rest[i + 1 :]
-            depth -= 1
-    return None
