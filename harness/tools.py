@@ -31,7 +31,7 @@ from functools import cached_property
 from typing import Any
 
 from harness import captured
-from harness.user_code import describe, message
+from harness.user_code import as_text, describe, message, what_it_holds
 
 TRAITS = ("exploration", "exploitation", "neutral", "unknown")
 
@@ -82,28 +82,10 @@ class Tool:
                 self._params.bind(*args, **kwargs)
         except TypeError as e:
             raise ToolError(f"{self.signature} was called with bad arguments ({e}); call it as {self.call_example}") from None
-        return as_text(self.fn(*args, **kwargs))
-
-
-def as_text(value: Any) -> str:
-    """What a tool returned, as the text of its observation: text as it is, a number or a
-    truth value as Python writes it, a list or a dict as JSON (as the finish tool writes
-    one). Anything else has no text that means the same on every run (a repr holds an
-    address, so the replay would never match): the tool failed."""
-    if isinstance(value, str):
-        return value
-    if value is None or isinstance(value, (bool, int, float)):
-        return str(value)
-    if isinstance(value, (list, tuple, dict)):
-        try:
-            return json.dumps(value, ensure_ascii=False)
-        except (TypeError, ValueError, RecursionError):
-            pass
-    raise ToolError(f"it returned {type(value).__name__} {_shape(value)}, which is not text; return a str (or a number, a list or a dict of them)")
-
-
-def _shape(value: Any) -> str:
-    return "holding something that is not JSON" if isinstance(value, (list, tuple, dict)) else "(an object)"
+        result = self.fn(*args, **kwargs)
+        if (text := as_text(result)) is None:  # a repr would hold an address: no replay would match
+            raise ToolError(f"it returned {type(result).__name__} {what_it_holds(result)}, which is not text; return a str (or a number, a list or a dict of them)")
+        return text
 
 
 class Registry:

@@ -1,4 +1,5 @@
-"""User code, contained: importing a user's module and telling what it raised.
+"""User code, contained: importing a user's module, telling what it raised, and what it
+returned as text.
 
 A Python tool (or an Agent a saved file names) is the user's code. Importing it may
 print, raise anything (SystemExit too) or fail in its exception's own __str__; each of
@@ -10,6 +11,7 @@ from __future__ import annotations
 
 import importlib
 import importlib.util
+import json
 import sys
 import threading
 from collections.abc import Callable
@@ -118,3 +120,23 @@ def _contained(load: Callable[[], Any], module_name: str, field: str) -> Any:
         raise HarnessError(field, f"the module {module_name!r} failed to import ({describe(e)})") from None
     except BaseException as e:
         raise HarnessError(field, f"the module {module_name!r} failed to import ({describe(e)})") from None
+
+
+def as_text(value: Any) -> str | None:
+    """What a function returned, as text that is the same on every run: a str as it is, a
+    number (or None) as Python writes it, a list or dict as JSON (as the finish tool writes
+    one); None for anything else."""
+    if isinstance(value, str):
+        return value
+    if value is None or isinstance(value, (bool, int, float)):
+        return str(value)
+    if isinstance(value, (list, tuple, dict)):
+        try:
+            return json.dumps(value, ensure_ascii=False)
+        except (TypeError, ValueError, RecursionError):
+            return None
+    return None
+
+
+def what_it_holds(value: Any) -> str:
+    return "holding something that is not JSON" if isinstance(value, (list, tuple, dict)) else "(an object)"
