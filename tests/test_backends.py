@@ -354,7 +354,7 @@ def test_one_thread_keeps_every_calls_deadline_and_canceled_ones_do_not_pile_up(
     time.sleep(0.5)
     assert soon.fired and not late.fired
     late.cancel()
-    assert len(ALARMS._heap) < 10_000
+    assert len(ALARMS._heap) < 100  # the canceled ones were let go as they piled up
 
 
 def test_the_time_limit_is_for_the_whole_call_not_each_read(server):
