@@ -35,20 +35,18 @@ from harness.events import (
     RoundStarted,
     Stopped,
     StopReason,
-    TextDelta,
     TokensCounted,
     ToolResult,
     ToolStarted,
     Usage,
 )
-from harness.governor import Governor
 from harness.judge import why_failed
 from harness.limits import Limits, Tally
 from harness.notices import more_rejections, repeated_call
-from harness.model import Model, ModelError, ModelExhausted, Sent, TokenUsage
+from harness.model import Model, ModelError, ModelExhausted, TokenUsage
 from harness.prompts import Frames
 from harness.run_record import CallRecord, RunRecord
-from harness.stop import StopScanner
+from harness.reading import Canceled, read
 from harness.tools import Registry
 from harness.transcript import Author, Transcript
 from harness.unseen import unseen
@@ -120,12 +118,6 @@ def explain(setup: Setup, tally: Tally, step: int, number: int, action: Action, 
     if first := tally.again(step, action, result):
         return repeated_call(number, action.tool, first, ok)
     return None if ok else why_failed(setup.dialect, setup.tools, number, action)
-
-
-class Canceled(Exception):
-    def __init__(self, shown: str) -> None:
-        super().__init__("canceled")
-        self.shown = shown  # the part of the completion that had reached the user
 
 
 class Writer:
@@ -249,44 +241,18 @@ def complete(model: Model, step: int, setup: Setup, emit: Emit) -> Call:
     listening = emit is not nobody
     if listening:
         emit(RoundStarted(step, prompt_chars))
-    scanner, governor = StopScanner(stops), Governor(setup.dialect, setup.tools, setup.question)
-    tokens: TokenUsage | None = None
-    sent, told = None, stops if setup.send_stop else ()
+    told = stops if setup.send_stop else ()
     # The whole buffer, as the model reads it: a chat endpoint by author, the script by its
     # length alone, any other model as one text (harness.model.Model).
     reads = getattr(model, "stream_spans", None) or getattr(model, "stream_buffer", None)
     chunks = reads(setup.transcript, told) if reads else model.stream(setup.transcript.text, told)
     try:
-        for chunk in chunks:
-            if type(chunk) is not str:  # a backend that counts gives a TokenUsage; a chat one, a Sent
-                if type(chunk) is Sent:
-                    sent = chunk.messages
-                else:
-                    tokens = chunk
-            elif scanner.stopped:  # peeking: read past the cut only to show what it prevented
-                scanner.feed(chunk)
-                if 0 <= setup.peek <= scanner.cut_chars - len(scanner.matched or ""):
-                    break
-            else:
-                if (shown := governor.feed(scanner.feed(chunk))) and listening:  # (the governor keeps what it was fed)
-                    emit(TextDelta(shown))
-                if governor.stopped or (scanner.stopped and setup.peek == 0):
-                    break  # a server that ignored `stop`, or a reply already rejected, is not read further
-        if not governor.stopped:
-            if (shown := governor.feed(scanner.finish())) and listening:
-                emit(TextDelta(shown))
-            if (tail := governor.finish()) and listening:
-                emit(TextDelta(tail))
-    except KeyboardInterrupt:
-        # Keep the completion up to the last character the user saw.
-        raise Canceled(governor.text[: governor.shown_end]) from None
+        text, cut, decided, tokens, sent = read(chunks, stops, setup, emit if listening else None)
     finally:
         if (close := getattr(chunks, "close", None)) is not None:
             close()
-    text, decided = governor.text, governor.result()
     if decided.prefix_rejected:  # nothing of it is kept: what was read is quoted in the notice
         ended = CompletionEnded(step, "", text, "prefix", decided)
     else:
-        cut = "" if not scanner.stopped else scanner.cut if setup.peek < 0 else scanner.cut[: len(scanner.matched) + setup.peek]
         ended = CompletionEnded(step, text, cut, "stop" if cut else "", decided)
     return Call(ended, prompt_chars, tokens, sent)
