@@ -24,13 +24,13 @@ from __future__ import annotations
 
 import gc
 import json
-from dataclasses import dataclass
 from typing import Any
 
 from harness.events import StopReason
 from harness.limits import Limits
 from harness.run_record import RunRecord
 from harness.scenario import Scenario, ToolSpec
+from harness.values import value
 from harness.workspace import TOOL_NAMES
 
 DEFAULT_MAX_STEPS = Limits().max_steps
@@ -165,7 +165,7 @@ def scenario_for(request: dict[str, Any]) -> Scenario:
     )
 
 
-@dataclass(frozen=True)
+@value
 class Answer:
     final_message: str
     status: str
@@ -173,7 +173,7 @@ class Answer:
     workspace: dict[str, str]
 
     def to_json(self) -> str:
-        return compact(self.__dict__)
+        return compact({name: getattr(self, name) for name in self._value_fields})  # in field order
 
 
 def answer(record: RunRecord) -> Answer:
