@@ -119,7 +119,7 @@ class Registry:
         # (str, bool) -> the text code splices in, and whether the tool succeeded
         """(observation text, ok). A failing tool is an observation, never a crash; what it
         prints goes into the observation, never onto harness's own output."""
-        printed, outer = captured.start()  # this run's own, whatever other runs' tools print
+        outer, text = captured.start(), ""  # this run's own, whatever other runs' tools print
         try:
             result, ok = self._tools[name].call(args, kwargs), True
         except ToolError as e:
@@ -129,8 +129,8 @@ class Registry:
         except BaseException as e:  # user code may raise anything, SystemExit too: the model reads it
             result, ok = f"Error: {describe(e)}", False
         finally:
-            captured.stop(outer)
-        if text := printed.getvalue():
+            text = captured.stop(outer)
+        if text:
             result = text + ("" if text.endswith("\n") else "\n") + result
         return result, ok
 
