@@ -174,10 +174,11 @@ class Writer:
         ended, step = call.ended, call.ended.step
         self.write(Author.MODEL, ended.text)
         counted = None if call.tokens is None else asdict(call.tokens)
-        self._next_call((ended.cut, ended.cut_by, counted, unseen(ended.text, ended.round), call.messages))
-        self.emit(ended)
+        hidden = unseen(ended.text, ended.round) if ended.round.rejections else ()  # (a lane is denied with a rejection)
+        self._next_call((ended.cut, ended.cut_by, counted, hidden, call.messages))
         self.sent += call.prompt_chars
         if self.listening:
+            self.emit(ended)
             self.emit(Usage(step, call.prompt_chars, len(ended.text), self.sent))
         if call.tokens is not None:
             t = call.tokens
@@ -218,13 +219,29 @@ class Writer:
         """Close the current call's record (what ran, what was told) and open the next."""
         if self._call is not None:
             cut, cut_by, tokens, hidden, messages = self._call
-            self.calls.append(CallRecord(cut, cut_by, tuple(self._ran), tuple(self._told), tokens, hidden, messages))
+            self.calls.append(call_record(cut, cut_by, tuple(self._ran), tuple(self._told), tokens, hidden, messages))
         self._call, self._ran, self._told = call, [], []
 
     def stop(self, reason: StopReason, steps: int, answer: str | None = None, detail: str = "") -> RunRecord:
         self._next_call(None)
         self.emit(Stopped(reason, answer, steps, detail))
         return RunRecord(self.buffer, reason, answer, steps, detail, tuple(self.calls))
+
+
+_RECORDS: dict[tuple, CallRecord] = {}  # the usual calls' records, shared: they are frozen values
+
+
+def call_record(*fields) -> CallRecord:
+    """A CallRecord; one without a cut or token counts is shared with every call like it
+    (most steps of a run are: the same tool ran, nothing was told), made once, not every step."""
+    if fields[0] or fields[4] is not None:  # a cut may be long (not kept here); tokens are a dict, no key
+        return CallRecord(*fields)
+    record = _RECORDS.get(fields)
+    if record is None:
+        if len(_RECORDS) >= 1024:  # a few kinds of call at a time
+            _RECORDS.clear()
+        record = _RECORDS[fields] = CallRecord(*fields)
+    return record
 
 
 class Call(NamedTuple):

@@ -86,7 +86,7 @@ def read(chunks: Iterator[Any], stops: tuple[str, ...], setup: Setup, emit: Emit
     except KeyboardInterrupt:
         # Keep the completion up to the last character the user saw.
         raise Canceled(governor.text[: governor.shown_end]) from None
-    return Read(governor.text, _cut(scanner, peek), governor.result(), tokens, sent)
+    return governor.text, _cut(scanner, peek), governor.result(), tokens, sent
 
 
 def _cut(scanner: StopScanner, peek: int) -> str:
@@ -132,17 +132,16 @@ def _usual(chunks: Iterator[Any], scanner: StopScanner, setup: Setup, emit: Emit
     def take(text: str) -> str:
         """What the user sees of `text`, read piece by piece (each up to its newline)."""
         nonlocal line, kind, held, at, shown_end
-        out, start, end = "", 0, len(text)
+        out, start, end, base = "", 0, len(text), at
         while start < end:
             stop = text.find("\n", start) + 1 or end
-            piece, start = text[start:stop], stop
+            piece, start, here = text[start:stop], stop, base + stop  # (here: just after the piece)
             ended = piece[-1] == "\n"
             if kind is None:  # a new line, or one whose kind could not be told yet
                 line += piece
                 if line[0] in markers:
                     kind = dialect.line_kind(line, ended)
                     if kind is None:
-                        at += len(piece)
                         continue  # `Act`: wait for more
                     if kind == "answer":
                         raise _NotUsual
@@ -152,26 +151,25 @@ def _usual(chunks: Iterator[Any], scanner: StopScanner, setup: Setup, emit: Emit
                     kind = "thinking"  # no marker begins so: most lines
                 if kind == "thinking":
                     if lanes and type(lanes[-1]) is list:  # consecutive thought lines share one lane
-                        lanes[-1][1] = at + len(piece)
+                        lanes[-1][1] = here
                     else:
-                        lanes.append([at + len(piece) - len(line), at + len(piece)])
+                        lanes.append([here - len(line), here])
                     out += line
-                    shown_end = at + len(piece)
+                    shown_end = here
                 else:
                     held = [line]
                 line = ""
             elif kind == "thinking":
-                lanes[-1][1] = at + len(piece)
+                lanes[-1][1] = shown_end = here
                 out += piece
-                shown_end = at + len(piece)
             else:
                 held.append(piece)
-            at += len(piece)
             if ended:
                 if kind == "action":
                     out += judged("".join(held))
-                    shown_end = at
+                    shown_end = here
                 kind = None
+        at = base + end
         return out
 
     def judged(text: str) -> str:
@@ -201,12 +199,16 @@ def _usual(chunks: Iterator[Any], scanner: StopScanner, setup: Setup, emit: Emit
                     break
             else:
                 if text := scanner.feed(chunk):
-                    if kind == "thinking" and "\n" not in text:  # the most common chunk: more of a thought
+                    if kind is None or "\n" in text:
+                        out = take(text)
+                    elif kind == "thinking":  # the most common chunk: more of a thought
                         at += len(text)
                         lanes[-1][1] = shown_end = at
                         out = text
-                    else:
-                        out = take(text)
+                    else:  # more of an Action line: held
+                        held.append(text)
+                        at += len(text)
+                        out = ""
                     fed.append(text)
                     if out and emit:
                         emit(TextDelta(out))
@@ -241,4 +243,4 @@ def _usual(chunks: Iterator[Any], scanner: StopScanner, setup: Setup, emit: Emit
         whole,  # every lane was shown, whole
         False,
     )
-    return Read(whole, _cut(scanner, peek), decided, tokens, sent)
+    return whole, _cut(scanner, peek), decided, tokens, sent  # (a Read, as a plain tuple: made every step)

@@ -63,6 +63,8 @@ def _stops(stops: Sequence[str]) -> _Stops:
 
 
 class StopScanner:
+    __slots__ = ("_t", "stops", "_first", "_firsts", "_memo", "_memo_len", "_held", "matched", "stopped", "_cut", "cut_chars")
+
     def __init__(self, stops: Sequence[str]) -> None:
         self._t = table = _stops(stops)
         self.stops = list(table.stops)
