@@ -81,7 +81,12 @@ class ScriptedModel:
     def __init__(self, completions: Sequence[str], chunk_size: int = 8) -> None:
         self.completions = list(completions)
         self.chunk_size = max(1, chunk_size)
-        self.calls: list[Call] = []
+        self._sent: list[tuple[int, tuple[str, ...]]] = []  # (prompt_chars, stop) per call
+
+    @property
+    def calls(self) -> list[Call]:
+        """What each call was sent, as Calls (made when asked: a run of 10,000 steps asks once, if at all)."""
+        return [Call(*sent) for sent in self._sent]
 
     def stream(self, prompt: str, stop: Sequence[str]) -> Iterator[str]:
         return self._play(len(prompt), stop)
@@ -93,10 +98,11 @@ class ScriptedModel:
         return self._play(len(buffer), stop)
 
     def _play(self, prompt_chars: int, stop: Sequence[str]) -> Iterator[str]:
-        if len(self.calls) == len(self.completions):
+        sent = self._sent
+        if len(sent) == len(self.completions):
             raise ModelExhausted(f"the script has {len(self.completions)} completions and all were used")
-        self.calls.append(Call(prompt_chars, tuple(stop)))
-        text, size = self.completions[len(self.calls) - 1], self.chunk_size
+        sent.append((prompt_chars, stop if type(stop) is tuple else tuple(stop)))
+        text, size = self.completions[len(sent) - 1], self.chunk_size
         if len(text) <= _LISTED:  # the usual reply: its chunks cut at once, quicker to go through than a generator
             return iter([text[i : i + size] for i in range(0, len(text), size)])
         return (text[i : i + size] for i in range(0, len(text), size))  # a 10 MB one: a chunk at a time

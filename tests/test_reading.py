@@ -64,12 +64,12 @@ class Chunked(ScriptedModel):
         self.sizes, self.count = sizes or [1], count
 
     def stream(self, prompt, stop):
-        if len(self.calls) == len(self.completions):
+        if len(self._sent) == len(self.completions):
             from harness.model import ModelExhausted
 
             raise ModelExhausted("done")
-        self.calls.append(None)
-        text, out, i, k = self.completions[len(self.calls) - 1], [], 0, 0
+        self._sent.append((len(prompt), tuple(stop)))
+        text, out, i, k = self.completions[len(self._sent) - 1], [], 0, 0
         while i < len(text):
             size = self.sizes[k % len(self.sizes)]
             out.append(text[i : i + size])
