@@ -132,6 +132,7 @@ class Writer:
         self._ran: list[str] = []  # its tools that ran
         self._told: list[str] = []  # its notices' codes
         self.sent = 0  # prompt characters sent so far
+        self.fresh = not len(buffer) or buffer.endswith("\n")  # the buffer ends a line (kept up by `write`)
         for span in buffer.spans:  # what the developer wrote before the first call
             self.tell(Appended, span.author, span.text)
 
@@ -143,6 +144,8 @@ class Writer:
 
     def write(self, author: Author, text: str) -> None:
         self.buffer.append(author, text)
+        if text:
+            self.fresh = text[-1] == "\n"
         if self.listening:
             self.emit(Appended(author, text))
 
@@ -156,8 +159,7 @@ class Writer:
                 self.codes_turn = True
                 if self.frames.before_code:
                     self.write(Author.DEVELOPER, self.frames.before_code)
-            fresh = not len(self.buffer) or self.buffer.endswith("\n")  # (without joining the buffer)
-            self.write(Author.CODE, ("" if fresh else "\n") + neutralise(text))
+            self.write(Author.CODE, neutralise(text) if self.fresh else "\n" + neutralise(text))
 
     def cue(self, text: str) -> None:
         """Just before a model call: the developer's `after_code` and `cue` close code's turn
