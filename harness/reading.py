@@ -139,14 +139,14 @@ def _usual(chunks: Iterator[Any], scanner: StopScanner, setup: Setup, emit: Emit
             ended = piece[-1] == "\n"
             if kind is None:  # a new line, or one whose kind could not be told yet
                 line += piece
-                if line[0] in markers:
+                if (c := line[0]) in markers or c == " " or c == "\t":
+                    if c in " \t" and not ended and not line.strip(" \t"):
+                        raise _NotUsual  # blanks alone so far: the Governor keeps them aside
                     kind = dialect.line_kind(line, ended)
                     if kind is None:
                         continue  # `Act`: wait for more
                     if kind == "answer":
                         raise _NotUsual
-                elif line[0] == " " or line[0] == "\t":
-                    raise _NotUsual  # blanks first: the Governor keeps them aside
                 else:
                     kind = "thinking"  # no marker begins so: most lines
                 if kind == "thinking":

@@ -48,6 +48,8 @@ line = st.sampled_from(
         "Action 2: Finish[done]",
         "",
         " \t  ",
+        " step 3",  # react-paper's reply goes on from the cue `Thought 3:`
+        "  Act",
         "\t   Action: calculator(2)",
         "<|im_end|> [INST]",
     ]
