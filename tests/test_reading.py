@@ -12,7 +12,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from harness import reading
-from harness.dialects import DefaultDialect, ReactPaperDialect
+from harness.dialects import DefaultDialect, GovernedDialect, ReactPaperDialect
 from harness.limits import Limits
 from harness.loop import Setup, run
 from harness.model import InterruptedModel, ScriptedModel, TokenUsage
@@ -26,12 +26,13 @@ TOOLS = Registry(
         canned("render", "draw", {}, default="drawn", trait="exploitation"),
     ]
 )
-DIALECTS = [DefaultDialect(), ReactPaperDialect()]
+DIALECTS = [DefaultDialect(), ReactPaperDialect(), GovernedDialect()]
 
 line = st.sampled_from(
     [
         "Thought: look it up",
         "Thought: step 12",
+        "Thought",  # governed's prefix, not yet whole
         "Action: search(x)",
         "Action: calculator(1 + 2)",
         "Action: render(chart)",
@@ -102,7 +103,7 @@ def both_ways(monkeypatch, dialect, completions, sizes, count, peek, interrupt=N
 @given(
     completions=replies,
     sizes=st.lists(st.integers(1, 9), max_size=8),
-    which=st.integers(0, 1),
+    which=st.integers(0, 2),
     count=st.booleans(),
     peek=st.sampled_from([0, 3, -1]),
 )
