@@ -42,6 +42,9 @@ class Read(NamedTuple):
     sent: int | None  # a chat endpoint: the buffer was sent as this many messages
 
 
+USUAL_LINE = 1_000  # characters: an Action line longer than this is left to the Governor
+
+
 class Canceled(Exception):
     def __init__(self, shown: str) -> None:
         super().__init__("canceled")
@@ -183,8 +186,9 @@ def _usual(chunks: Iterator[Any], scanner: StopScanner, setup: Setup, emit: Emit
         return take(text)
 
     def judged(text: str) -> str:
-        """A complete Action line: accepted as the Governor would accept it, or handed over."""
-        if len(actions) >= dialect.max_actions:
+        """A complete Action line: accepted as the Governor would accept it, or handed over
+        (a long one too: it is no usual line, and the Governor must not read it twice)."""
+        if len(actions) >= dialect.max_actions or len(text) > USUAL_LINE:
             raise _NotUsual
         action = dialect.read_action(text)
         if action is None or dialect.is_finish(action.tool):
