@@ -14,6 +14,7 @@ import socket
 import ssl
 import subprocess
 import sys
+import time
 from collections.abc import Iterator
 
 import pytest
@@ -325,6 +326,14 @@ def test_a_server_whose_certificate_is_not_trusted_is_named_so_and_ssl_cert_file
     assert "is the server running" not in message
     monkeypatch.setenv("SSL_CERT_FILE", str(cert))  # the user's own CA (here the certificate itself)
     assert list(ServerModel("m", fake.url).stream("Q\n", ()))[:2] == ["Thought: ", "add."]
+
+
+def test_waiting_for_a_server_whose_certificate_is_refused_ends_at_once_saying_so(tls_server, monkeypatch):
+    fake, _ = tls_server
+    monkeypatch.setenv("HARNESS_API_KEY", KEY)
+    started = time.monotonic()
+    message = failure(ServerModel("m", fake.url, wait_for_server=60.0))  # up, but never trusted
+    assert "its TLS certificate was refused" in message and time.monotonic() - started < 30
 
 
 def test_behind_a_proxy_even_a_plain_http_servers_client_checks_certificates(monkeypatch):

@@ -171,7 +171,9 @@ class ServerModel:
             try:
                 read_bounded(self._client, "GET", f"{self.base_url}/models", min(2.0, max(0.1, seconds)), 0)
                 return True
-            except httpx.HTTPError:
+            except httpx.HTTPError as e:
+                if certificate_refused(e):  # it is up, and refused: waiting would not change that
+                    return True
                 if time.monotonic() >= deadline or self._interrupted.wait(min(0.25, max(0.0, deadline - time.monotonic()))):
                     return False
 
