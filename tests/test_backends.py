@@ -376,6 +376,19 @@ def test_the_time_limit_is_for_the_whole_call_not_each_read(server):
     assert time.monotonic() - started < 3
 
 
+@pytest.mark.parametrize("reuse", [False, True], ids=["new connection", "kept connection"])
+def test_the_time_limit_holds_while_the_server_drips_its_headers(server, reuse):
+    # Every read, from the first byte of the headers on, waits at most until the call's deadline.
+    model = ServerModel("m", server.url, max_seconds=1.5, timeout=1.0)
+    if reuse:  # a call before it leaves its connection to be kept for this one
+        assert list(model.stream("Q\n", ()))[:2] == ["Thought: ", "add."]
+    server.reply = Reply(header_drip=0.2)  # a byte every 0.2 s: no single read waits long
+    started = time.monotonic()
+    assert "time limit of 1.5 s" in failure(model)
+    assert time.monotonic() - started < 3
+    assert len(set(server.peers)) == 1 if reuse else True  # the second call was on the kept connection
+
+
 def test_a_server_that_sends_nothing_is_stopped_at_the_time_limit(server):
     server.reply = Reply(chunks=sse(text("x")), pause=30)
     assert "time limit of 1 s" in failure(ServerModel("m", server.url, max_seconds=1, timeout=60))
