@@ -39,14 +39,7 @@ import httpx
 
 from harness.backends import wire
 from harness.backends.bounds import DEFAULTS, Bounds, Budget, Watchdog
-from harness.backends.connection import (
-    CALLS,
-    Sockets,
-    certificate_refused,
-    drain,
-    read_bounded,
-    tls,
-)
+from harness.backends.connection import CALLS, Sockets, certificate_refused, drain, read_bounded, tls
 from harness.backends.counts import PromptCounter
 from harness.backends.entry import Entry
 from harness.backends.urls import check_base_url, hidden, url_secrets
