@@ -11,7 +11,7 @@ from typing import Annotated
 
 import typer
 
-from harness.cli_files import open_target, saved_run, write
+from harness.cli_files import named, open_target, saved_run, write
 from harness.cli_models import BaseUrlOption, ModelOption
 from harness.cli_views import Format, FormatOption, new_console, show_record
 from harness.errors import HarnessError
@@ -20,17 +20,18 @@ NoStopOption = Annotated[bool, typer.Option("--no-stop", help="Run the scenario 
 
 
 def show(
-    saved: Annotated[Path, typer.Argument(help="A saved transcript (from run --save).")],
+    saved: Annotated[str, typer.Argument(metavar="SAVED", help="A saved transcript (from run --save).")],
     format: FormatOption = Format.rich,
     messages: Annotated[bool, typer.Option("--messages", help="A chat run: the messages each call sent, as the server got them.")] = False,
 ) -> None:
     """Print a saved transcript."""
+    path = Path(named(saved, "SAVED", "transcript"))
     if messages:
         from harness.backends.messages import sent_text
 
-        typer.echo(sent_text(saved_run(saved), str(saved)), nl=False)
+        typer.echo(sent_text(saved_run(path), saved), nl=False)
         return
-    show_record(format, saved_run(saved))
+    show_record(format, saved_run(path))
 
 
 def step(

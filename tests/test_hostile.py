@@ -490,6 +490,24 @@ def test_an_empty_argument_names_no_scenario_and_runs_nothing_under_here(tmp_pat
     assert result.exit_code == 2 and "'' names no scenario" in result.stderr and "mine" not in result.stdout
 
 
+@pytest.mark.parametrize(
+    "args, named",
+    [
+        (["run", ""], "SCENARIO: an empty argument names no scenario"),
+        (["show", ""], "SAVED: an empty argument names no transcript"),
+        (["replay", ""], "FILE: an empty argument names no transcript"),
+        (["step", "", "--frame", "0"], "TARGET: an empty argument names no scenario or transcript"),
+        (["export", "", "--html", "page.html"], "TARGET: an empty argument names no scenario or transcript"),
+    ],
+)
+def test_an_empty_argument_is_one_line_never_the_folder_here(tmp_path, monkeypatch, args, named):
+    monkeypatch.chdir(tmp_path)  # Path("") is "." : it must not run, show or replay what is here
+    (tmp_path / "mine.toml").write_text('question = "q"\ncompletions = ["Final Answer: 1\\n"]\n', encoding="utf-8")
+    result = invoke(*args)
+    assert (result.exit_code, result.stderr, result.stdout) == (2, f"error: {named}\n", "")
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["mine.toml"]
+
+
 def test_a_newline_in_a_file_name_cannot_forge_a_second_error_line(tmp_path):
     odd = tmp_path / "bad\nerror: forged.txt"
     odd.write_text("not a transcript\n", encoding="utf-8")
