@@ -295,3 +295,11 @@ def test_a_file_name_cannot_forge_a_row_of_the_summary_or_a_line_of_progress(tmp
     assert len(rows) == 3 and rows[1].startswith("a␊3 runs: 3 final_answer␛[2J ")
     assert rows[-1] == "1 run: 1 final_answer"
     assert [line for line in result.stderr.splitlines() if line.startswith("[")][0].startswith("[1/1] a␊3 runs")
+
+
+def test_a_tab_in_an_answer_cannot_move_the_summary_s_columns(tmp_path):
+    scenario(tmp_path, "a", answer="x\ty")
+    scenario(tmp_path, "b")
+    rows = invoke("run", str(tmp_path)).stdout.splitlines()
+    assert "\t" not in "".join(rows) and "x␉y" in rows[1]
+    assert rows[1].index("x␉y") == rows[2].index("3")  # the answer column starts where the other row's does
