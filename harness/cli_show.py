@@ -52,6 +52,8 @@ def step(
     record = open_target(target, no_stop, model, base_url)
     fs = frames(record)
     sent = SentMessages(record, fs)
+    if not fs:
+        raise HarnessError(target, "this run has nothing to step through: its transcript holds no text")
     if frame is not None:
         if frame >= len(fs):
             raise HarnessError(f"--frame {frame}", f"this run has frames 0 to {len(fs) - 1}")
