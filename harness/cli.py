@@ -16,7 +16,6 @@ own and is registered here, in the order `harness --help` lists them:
 Each command imports what it uses when it runs, so `harness --help` stays fast.
 """
 
-from __future__ import annotations
 
 import os
 import sys

@@ -65,7 +65,7 @@ def open_target(target: str, no_stop: bool = False, model: str | None = None, ba
     from harness.scenario import find_scenario, load_scenario
     from harness.transcript import HEADER
 
-    named(target, "TARGET", "scenario or transcript")
+    named(target, "target", "scenario or transcript")
     if not no_stop and model is None and base_url is None:
         return open_run(target)
     path = Path(target)

@@ -4,7 +4,6 @@ folder, go to the batch path (harness.cli_batch), which runs each as this one wo
 `harness agent` is the same single run, asked for as one run_agent request on stdin.
 """
 
-from __future__ import annotations
 
 import sys
 from pathlib import Path

@@ -3,7 +3,6 @@
 one HTML page or as Markdown, `list` names the shipped scenarios.
 """
 
-from __future__ import annotations
 
 import sys
 from pathlib import Path
@@ -20,12 +19,12 @@ NoStopOption = Annotated[bool, typer.Option("--no-stop", help="Run the scenario 
 
 
 def show(
-    saved: Annotated[str, typer.Argument(metavar="SAVED", help="A saved transcript (from run --save).")],
+    saved: Annotated[str, typer.Argument(help="A saved transcript (from run --save).")],
     format: FormatOption = Format.rich,
     messages: Annotated[bool, typer.Option("--messages", help="A chat run: the messages each call sent, as the server got them.")] = False,
 ) -> None:
     """Print a saved transcript."""
-    path = Path(named(saved, "SAVED", "transcript"))
+    path = Path(named(saved, "saved", "transcript"))
     if messages:
         from harness.backends.messages import sent_text
 

@@ -495,10 +495,10 @@ def test_an_empty_argument_names_no_scenario_and_runs_nothing_under_here(tmp_pat
     "args, named",
     [
         (["run", ""], "SCENARIO: an empty argument names no scenario"),
-        (["show", ""], "SAVED: an empty argument names no transcript"),
+        (["show", ""], "saved: an empty argument names no transcript"),
         (["replay", ""], "FILE: an empty argument names no transcript"),
-        (["step", "", "--frame", "0"], "TARGET: an empty argument names no scenario or transcript"),
-        (["export", "", "--html", "page.html"], "TARGET: an empty argument names no scenario or transcript"),
+        (["step", "", "--frame", "0"], "target: an empty argument names no scenario or transcript"),
+        (["export", "", "--html", "page.html"], "target: an empty argument names no scenario or transcript"),
     ],
 )
 def test_an_empty_argument_is_one_line_never_the_folder_here(tmp_path, monkeypatch, args, named):
