@@ -4,11 +4,14 @@ from __future__ import annotations
 
 import copy
 import dataclasses
+import inspect
 import pickle
+import weakref
 
 import pytest
 
 from harness.events import Notice, TextDelta, Usage
+from harness.transcript import Author
 from harness.values import value
 
 
@@ -45,6 +48,16 @@ def test_a_value_cannot_be_changed_and_keeps_what_a_frozen_dataclass_has():
     assert pickle.loads(pickle.dumps(Notice(3, "c", "m", tool="t"))) == Notice(3, "c", "m", None, "t", ())
 
 
+def test_a_value_is_described_as_its_dataclass_would_be():
+    plain = dataclasses.dataclass(frozen=True, slots=True)(type("Point", (), {"__annotations__": dict(Point.__annotations__), "y": 0, "tags": dataclasses.field(default_factory=list), "note": dataclasses.field(default="", compare=False, repr=False)}))
+    assert Point.__doc__ == plain.__doc__ == "Point(x: 'int', y: 'int' = 0, tags: 'list[str]' = <factory>, note: 'str' = '')"
+    assert str(inspect.signature(Point)) == str(inspect.signature(plain))
+    assert Usage.__doc__ == "Usage(step: 'int', prompt_chars: 'int', completion_chars: 'int', total_prompt_chars: 'int')"
+    from harness.model import TokenUsage
+
+    assert TokenUsage.__doc__.startswith("What a backend that can count reports")  # a docstring of its own is kept
+
+
 def test_a_value_copies_and_pickles_without_assigning_a_field():
     point = Point(1, 2, ["a"], note="kept")
     for copied in (copy.copy(point), copy.deepcopy(point), pickle.loads(pickle.dumps(point))):
@@ -59,6 +72,32 @@ def test_a_value_has_slots_and_builds_no_method_but_its_init():
     shared = ("__repr__", "__eq__", "__hash__", "__setattr__", "__reduce__")  # one function for every value
     assert all(getattr(Point, name) is getattr(Usage, name) for name in shared)
     assert Point.__init__ is not Usage.__init__ and Point.__init__.__qualname__ == "Point.__init__"
+
+
+def test_a_value_is_a_frozen_dataclass_to_subclasses_weakrefs_and_its_own_methods():
+    from harness import Limits, Scenario, Span, TokenUsage
+
+    @dataclasses.dataclass(frozen=True)
+    class Longer(Limits):  # dataclasses refuses a frozen subclass of a class it thinks is not frozen
+        extra: int = 0
+
+    assert Longer(extra=3).max_steps == 15 and Longer().extra == 0 and Longer.__dataclass_params__.frozen
+    with pytest.raises(TypeError, match="non-frozen dataclass from a frozen one"):
+        dataclasses.dataclass(type("Loose", (Limits,), {"__annotations__": {"x": "int"}, "x": 0}))
+    nan = float("nan")  # the same object: a dataclass compares fields as tuples, identity first
+    assert weakref.ref(TextDelta("x")) is not None and TextDelta(nan) == TextDelta(nan)
+    for public in (Limits(), TokenUsage(1), Span(Author.MODEL, "x")):  # a __dict__, as before
+        assert vars(public) == dataclasses.asdict(public)
+    assert Limits.max_steps == 15 and "max_steps" in {f.name for f in dataclasses.fields(Scenario("q").limits)}
+
+    @value
+    class Own:
+        x: int
+
+        def __repr__(self) -> str:
+            return "mine"
+
+    assert repr(Own(1)) == "mine" and Own(1) == Own(1)
 
 
 def test_value_refuses_what_it_would_get_wrong():
