@@ -27,16 +27,16 @@ from __future__ import annotations
 import threading
 from collections.abc import Callable, Iterator, Sequence
 from concurrent.futures import FIRST_COMPLETED, Future, ThreadPoolExecutor, wait
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from harness.model import Model
 from harness.run_record import RunRecord
 from harness.scenario import Scenario
+from harness.values import value
 
 
-@dataclass(frozen=True)
+@value
 class Job:
     name: str  # the scenario's file name without .toml: its transcript is <name>.txt
     scenario: Scenario | None
@@ -44,7 +44,7 @@ class Job:
     saved: Path | None = None  # or a saved transcript, to replay (`harness replay A B DIR`)
 
 
-@dataclass(frozen=True)
+@value
 class Outcome:
     """One finished run, as the summary and the reports read it."""
 

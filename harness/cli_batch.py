@@ -13,15 +13,15 @@ from __future__ import annotations
 import os
 import sys
 import time
-from dataclasses import dataclass
-from pathlib import Path
 from collections.abc import Callable
+from pathlib import Path
 from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 
 from harness.cli_models import CallOptions, RunModels
 from harness.errors import HarnessError
+from harness.values import value
 
 if TYPE_CHECKING:  # imported when a batch runs: `harness --help` stays fast
     from harness.batch import Job, Outcome, Work, Wrap
@@ -38,7 +38,7 @@ FailOn = Annotated[
 ]
 
 
-@dataclass(frozen=True)
+@value
 class Options:
     jobs: int = 1
     save_dir: Path | None = None

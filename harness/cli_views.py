@@ -60,9 +60,16 @@ def show_record(fmt: Format, record: RunRecord) -> None:
 
 
 def live_view(delay: float):
+    """The run drawn as it streams: by rich on a terminal, as plain text anywhere else."""
     from harness.render.live import LiveView
 
-    return LiveView(new_console(), delay)
+    return LiveView(new_console() if watched(sys.stdout) else sys.stdout, delay)
+
+
+def watched(stream: Any) -> bool:
+    """Whether rich would treat `stream` as a terminal: it is one, or the environment says
+    to act as if it were (rich reads these); only then is rich loaded to draw the view."""
+    return stream.isatty() or any(name in os.environ for name in ("FORCE_COLOR", "TTY_COMPATIBLE", "TTY_INTERACTIVE"))
 
 
 def print_event(event: Any) -> None:

@@ -12,14 +12,13 @@ makes several of them; `@value` (harness.values) only makes them quicker to buil
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import field
 from typing import Any
 
 from harness.values import value
 
 
 @value
-@dataclass(frozen=True, slots=True)
 class Action:
     tool: str
     args: tuple[Any, ...] = ()
@@ -28,7 +27,6 @@ class Action:
 
 
 @value
-@dataclass(frozen=True, slots=True)
 class Rejection:
     code: str  # stable: protocol_violation.no_action, gate.incompatible_action, ...
     message: str
@@ -38,7 +36,6 @@ class Rejection:
 
 
 @value
-@dataclass(frozen=True, slots=True)
 class Lane:
     index: int  # order of appearance in the completion, from 0
     kind: str  # thinking | action | answer
@@ -48,7 +45,6 @@ class Lane:
 
 
 @value
-@dataclass(frozen=True, slots=True)
 class Round:
     lanes: tuple[Lane, ...] = ()
     actions: tuple[tuple[int, Action], ...] = ()  # (Action line number, action), accepted, in order

@@ -7,7 +7,6 @@ it quicker to build, harness.values: a run makes a dozen of them a step).
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 from enum import StrEnum
 
 from harness.decisions import Round
@@ -27,20 +26,17 @@ class StopReason(StrEnum):
 
 
 @value
-@dataclass(frozen=True, slots=True)
 class RoundStarted:
     step: int
     prompt_chars: int  # the whole buffer is sent, fresh, every call
 
 
 @value
-@dataclass(frozen=True, slots=True)
 class TextDelta:
     text: str  # only text that can no longer turn into a stop string
 
 
 @value
-@dataclass(frozen=True, slots=True)
 class CompletionEnded:
     step: int
     text: str  # what the buffer keeps
@@ -50,7 +46,6 @@ class CompletionEnded:
 
 
 @value
-@dataclass(frozen=True, slots=True)
 class Usage:
     step: int
     prompt_chars: int  # the whole buffer, sent again
@@ -59,7 +54,6 @@ class Usage:
 
 
 @value
-@dataclass(frozen=True, slots=True)
 class TokensCounted:
     """Only from a backend that can count: the model's own token figures for one call."""
 
@@ -70,7 +64,6 @@ class TokensCounted:
 
 
 @value
-@dataclass(frozen=True, slots=True)
 class ActionParsed:
     step: int
     number: int  # the Action line's number in the completion, from 1
@@ -79,7 +72,6 @@ class ActionParsed:
 
 
 @value
-@dataclass(frozen=True, slots=True)
 class ToolStarted:
     step: int
     number: int
@@ -87,7 +79,6 @@ class ToolStarted:
 
 
 @value
-@dataclass(frozen=True, slots=True)
 class ToolResult:
     step: int
     number: int
@@ -97,7 +88,6 @@ class ToolResult:
 
 
 @value
-@dataclass(frozen=True, slots=True)
 class Notice:
     step: int
     code: str  # stable, e.g. protocol_violation.no_action
@@ -108,14 +98,12 @@ class Notice:
 
 
 @value
-@dataclass(frozen=True, slots=True)
 class Appended:
     author: Author
     text: str
 
 
 @value
-@dataclass(frozen=True, slots=True)
 class Stopped:
     reason: StopReason
     final_answer: str | None

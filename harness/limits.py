@@ -13,13 +13,13 @@ defaults are written here and nowhere else.
 from __future__ import annotations
 
 import json
-from dataclasses import dataclass
 
 from harness.decisions import Action, Round
 from harness.events import StopReason
+from harness.values import value
 
 
-@dataclass(frozen=True)
+@value
 class Limits:
     max_steps: int = 15
     unknown_tool_limit: int = 2

@@ -13,7 +13,6 @@ InterruptedModel wrap any model to show what a failing server or a Ctrl-C does t
 from __future__ import annotations
 
 from collections.abc import Iterator, Sequence
-from dataclasses import dataclass
 from typing import TYPE_CHECKING, Protocol
 
 from harness.values import value
@@ -30,7 +29,7 @@ class ModelExhausted(ModelError):
     """A scripted model has no completion left. Ends the run: model_exhausted."""
 
 
-@dataclass(frozen=True)
+@value
 class TokenUsage:
     """What a backend that can count reports about one call, as an item of its stream
     (anywhere in it: the last one counts)."""
@@ -40,7 +39,7 @@ class TokenUsage:
     completion_tokens: int | None = None
 
 
-@dataclass(frozen=True)
+@value
 class Sent:
     """What a chat backend says it sent, as the first item of its stream: the buffer as this
     many messages (harness.backends.messages). The run records it per call."""
@@ -63,7 +62,6 @@ class Model(Protocol):
 
 
 @value  # one per call: quick to build (harness.values), frozen all the same
-@dataclass(frozen=True, slots=True)
 class Call:
     prompt_chars: int  # how much of the buffer it was sent: every prompt is a prefix of the final buffer
     stop: tuple[str, ...]

@@ -28,7 +28,6 @@ never holds one. So an observation arrives as a turn of its own, as chat models 
 from __future__ import annotations
 
 import string
-from dataclasses import dataclass
 from pathlib import Path
 from typing import NamedTuple
 
@@ -37,13 +36,14 @@ import tomli
 
 from harness.errors import TemplateError
 from harness.files import read_input
+from harness.values import value
 
 NAME = regex.compile(r"[A-Za-z0-9][A-Za-z0-9_.-]{0,63}")
 FRAME_KEYS = ("before_code", "after_code", "cue")
 FRAME_MAX = 1_000  # characters of one frame string
 
 
-@dataclass(frozen=True)
+@value
 class Frames:
     """The developer's text around code's turn; empty strings frame nothing (a plain template)."""
 

@@ -24,7 +24,6 @@ from __future__ import annotations
 
 import gc
 import json
-from dataclasses import dataclass
 from typing import Any
 
 from harness.events import StopReason
@@ -32,6 +31,7 @@ from harness.limits import Limits
 from harness.run_record import RunRecord
 from harness.scenario import Scenario, ToolSpec
 from harness.skim import skim
+from harness.values import value
 from harness.workspace import TOOL_NAMES
 
 DEFAULT_MAX_STEPS = Limits().max_steps
@@ -178,7 +178,7 @@ def scenario_for(request: dict[str, Any]) -> Scenario:
     )
 
 
-@dataclass(frozen=True)
+@value
 class Answer:
     final_message: str
     status: str
@@ -186,7 +186,7 @@ class Answer:
     workspace: dict[str, str]
 
     def to_json(self) -> str:
-        return compact(self.__dict__)
+        return compact({name: getattr(self, name) for name in self._value_fields})  # in field order
 
 
 def answer(record: RunRecord) -> Answer:

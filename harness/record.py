@@ -20,22 +20,24 @@ from __future__ import annotations
 
 import functools
 from collections.abc import Callable
-from dataclasses import dataclass, replace
+from dataclasses import replace
 from pathlib import Path
 from typing import NamedTuple
 
-from harness import prompts, source as sources
+from harness import prompts
+from harness import source as sources
 from harness.dialects import get_dialect
 from harness.errors import HarnessError, TranscriptFormatError
 from harness.events import StopReason
 from harness.files import read_input
 from harness.loop import UNLIMITED, Emit, Setup, nobody, run
 from harness.model import FailingModel, InterruptedModel, Model, ScriptedModel
-from harness.run_record import RunRecord, load_record
 from harness.prompts import data_dir
+from harness.run_record import RunRecord, load_record
 from harness.scenario import Scenario, find_scenario, load_scenario
 from harness.tools import Registry
 from harness.transcript import HEADER, Author, Transcript
+from harness.values import value
 from harness.workspace import Workspace
 
 
@@ -111,7 +113,7 @@ def run_scenario(
     return record.but(scenario=scenario, workspace=None if workspace is None else workspace.files, source=source)
 
 
-@dataclass(frozen=True)
+@value
 class Replay:
     saved: str  # the file as it was
     record: RunRecord  # the run again (offline: with the recording's token counts)

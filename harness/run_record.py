@@ -18,7 +18,7 @@ and the field, never a crash later in a view.
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field, replace
+from dataclasses import field, replace
 from pathlib import Path
 from typing import Any
 
@@ -33,7 +33,6 @@ from harness.values import value
 
 
 @value  # one per model call: quick to build (harness.values), frozen all the same
-@dataclass(frozen=True, slots=True)
 class CallRecord:
     cut: str = ""  # read from the model but kept out of the buffer
     cut_by: str = ""  # "stop" (a stop sequence), "prefix" (the prefix rule), or ""
@@ -56,7 +55,7 @@ class CallRecord:
         return out
 
 
-@dataclass(frozen=True, slots=True)
+@value
 class RunRecord:
     transcript: Transcript
     stop_reason: StopReason

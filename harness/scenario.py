@@ -20,7 +20,7 @@ prompt is harness.prompts; assembling a run from a scenario is harness.record.
 from __future__ import annotations
 
 import json
-from dataclasses import dataclass, field, replace
+from dataclasses import field, replace
 from pathlib import Path
 from typing import Any
 
@@ -34,12 +34,13 @@ from harness.files import read_input
 from harness.limits import Limits
 from harness.prompts import data_dir
 from harness.tool_specs import ToolSpec, parse_tool
+from harness.values import value
 from harness.workspace import TOOL_NAMES
 
 _LIMITS = Limits()
 
 
-@dataclass(frozen=True)
+@value
 class Scenario:
     question: str
     completions: tuple[str, ...] = ()

@@ -25,20 +25,21 @@ import json
 import os
 import sys
 from collections.abc import Iterable
-from dataclasses import dataclass, field, replace
+from dataclasses import field, replace
 from pathlib import Path
 from typing import Any
 
 import regex
 
 from harness.errors import HarnessError, TranscriptFormatError
+from harness.values import value
 
 ORIGINS = ("transcript", "root", "shipped")
 AGENT_REF = regex.compile(r"[A-Za-z_][\w.]{0,199}:[A-Za-z_]\w{0,99}")  # module:attribute
 _SHA = regex.compile(r"[0-9a-f]{64}")
 
 
-@dataclass(frozen=True)
+@value
 class Source:
     scenario: str | None = None  # a path (relative to `origin`), or a shipped scenario's name
     origin: str = "root"  # written as "from"

@@ -13,7 +13,7 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass, replace
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -22,12 +22,13 @@ import regex
 from harness.errors import ScenarioError
 from harness.tools import BUILTINS, TRAITS, Tool, canned, from_function
 from harness.user_code import import_function
+from harness.values import value
 from harness.workspace import TOOL_NAMES, Workspace
 
 _TOOL_FIELDS = {"description", "params", "results", "default", "trait", "python", "example"}
 
 
-@dataclass(frozen=True)
+@value
 class ToolSpec:
     name: str
     description: str = ""

@@ -28,13 +28,13 @@ from __future__ import annotations
 
 import json
 from collections.abc import Iterable, Iterator
-from dataclasses import dataclass
 from enum import StrEnum
 from typing import Any
 
 import regex
 
 from harness.errors import TranscriptFormatError
+from harness.values import value
 
 HEADER = "# harness transcript v1"
 # What a Windows checkout needs so that git keeps a transcript's bytes as committed:
@@ -47,7 +47,7 @@ class Author(StrEnum):
     CODE = "code"
 
 
-@dataclass(frozen=True)
+@value
 class Span:
     author: Author
     text: str

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import copy
 import dataclasses
 import pickle
 
@@ -12,21 +13,24 @@ from harness.values import value
 
 
 @value
-@dataclasses.dataclass(frozen=True, slots=True)
 class Point:
     x: int
     y: int = 0
     tags: list[str] = dataclasses.field(default_factory=list)
+    note: str = dataclasses.field(default="", compare=False, repr=False)
 
 
 def test_a_value_is_made_as_its_dataclass_would_make_it():
     assert Point(1) == Point(1, 0, []) == Point(x=1, tags=[]) and Point(1, 2).y == 2
     assert Point(1).tags is not Point(1).tags  # a factory's default is made afresh each time
-    assert repr(Point(1, 2, ["a"])) == "Point(x=1, y=2, tags=['a'])"
+    assert repr(Point(1, 2, ["a"])) == "Point(x=1, y=2, tags=['a'])"  # note has repr=False
+    assert Point(1, note="a") == Point(1, note="b")  # compare=False: as dataclasses does it
+    assert Point(1) != Point(2) and Point(1) != (1, 0, [], "") and dataclasses.is_dataclass(Point)
+    assert [f.name for f in dataclasses.fields(Point)] == ["x", "y", "tags", "note"] and Point.__match_args__[0] == "x"
     with pytest.raises(TypeError):
         Point()  # x is required, as in the dataclass's own __init__
     with pytest.raises(TypeError):
-        Point(1, 2, [], 4)
+        Point(1, 2, [], "", 5)
 
 
 def test_a_value_cannot_be_changed_and_keeps_what_a_frozen_dataclass_has():
@@ -41,8 +45,23 @@ def test_a_value_cannot_be_changed_and_keeps_what_a_frozen_dataclass_has():
     assert pickle.loads(pickle.dumps(Notice(3, "c", "m", tool="t"))) == Notice(3, "c", "m", None, "t", ())
 
 
+def test_a_value_copies_and_pickles_without_assigning_a_field():
+    point = Point(1, 2, ["a"], note="kept")
+    for copied in (copy.copy(point), copy.deepcopy(point), pickle.loads(pickle.dumps(point))):
+        assert copied == point and copied.note == "kept" and copied.tags == ["a"]
+    assert copy.deepcopy(point).tags is not point.tags
+
+
+def test_a_value_has_slots_and_builds_no_method_but_its_init():
+    assert not hasattr(Point(1), "__dict__")  # slotted: no stray attribute can be set
+    with pytest.raises(dataclasses.FrozenInstanceError):
+        Point(1).z = 3
+    shared = ("__repr__", "__eq__", "__hash__", "__setattr__", "__reduce__")  # one function for every value
+    assert all(getattr(Point, name) is getattr(Usage, name) for name in shared)
+    assert Point.__init__ is not Usage.__init__ and Point.__init__.__qualname__ == "Point.__init__"
+
+
 def test_value_refuses_what_it_would_get_wrong():
-    @dataclasses.dataclass(frozen=True, slots=True)
     class Checked:
         x: int
 
@@ -51,5 +70,3 @@ def test_value_refuses_what_it_would_get_wrong():
 
     with pytest.raises(TypeError, match="__post_init__"):
         value(Checked)
-    with pytest.raises(TypeError, match="slots=True"):
-        value(dataclasses.dataclass(frozen=True)(type("Open", (), {"__annotations__": {"x": "int"}})))

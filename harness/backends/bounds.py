@@ -23,17 +23,20 @@ import itertools
 import socket
 import threading
 import time
-from dataclasses import dataclass
 from typing import Any
 
 from harness.model import ModelError
+from harness.values import value
 
 
-@dataclass(frozen=True)
+@value
 class Bounds:
     max_tokens: int = 512  # asked of the model
     max_chars: int = 100_000  # characters of completion text read from one call
     max_seconds: float = 300.0  # the whole call, from the request to the last byte
+
+
+DEFAULTS = Bounds()  # what a backend takes when it is given no bound
 
 
 class Budget:

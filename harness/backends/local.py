@@ -35,7 +35,7 @@ import os
 from collections.abc import Iterator, Sequence
 from pathlib import Path
 
-from harness.backends.bounds import Bounds, Budget
+from harness.backends.bounds import DEFAULTS, Bounds, Budget
 from harness.errors import HarnessError
 from harness.install import extra, pip
 from harness.model import ModelError, TokenUsage
@@ -72,9 +72,9 @@ class LocalModel:
         n_ctx: int = 4096,
         n_threads: int | None = None,  # generating, one token at a time; default: default_threads()
         n_threads_batch: int | None = None,  # reading the prompt; set apart, or llama.cpp picks its own
-        max_tokens: int = Bounds.max_tokens,
-        max_chars: int = Bounds.max_chars,  # characters read from one call, at most
-        max_seconds: float = Bounds.max_seconds,  # one call, from the prompt to the last token
+        max_tokens: int = DEFAULTS.max_tokens,
+        max_chars: int = DEFAULTS.max_chars,  # characters read from one call, at most
+        max_seconds: float = DEFAULTS.max_seconds,  # one call, from the prompt to the last token
         seed: int = 0,
     ) -> None:
         try:

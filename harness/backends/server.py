@@ -38,7 +38,7 @@ from urllib.parse import urlsplit
 import httpx
 
 from harness.backends import wire
-from harness.backends.bounds import Bounds, Budget, Watchdog, read_bounded
+from harness.backends.bounds import DEFAULTS, Bounds, Budget, Watchdog, read_bounded
 from harness.backends.connection import Sockets, certificate_refused, drain, tls
 from harness.backends.counts import PromptCounter
 from harness.backends.entry import Entry
@@ -67,9 +67,9 @@ class ServerModel:
         base_url: str | None = None,
         *,
         temperature: float = 0.0,
-        max_tokens: int = Bounds.max_tokens,
-        max_chars: int = Bounds.max_chars,
-        max_seconds: float = Bounds.max_seconds,
+        max_tokens: int = DEFAULTS.max_tokens,
+        max_chars: int = DEFAULTS.max_chars,
+        max_seconds: float = DEFAULTS.max_seconds,
         top_p: float = 1.0,
         seed: int | None = 0,
         strict: bool | None = None,  # None: strict for api.openai.com

@@ -16,21 +16,25 @@ author continues on the same buffer line ends with ⤸. Model text is printed as
 objects, never parsed as markup, with its control characters shown and never obeyed
 (harness.escape.for_terminal: ESC as ␛), so no text can retitle the terminal or draw a
 forged row. Colour is off when stdout is not a terminal or NO_COLOR is set (rich decides).
+Rows are built as Styled text (harness.render.styled): rich draws them on a terminal, and
+off one the plain text is written without loading rich.
 """
 
 from __future__ import annotations
 
 import time
 from collections.abc import Iterator
-
-from rich.console import Console
-from rich.text import Text
+from typing import TYPE_CHECKING, TextIO
 
 from harness.escape import for_terminal
 from harness.events import Appended, CompletionEnded, Event, RoundStarted, Stopped, TextDelta
 from harness.decisions import Lane, Round
+from harness.render.styled import Styled
 from harness.run_record import RunRecord
 from harness.transcript import Author, split_lines
+
+if TYPE_CHECKING:
+    from rich.console import Console
 
 STYLES = {Author.DEVELOPER: "blue", Author.MODEL: "green", Author.CODE: "yellow"}
 WIDTH = 9  # len("developer"): the author column
@@ -40,18 +44,18 @@ NOTE_STYLE = "dim italic"  # a line about the buffer that is not part of it
 MARKS = {"notice": "⚠", "denied": "✗", "withheld": "✗", "cut": "✂"}  # a row's mark, by what its text is
 
 
-def legend() -> Text:
-    text = Text("authors: ")
+def legend() -> Styled:
+    text = Styled("authors: ")
     for author, style in STYLES.items():
         text.append(f" {author.value} ", style=f"reverse {style}")
         text.append(" ")
     return text
 
 
-def marks_legend(stepper: bool = False) -> Text:
+def marks_legend(stepper: bool = False) -> Styled:
     """What the marks mean: denied text is in the buffer, cut text never was."""
     marks = "✗ in the buffer, not shown to the user  ✂ never in the buffer"
-    return Text(("▶ new  ⚠ notice  " if stepper else "") + marks, style="dim")
+    return Styled(("▶ new  ⚠ notice  " if stepper else "") + marks, style="dim")
 
 
 def cut_note(cut: str, cut_by: str) -> str:
@@ -66,15 +70,15 @@ class Rows:
         self.author: Author | None = None  # whose row is open
         self.mid_line = False  # the open row has text and no newline yet
 
-    def close(self) -> Text:
+    def close(self) -> Styled:
         """End an open row before something that is not buffer text."""
-        out = Text("\n" if self.mid_line else "")
+        out = Styled("\n" if self.mid_line else "")
         self.author, self.mid_line = None, False
         return out
 
-    def write(self, author: Author, text: str, mark: str = "│", extra: str = "") -> Text:
+    def write(self, author: Author, text: str, mark: str = "│", extra: str = "") -> Styled:
         style = f"{STYLES[author]} {extra}".strip()
-        out = Text()
+        out = Styled()
         if self.mid_line and author is not self.author:
             out.append(" ⤸\n", style="dim")  # the buffer line goes on, by another author
             self.mid_line = False
@@ -92,17 +96,20 @@ class Rows:
 
 
 class LiveView:
-    """Call it with each event; it prints as they come (with `delay` seconds per piece)."""
+    """Call it with each event; it prints as they come (with `delay` seconds per piece).
+    `out` is rich's Console (a terminal), or a text file that gets the plain text."""
 
-    def __init__(self, console: Console, delay: float = 0.0) -> None:
-        self.console, self.delay = console, delay
+    def __init__(self, out: Console | TextIO, delay: float = 0.0) -> None:
+        self.console = out if hasattr(out, "color_system") else None
+        self.file = self.console.file if self.console is not None else out
+        self.delay = delay
         self.rows = Rows()
         # A person watching sees every piece at once; a file or a pipe gets a step at a time
         # (one print per step, not one per piece of text: printing is the costly part).
-        self.at_once = bool(delay) or console.is_terminal
+        self.at_once = bool(delay) or (self.console is not None and self.console.is_terminal)
         # No colour system (not a terminal) and no wrapping: rich would write the plain text,
         # so write it without rich's rendering, which costs more than the whole loop step.
-        self.plain = console.color_system is None and console.soft_wrap
+        self.plain = self.console is None or (self.console.color_system is None and self.console.soft_wrap)
         # Shown with the first event: nothing if the run never starts.
         self.pending = legend().append("\n").append_text(marks_legend()).append("\n")
 
@@ -118,13 +125,13 @@ class LiveView:
                 self._break()
                 self._flush()
                 self._print(
-                    Text(f"── step {step} · the model is sent the whole buffer: {prompt_chars:,} characters", style="dim")
+                    Styled(f"── step {step} · the model is sent the whole buffer: {prompt_chars:,} characters", style="dim")
                 )
             case CompletionEnded(_, _, cut, cut_by, decided):
                 self._completion_ended(cut, cut_by, decided)
             case Stopped(reason, answer, steps, detail):
                 self._break()
-                line = Text(f"stopped: {reason.value} after {steps} step{'s' if steps != 1 else ''}", style="bold")
+                line = Styled(f"stopped: {reason.value} after {steps} step{'s' if steps != 1 else ''}", style="bold")
                 if detail:
                     line.append(f" ({for_terminal(detail)})")
                 if answer is not None:
@@ -158,7 +165,7 @@ class LiveView:
     def _write(self, author: Author, text: str) -> None:
         self._print(self.rows.write(author, text), end="")
 
-    def _print(self, text: Text, end: str = "\n") -> None:
+    def _print(self, text: Styled, end: str = "\n") -> None:
         self.pending.append_text(text)
         self.pending.append(end)
         if self.at_once:
@@ -168,16 +175,15 @@ class LiveView:
         if not self.pending:
             return
         if self.plain:
-            self.pending.expand_tabs()  # as rich does when it renders text
-            self.console.file.write(self.pending.plain)
+            self.file.write(self.pending.expanded())  # tabs expanded, as rich does when it writes text
         else:
-            self.console.print(self.pending, end="")
-        self.pending = Text()
+            self.console.print(self.pending.rich(), end="")
+        self.pending = Styled()
 
 
-def note(message: str) -> Text:
+def note(message: str) -> Styled:
     """A line about the buffer that is not part of it, set under the author column."""
-    return Text(f"{'':<{WIDTH}}   {for_terminal(message)}", style=NOTE_STYLE)
+    return Styled(f"{'':<{WIDTH}}   {for_terminal(message)}", style=NOTE_STYLE)
 
 
 def saved_events(record: RunRecord) -> Iterator[Event]:

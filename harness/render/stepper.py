@@ -87,7 +87,7 @@ def facts_lines(frame: Frame, console: Console, width: int) -> list[Text]:
 def header(frames: list[Frame], k: int) -> Text:
     out = Text(f"Step {k} of {len(frames) - 1}", style="bold")
     out.append("    ")
-    out.append_text(legend())
+    out.append_text(legend().rich())
     return out
 
 
@@ -95,7 +95,7 @@ def frame_lines(console: Console, frames: list[Frame], k: int, width: int | None
     """Frame k whole, as --frame prints it: every line fitted to `width` (the console's)."""
     width = width or console.size.width
     lines, before, newest = BufferLines(frames, console, width).upto(k)
-    heads = [*header(frames, k).wrap(console, width), *marks_legend(True).wrap(console, width)]
+    heads = [*header(frames, k).wrap(console, width), *marks_legend(True).rich().wrap(console, width)]
     return [*heads, Text(), *lines[:before], *newest, Text(), *facts_lines(frames[k], console, width)]
 
 
@@ -174,7 +174,7 @@ class Screen:
         if end < total:
             window.append(Text(f"↓ {total - end:,} lines below (PgDn ↓; → or ← follows the newest part)", style="dim"))
         above = Text(f"↑ {top:,} lines above (PgUp ↑)", style="dim") if top else Text()
-        second = marks_legend(True)
+        second = marks_legend(True).rich()
         if self.showing_sent:
             second = self.sent.heading_line(self.k) if self.sent else Text(NOT_CHAT, style="dim")
         lines = [header(self.frames, self.k), second, above, *window, Text(), *facts]

@@ -48,8 +48,9 @@ async def serve(reader: asyncio.StreamReader, writer: asyncio.StreamWriter, dela
             body = await reader.readexactly(length)
             if method == "GET" and path == "/span":
                 span = SPAN.get("last", 0.0) - SPAN.get("first", 0.0)
+                times = {"first": SPAN.get("first", 0.0), "last": SPAN.get("last", 0.0)}
                 SPAN.clear()
-                writer.write(response("200 OK", "application/json", json.dumps({"seconds": span}).encode()))
+                writer.write(response("200 OK", "application/json", json.dumps({"seconds": span, **times}).encode()))
             elif method == "GET":
                 writer.write(response("200 OK", "application/json", b'{"object": "list", "data": [{"id": "m"}]}'))
             elif path.endswith("/completions"):

@@ -1,0 +1,63 @@
+"""Text with a style on each piece, held without rich until a terminal needs it.
+
+The live view builds its rows as Styled text. On a terminal, `rich()` turns it into rich's
+Text, which colours it; off a terminal (a pipe, a file, a CI log) only `plain` is written,
+so a run that is not watched never loads rich at all (about a third of `harness run`'s
+start-up beyond the harness core).
+
+    row = Styled("model     │ ", "bold green").append("Thought: …", "green")
+    row.plain    # 'model     │ Thought: …'
+    row.rich()   # rich.text.Text with the same pieces and styles
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from rich.text import Text
+
+TAB_SIZE = 8  # as rich's Console expands tabs
+
+
+class Styled:
+    __slots__ = ("pieces",)
+
+    def __init__(self, text: str = "", style: str = "") -> None:
+        self.pieces: list[tuple[str, str]] = [(text, style)] if text else []
+
+    def append(self, text: str, style: str = "") -> Styled:
+        if text:
+            self.pieces.append((text, style))
+        return self
+
+    def append_text(self, other: Styled) -> Styled:
+        self.pieces.extend(other.pieces)
+        return self
+
+    def __bool__(self) -> bool:
+        return bool(self.pieces)
+
+    @property
+    def plain(self) -> str:
+        return "".join(text for text, _ in self.pieces)
+
+    def rich(self) -> Text:
+        from rich.text import Text
+
+        out = Text()
+        for text, style in self.pieces:
+            out.append(text, style=style or None)
+        return out
+
+    def expanded(self) -> str:
+        """The plain text with its tabs expanded as rich expands them when it writes text
+        (by the terminal cells each character fills, so rich is needed only for a tab)."""
+        text = self.plain
+        if "\t" not in text:
+            return text
+        from rich.text import Text
+
+        out = Text(text)
+        out.expand_tabs(TAB_SIZE)
+        return out.plain
