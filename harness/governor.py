@@ -137,7 +137,9 @@ class Governor:
         if self._head is not None:  # ended while it could still be the prefix
             self._reject_prefix(self._head)
             return ""
-        return self._show(self._end_line())
+        if tail := self._end_line():
+            self.shown.append(tail)
+        return tail
 
     def read(self, text: str) -> Round:
         """The whole completion at once: the same decisions, by the same code."""
@@ -168,11 +170,6 @@ class Governor:
 
     # --- lines and lanes ----------------------------------------------------------
 
-    def _show(self, text: str) -> str:
-        if text:
-            self.shown.append(text)
-        return text
-
     def _take(self, piece: str, ended: bool) -> str:
         """Add a piece that ends at most with one newline (`ended`: it does)."""
         self.read_chars += len(piece)
@@ -189,6 +186,9 @@ class Governor:
             kind = self.dialect.line_kind(self.line, ended)
             if kind is None:
                 return ""
+            if ended and kind == "action" and (self.answer is not None or len(self.actions) >= self.dialect.max_actions):
+                line, self.line, self.action_lines = self.line, "", self.action_lines + 1
+                return self._idle(line)
             out = self._open(kind, self.line)
             self.line = ""
         else:  # (what _Gate.push does, written out: most pieces come here)
@@ -251,14 +251,9 @@ class Governor:
     def _judge(self, gate: _Gate) -> str:
         self.action_lines += 1
         number, line = self.action_lines, gate.text
-        # A line that cannot run (the reply's actions are used up, or its answer came first)
-        # is judged by its tool alone: its arguments are not worth reading.
         if len(self.actions) >= self.dialect.max_actions or self.answer is not None:
-            tool = self.dialect.read_tool(line)
-            if tool is not None and self.dialect.is_finish(tool) and self.answer is None:
-                return self._finish_answer(gate)
-            self.rejections.append(judge_idle(self.dialect, self.tools, number, tool, line, self.answer is not None))
-            return self._settle("denied", 0, line)
+            self.lanes.pop()  # (its gate: _idle needs none)
+            return self._idle(line)
         action = self.dialect.read_action(line)
         if action is not None and self.dialect.is_finish(action.tool):
             return self._finish_answer(gate)
@@ -268,6 +263,18 @@ class Governor:
             return self._settle("denied", 0, line)
         self.actions.append((number, action, trait_of(self.tools, action.tool)))
         return self._seen(self._settle("allowed", len(line), line))
+
+    def _idle(self, line: str) -> str:
+        """An Action line that cannot run (the reply's actions are used up, or its answer came
+        first) is judged by its tool alone, its arguments unread, and needs no gate: a whole
+        one is judged at once (in a reply of 100,000 such lines, most of what each costs)."""
+        tool = self.dialect.read_tool(line)
+        if tool is not None and self.answer is None and self.dialect.is_finish(tool):
+            self.lanes.append(gate := _Gate("action", line, False))
+            return self._finish_answer(gate)  # react-paper's Finish[...]: the final answer
+        self.rejections.append(judge_idle(self.dialect, self.tools, self.action_lines, tool, line, self.answer is not None))
+        self.lanes.append(Lane(len(self.lanes), "action", "denied", 0, line))
+        return ""
 
     def _settle(self, status: str, emitted: int, line: str) -> str:
         """A judged Action line is final: its Lane is made now and its gate let go (a reply
