@@ -15,7 +15,6 @@ stand-ins are for people; they are not a reversible encoding (the saved file is)
 
 from __future__ import annotations
 
-import html
 import json
 from typing import Any
 
@@ -54,6 +53,8 @@ def one_line(text: str) -> str:
 def for_html(text: str) -> str:
     """Text for HTML element content or a quoted attribute value (its control characters
     shown, as a terminal view shows them: the page is a file a terminal may print)."""
+    import html  # here: only a page or a report needs it, and a run's start-up does not
+
     return html.escape(for_terminal(text), quote=True)
 
 

@@ -85,13 +85,15 @@ def _from_file(path: Path, module_name: str, field: str) -> Any:
     import hashlib
 
     # Named by its path and its text: an edited file (in one long pytest session) is imported afresh.
-    key = hashlib.sha256(str(path.resolve()).encode() + b"\0" + path.read_bytes()).hexdigest()[:16]
+    text = path.read_bytes()
+    key = hashlib.sha256(str(path.resolve()).encode() + b"\0" + text).hexdigest()[:16]
     unique = f"harness_tools_{key}_{module_name.replace('.', '_')}"
     module = sys.modules.get(unique)
     if module is None:
-        loader = importlib.util.spec_from_file_location(unique, path)
-        module = importlib.util.module_from_spec(loader)
-        _contained(lambda: loader.loader.exec_module(module), module_name, field)
+        module = importlib.util.module_from_spec(importlib.util.spec_from_file_location(unique, path))
+        # Compiled from the text just read and hashed, never from a cached .pyc: one of an
+        # edit made in the same second, at the same size, would pass for the new text.
+        _contained(lambda: exec(compile(text, str(path), "exec"), module.__dict__), module_name, field)
         sys.modules[unique] = module
     return module
 

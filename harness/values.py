@@ -25,6 +25,7 @@ What it leaves out: `__post_init__`, `InitVar` and ordering (none of these value
 from __future__ import annotations
 
 from dataclasses import MISSING, FrozenInstanceError, dataclass, fields
+from inspect import signature
 from operator import attrgetter
 from typing import TypeVar
 
@@ -34,12 +35,17 @@ T = TypeVar("T", bound=type)
 def value(cls: T) -> T:
     if hasattr(cls, "__post_init__"):
         raise TypeError(f"{cls.__name__}: a @value has no __post_init__ (its __init__ would skip it)")
+    documented = bool(cls.__doc__)
+    if not documented:  # dataclasses would write one from a signature it reads the slow way
+        cls.__doc__ = cls.__name__
     cls = dataclass(init=False, repr=False, eq=False, slots=True)(cls)  # fields and slots; compiles nothing
     every = fields(cls)
     cls._value_fields = tuple(f.name for f in every)
     cls._value_shown = tuple(f.name for f in every if f.repr)
     cls._value_key = attrgetter(*compared) if (compared := [f.name for f in every if f.compare]) else _nothing
     cls.__init__ = _init(cls, every)
+    if not documented:  # as dataclasses words it: `Usage(step: int, prompt_chars: int = 0)`
+        cls.__doc__ = cls.__name__ + str(signature(cls)).replace(" -> None", "")
     cls.__repr__, cls.__eq__, cls.__hash__ = _repr, _eq, _hash
     cls.__setattr__, cls.__delattr__, cls.__reduce__ = _refuse_set, _refuse_delete, _reduce
     return cls
@@ -47,7 +53,7 @@ def value(cls: T) -> T:
 
 def _init(cls: type, every) -> object:
     """The class's own `__init__`, compiled once: the signature dataclasses would give it."""
-    params, body, env = [], [], {"_MISSING": MISSING}
+    params, body, env = [], [], {"_FACTORY": _FACTORY}
     for f in every:
         env[f"_set_{f.name}"] = cls.__dict__[f.name].__set__  # the slot's own setter
         if f.default is not MISSING:
@@ -55,8 +61,8 @@ def _init(cls: type, every) -> object:
             params.append(f"{f.name}=_default_{f.name}")
         elif f.default_factory is not MISSING:
             env[f"_factory_{f.name}"] = f.default_factory
-            params.append(f"{f.name}=_MISSING")
-            body.append(f"if {f.name} is _MISSING: {f.name} = _factory_{f.name}()")
+            params.append(f"{f.name}=_FACTORY")
+            body.append(f"if {f.name} is _FACTORY: {f.name} = _factory_{f.name}()")
         else:
             params.append(f.name)
         body.append(f"_set_{f.name}(self, {f.name})")
@@ -64,7 +70,18 @@ def _init(cls: type, every) -> object:
     exec(source, env)  # the way dataclasses writes the __init__ it generates
     init = env["__init__"]
     init.__qualname__, init.__module__ = f"{cls.__qualname__}.__init__", cls.__module__
+    init.__annotations__ = {f.name: f.type for f in every} | {"return": None}
     return init
+
+
+class _Factory:
+    """The default of a field made by a factory, until the factory makes it."""
+
+    def __repr__(self) -> str:
+        return "<factory>"  # as dataclasses shows it in a signature
+
+
+_FACTORY = _Factory()
 
 
 def _nothing(_self: object) -> tuple:

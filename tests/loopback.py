@@ -59,6 +59,7 @@ class Reply:
     repeat: bytes = b""  # after the chunks, send this again and again until the client leaves
     drip: float = 0.0  # seconds between single bytes of the chunks
     stall: float = 0.0  # seconds to wait after the chunks (before `repeat` or the end)
+    header_drip: float = 0.0  # seconds between single bytes of the status line and headers
 
 
 class FakeServer:
@@ -132,8 +133,14 @@ class FakeServer:
                 for name, value in reply.headers.items():
                     self.send_header(name, echo(value.encode()).decode("latin-1"))
                 self.send_header("Transfer-Encoding", "chunked")
-                self.end_headers()
                 try:
+                    if reply.header_drip:  # the status line and headers a byte at a time
+                        head, self._headers_buffer = b"".join([*self._headers_buffer, b"\r\n"]), []
+                        for piece in _pieces(head, reply.header_drip):
+                            self.wfile.write(piece)
+                            self.wfile.flush()
+                    else:
+                        self.end_headers()
                     for chunk in reply.chunks:
                         time.sleep(reply.pause)
                         for piece in _pieces(echo(chunk), reply.drip):

@@ -14,6 +14,7 @@ import socket
 import ssl
 import subprocess
 import sys
+import time
 from collections.abc import Iterator
 
 import pytest
@@ -327,6 +328,14 @@ def test_a_server_whose_certificate_is_not_trusted_is_named_so_and_ssl_cert_file
     assert list(ServerModel("m", fake.url).stream("Q\n", ()))[:2] == ["Thought: ", "add."]
 
 
+def test_waiting_for_a_server_whose_certificate_is_refused_ends_at_once_saying_so(tls_server, monkeypatch):
+    fake, _ = tls_server
+    monkeypatch.setenv("HARNESS_API_KEY", KEY)
+    started = time.monotonic()
+    message = failure(ServerModel("m", fake.url, wait_for_server=60.0))  # up, but never trusted
+    assert "its TLS certificate was refused" in message and time.monotonic() - started < 30
+
+
 def test_behind_a_proxy_even_a_plain_http_servers_client_checks_certificates(monkeypatch):
     monkeypatch.setenv("HARNESS_API_KEY", KEY)
     monkeypatch.setenv("HTTPS_PROXY", "https://proxy.example:3128")  # the proxy itself may be TLS
@@ -365,6 +374,19 @@ def test_the_time_limit_is_for_the_whole_call_not_each_read(server):
     started = time.monotonic()
     assert "time limit of 1.5 s" in failure(model)
     assert time.monotonic() - started < 3
+
+
+@pytest.mark.parametrize("reuse", [False, True], ids=["new connection", "kept connection"])
+def test_the_time_limit_holds_while_the_server_drips_its_headers(server, reuse):
+    # Every read, from the first byte of the headers on, waits at most until the call's deadline.
+    model = ServerModel("m", server.url, max_seconds=1.5, timeout=1.0)
+    if reuse:  # a call before it leaves its connection to be kept for this one
+        assert list(model.stream("Q\n", ()))[:2] == ["Thought: ", "add."]
+    server.reply = Reply(header_drip=0.2)  # a byte every 0.2 s: no single read waits long
+    started = time.monotonic()
+    assert "time limit of 1.5 s" in failure(model)
+    assert time.monotonic() - started < 3
+    assert len(set(server.peers)) == 1 if reuse else True  # the second call was on the kept connection
 
 
 def test_a_server_that_sends_nothing_is_stopped_at_the_time_limit(server):

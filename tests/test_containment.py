@@ -7,6 +7,8 @@ from __future__ import annotations
 
 import json
 import os
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -227,3 +229,21 @@ def test_a_module_whose_getattr_raises_is_one_line(tmp_path, monkeypatch):
     result = invoke("run", str(path), "--save", "out.txt")
     assert result.exit_code == 2 and result.stderr.count("\n") == 1
     assert "the module 'lazy' failed to import (SystemExit: no chatty)" in result.stderr
+
+
+def test_a_tool_edited_in_the_same_second_at_the_same_size_runs_as_edited(tmp_path):
+    # Python trusts a cached .pyc whose source has the same size and modification second;
+    # a tool file is run from the text harness read (and hashed), never from that cache.
+    tool = tmp_path / "said.py"
+    path = scenario(tmp_path, "say", "1", "said", 'def say(x):\n    return "old"\n')
+    env = {k: v for k, v in os.environ.items() if k != "PYTHONDONTWRITEBYTECODE"}  # a .pyc is written, as for most users
+
+    def observed() -> str:
+        done = subprocess.run([sys.executable, "-m", "harness", "run", str(path), "-f", "tagged"], capture_output=True, text=True, env=env, check=True)
+        return next(line for line in done.stdout.splitlines() if line.startswith("code      | Observation:"))
+
+    assert observed().endswith("Observation: old")
+    before = tool.stat()
+    tool.write_text('def say(x):\n    return "new"\n', encoding="utf-8")
+    os.utime(tool, ns=(before.st_atime_ns, before.st_mtime_ns))
+    assert observed().endswith("Observation: new")

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import copy
 import dataclasses
+import inspect
 import pickle
 
 import pytest
@@ -43,6 +44,16 @@ def test_a_value_cannot_be_changed_and_keeps_what_a_frozen_dataclass_has():
     assert dataclasses.asdict(usage) == {"step": 1, "prompt_chars": 10, "completion_chars": 2, "total_prompt_chars": 12}
     assert dataclasses.replace(usage, step=2) == Usage(2, 10, 2, 12) and hash(delta) == hash(TextDelta("hi"))
     assert pickle.loads(pickle.dumps(Notice(3, "c", "m", tool="t"))) == Notice(3, "c", "m", None, "t", ())
+
+
+def test_a_value_is_described_as_its_dataclass_would_be():
+    plain = dataclasses.dataclass(frozen=True, slots=True)(type("Point", (), {"__annotations__": dict(Point.__annotations__), "y": 0, "tags": dataclasses.field(default_factory=list), "note": dataclasses.field(default="", compare=False, repr=False)}))
+    assert Point.__doc__ == plain.__doc__ == "Point(x: 'int', y: 'int' = 0, tags: 'list[str]' = <factory>, note: 'str' = '')"
+    assert str(inspect.signature(Point)) == str(inspect.signature(plain))
+    assert Usage.__doc__ == "Usage(step: 'int', prompt_chars: 'int', completion_chars: 'int', total_prompt_chars: 'int')"
+    from harness.model import TokenUsage
+
+    assert TokenUsage.__doc__.startswith("What a backend that can count reports")  # a docstring of its own is kept
 
 
 def test_a_value_copies_and_pickles_without_assigning_a_field():

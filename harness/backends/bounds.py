@@ -102,25 +102,6 @@ class Watchdog:
                 pass
 
 
-def read_bounded(client: Any, method: str, url: str, seconds: float, limit: int, **request: Any) -> tuple[int, bytes]:
-    """One request that is not a model call (a token count, a "are you up?"), bounded as a
-    call is: its status and at most `limit` bytes of its body, all within `seconds`, or an
-    httpx error. A server that answers with an endless or dripping body costs no more."""
-    dog = Watchdog(seconds)
-    try:
-        with client.stream(method, url, timeout=seconds, **request) as response:
-            dog.watch(response)
-            body = bytearray()
-            if limit > 0:
-                for chunk in response.iter_raw():
-                    body += chunk
-                    if len(body) > limit:
-                        break
-            return response.status_code, bytes(body[:limit])
-    finally:
-        dog.cancel()
-
-
 class Alarms:
     """Every call's deadline, kept by one thread (a Timer a call would start a thread a call:
     a quarter of a millisecond each, on the path of every call). A canceled watchdog stays

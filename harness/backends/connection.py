@@ -1,5 +1,6 @@
 """How a server's client holds its connections: TLS only where it is needed, a stream read
-to its end so that its connection is kept, and every socket within reach of Ctrl-C.
+to its end so that its connection is kept, every socket within reach of Ctrl-C, and every
+read and write within its call's deadline.
 """
 
 from __future__ import annotations
@@ -7,10 +8,14 @@ from __future__ import annotations
 import os
 import socket
 import ssl
+import threading
+import time
 import weakref
 from collections.abc import Iterator
+from contextlib import contextmanager
 from typing import Any
 
+import httpcore
 import httpx
 
 from harness.backends import wire
@@ -45,9 +50,6 @@ def certificate_refused(error: BaseException) -> str:
     return ""
 
 
-PROXIES = ("http_proxy", "https_proxy", "all_proxy")
-
-
 def tls(base_url: str) -> ssl.SSLContext | bool:
     """httpx's checked TLS (certifi's bundle, or SSL_CERT_FILE / SSL_CERT_DIR) for an https://
     server, or behind a proxy (which may be https://). A plain http:// server (one on this
@@ -55,6 +57,25 @@ def tls(base_url: str) -> ssl.SSLContext | bool:
     gets a context with no certificates, which would refuse any peer."""
     proxied = any(os.environ.get(name) or os.environ.get(name.upper()) for name in PROXIES)
     return True if proxied or base_url.lower().startswith("https:") else ssl.SSLContext(ssl.PROTOCOL_TLS_CLIENT)
+
+
+def read_bounded(client: Any, method: str, url: str, seconds: float, limit: int, **request: Any) -> tuple[int, bytes]:
+    """One request that is not a model call (a token count, a "are you up?"), bounded as a
+    call is: its status and at most `limit` bytes of its body, all within `seconds`, or an
+    httpx error. A server that answers with an endless or dripping body costs no more."""
+    dog = Watchdog(seconds)
+    try:
+        with CALLS.until(time.monotonic() + seconds), client.stream(method, url, timeout=seconds, **request) as response:
+            dog.watch(response)
+            body = bytearray()
+            if limit > 0:
+                for chunk in response.iter_raw():
+                    body += chunk
+                    if len(body) > limit:
+                        break
+            return response.status_code, bytes(body[:limit])
+    finally:
+        dog.cancel()
 
 
 class Sockets:
@@ -76,3 +97,71 @@ class Sockets:
                 sock.shutdown(socket.SHUT_RDWR)
             except OSError:  # closed already
                 pass
+
+
+class Deadlines(httpcore.NetworkBackend):
+    """httpcore's own sockets, each read and write of which waits at most until the deadline
+    of the call its thread is making. A read timeout alone is for one read: a server that
+    drips its headers a byte a second would never meet it, and a call's watchdog learns its
+    socket only from the response, once the headers are in."""
+
+    def __init__(self) -> None:
+        self._sockets = httpcore.SyncBackend()
+        self._call = threading.local()  # .deadline: this thread's call's, if it is making one
+
+    @contextmanager
+    def until(self, deadline: float) -> Iterator[None]:
+        """Within this, this thread's reads and writes end by `deadline` (the sooner one, nested)."""
+        outer = getattr(self._call, "deadline", None)
+        self._call.deadline = deadline if outer is None else min(outer, deadline)
+        try:
+            yield
+        finally:
+            self._call.deadline = outer
+
+    def left(self, timeout: float | None) -> float | None:
+        deadline = getattr(self._call, "deadline", None)
+        if deadline is None:
+            return timeout
+        left = max(deadline - time.monotonic(), 0.001)  # never 0: the socket would stop blocking
+        return left if timeout is None else min(timeout, left)
+
+    def install(self, client: httpx.Client) -> httpx.Client:
+        """Under every connection pool of `client` (a proxy's too). httpx takes no backend, so
+        this sets its pools' own; tests/test_backends.py fails if httpcore ever renames it."""
+        for transport in [client._transport, *client._mounts.values()]:
+            if (pool := getattr(transport, "_pool", None)) is not None:
+                pool._network_backend = self
+        return client
+
+    def connect_tcp(self, host: str, port: int, timeout: float | None = None, local_address: str | None = None, socket_options: Any = None) -> httpcore.NetworkStream:
+        return _Bounded(self._sockets.connect_tcp(host, port, self.left(timeout), local_address, socket_options), self)
+
+    def connect_unix_socket(self, path: str, timeout: float | None = None, socket_options: Any = None) -> httpcore.NetworkStream:
+        return _Bounded(self._sockets.connect_unix_socket(path, self.left(timeout), socket_options), self)
+
+    def sleep(self, seconds: float) -> None:
+        self._sockets.sleep(seconds)
+
+
+class _Bounded(httpcore.NetworkStream):
+    def __init__(self, stream: httpcore.NetworkStream, deadlines: Deadlines) -> None:
+        self._stream, self._deadlines = stream, deadlines
+
+    def read(self, max_bytes: int, timeout: float | None = None) -> bytes:
+        return self._stream.read(max_bytes, self._deadlines.left(timeout))
+
+    def write(self, buffer: bytes, timeout: float | None = None) -> None:
+        self._stream.write(buffer, self._deadlines.left(timeout))
+
+    def close(self) -> None:
+        self._stream.close()
+
+    def start_tls(self, ssl_context: ssl.SSLContext, server_hostname: str | None = None, timeout: float | None = None) -> httpcore.NetworkStream:
+        return _Bounded(self._stream.start_tls(ssl_context, server_hostname, self._deadlines.left(timeout)), self._deadlines)
+
+    def get_extra_info(self, info: str) -> Any:
+        return self._stream.get_extra_info(info)
+
+
+CALLS = Deadlines()  # one for every client: a deadline is the calling thread's

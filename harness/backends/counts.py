@@ -22,7 +22,7 @@ from typing import Any
 import httpx
 
 from harness.backends import wire
-from harness.backends.bounds import read_bounded
+from harness.backends.connection import read_bounded
 from harness.model import TokenUsage
 
 PATH = "/extras/tokenize/count"

@@ -38,8 +38,8 @@ from urllib.parse import urlsplit
 import httpx
 
 from harness.backends import wire
-from harness.backends.bounds import DEFAULTS, Bounds, Budget, Watchdog, read_bounded
-from harness.backends.connection import Sockets, certificate_refused, drain, tls
+from harness.backends.bounds import DEFAULTS, Bounds, Budget, Watchdog
+from harness.backends.connection import CALLS, Sockets, certificate_refused, drain, read_bounded, tls
 from harness.backends.counts import PromptCounter
 from harness.backends.entry import Entry
 from harness.backends.urls import check_base_url, hidden, url_secrets
@@ -104,7 +104,7 @@ class ServerModel:
         headers = {"Accept-Encoding": "identity"} | ({"Authorization": f"Bearer {self._key}"} if self._key else {})
         limit = httpx.Timeout(min(timeout, max_seconds), connect=min(connect_timeout, max_seconds))
         pool = httpx.Limits(max_connections=connections, max_keepalive_connections=connections) if connections else None
-        self._client = httpx.Client(headers=headers, timeout=limit, verify=tls(self.base_url), **({"limits": pool} if pool else {}))
+        self._client = CALLS.install(httpx.Client(headers=headers, timeout=limit, verify=tls(self.base_url), **({"limits": pool} if pool else {})))
         self._counter = None if self.chat else PromptCounter(self._client, self.base_url, model, min(10.0, max_seconds))
 
     def another(self) -> ServerModel:
@@ -171,7 +171,9 @@ class ServerModel:
             try:
                 read_bounded(self._client, "GET", f"{self.base_url}/models", min(2.0, max(0.1, seconds)), 0)
                 return True
-            except httpx.HTTPError:
+            except httpx.HTTPError as e:
+                if certificate_refused(e):  # it is up, and refused: waiting would not change that
+                    return True
                 if time.monotonic() >= deadline or self._interrupted.wait(min(0.25, max(0.0, deadline - time.monotonic()))):
                     return False
 
@@ -186,7 +188,7 @@ class ServerModel:
             # `with` is the try/finally: closing this generator early (the loop does, once the
             # client-side stop scanner cuts) closes the response and with it the connection,
             # so the server stops generating.
-            with self._client.stream("POST", url, json=body, extensions={"trace": self._sockets.trace}) as response:
+            with CALLS.until(budget.deadline), self._client.stream("POST", url, json=body, extensions={"trace": self._sockets.trace}) as response:
                 watchdog.watch(response)
                 if response.status_code != 200:
                     raise self._status_error(response)
