@@ -4,6 +4,7 @@ Nothing is imported before the guard, so a Ctrl-C at any moment of start-up, eve
 the CLI's own modules load, is one line and exit code 130, never a traceback.
 """
 
+import os
 import sys
 
 
@@ -11,6 +12,9 @@ def main() -> None:
     # httpx loads its own command line (click, rich, pygments: ~60 ms) whenever click is
     # installed, which harness never calls; marked missing, httpx's own stub stands in.
     sys.modules.setdefault("httpx._main", None)
+    for name, mode in (("stdin", "r"), ("stdout", "w"), ("stderr", "w")):
+        if getattr(sys, name) is None:  # closed by the caller (`harness run x >&-`): read as /dev/null
+            setattr(sys, name, open(os.devnull, mode, encoding="utf-8"))
     try:
         from harness.cli import main as cli
 

@@ -19,7 +19,7 @@ from pathlib import Path
 from typing import Any
 
 from harness.batch import Outcome
-from harness.escape import for_terminal, for_xml, one_line
+from harness.escape import for_xml, one_line
 
 JSON_HEADER = '{\n  "harness": "batch report v1"'
 JUNIT_HEADER = '<?xml version="1.0" encoding="utf-8"?>\n<!-- harness batch report v1 -->\n'
@@ -33,7 +33,7 @@ def shortened(text: str | None, width: int = ANSWER_WIDTH) -> str:
         return "-"
     first = text.strip().split("\n", 1)[0]
     short = first[: width - 1] + "…" if len(first) > width or first != text.strip() else first
-    return for_terminal(short)
+    return one_line(short)  # a tab shown as ␉: it would move the table's columns
 
 
 def _expect(o: Outcome) -> str:

@@ -16,7 +16,6 @@ own and is registered here, in the order `harness --help` lists them:
 Each command imports what it uses when it runs, so `harness --help` stays fast.
 """
 
-from __future__ import annotations
 
 import os
 import sys
@@ -46,6 +45,7 @@ class OneLineErrors(TyperGroup):
     def main(self, *args: Any, standalone_mode: bool = True, **kwargs: Any) -> Any:
         try:
             code = super().main(*args, standalone_mode=False, **kwargs)
+            sys.stdout.flush()  # here, not at exit: a full disk is one line too
         except typer.TyperException as e:  # click's usage errors: a bad option or argument
             typer.echo(f"error: {e.format_message()}", err=True)
             code = 2
@@ -53,6 +53,15 @@ class OneLineErrors(TyperGroup):
             from harness.escape import one_line
 
             typer.echo(f"error: {one_line(str(e))}", err=True)
+            code = 2
+        except UnicodeEncodeError as e:  # PYTHONIOENCODING=ascii, a C locale's terminal
+            typer.echo(f"error: the output cannot hold {e.object[e.start:e.end]!r} in {e.encoding}; use UTF-8 (PYTHONIOENCODING=utf-8)", err=True)
+            code = 2
+        except BrokenPipeError:  # the reader left as the last output went out: it had all it wanted
+            os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+            code = 0
+        except OSError as e:  # writing the output failed (a full disk); reading files fails as a HarnessError
+            typer.echo(f"error: writing the output failed: {e.strerror or e}", err=True)
             code = 2
         except (typer.Abort, KeyboardInterrupt):
             typer.echo("interrupted", err=True)

@@ -67,7 +67,8 @@ def gather(arguments: list[str]) -> list[Job]:
             continue
         folder = Path(argument)
         try:
-            paths = sorted(p for p in folder.rglob("*.toml") if p.is_file()) if folder.is_dir() else [find_scenario(argument)]
+            # every *.toml that is not a folder: a FIFO or a broken link is named, never skipped unsaid
+            paths = sorted(p for p in folder.rglob("*.toml") if not p.is_dir()) if folder.is_dir() else [find_scenario(argument)]
         except HarnessError as e:
             jobs.append(Job(Path(argument).stem, None, str(e)))
             continue

@@ -21,6 +21,13 @@ if TYPE_CHECKING:
     from harness.run_record import RunRecord
 
 
+def named(argument: str, what: str, names: str) -> str:
+    """An argument that names something: an empty one would be Path("."), the folder here."""
+    if not argument.strip():
+        raise HarnessError(what, f"an empty argument names no {names}")
+    return argument
+
+
 def saved_run(path: Path) -> RunRecord:
     """A saved transcript, read and checked; any problem is one line naming the file."""
     from harness.record import read_text
@@ -58,6 +65,7 @@ def open_target(target: str, no_stop: bool = False, model: str | None = None, ba
     from harness.scenario import find_scenario, load_scenario
     from harness.transcript import HEADER
 
+    named(target, "target", "scenario or transcript")
     if not no_stop and model is None and base_url is None:
         return open_run(target)
     path = Path(target)

@@ -12,7 +12,6 @@ loaded or replayed (one line naming it; the others still ran); 3 a live --model 
 1 a --check found a difference; 0 otherwise.
 """
 
-from __future__ import annotations
 
 import sys
 import time
@@ -92,7 +91,7 @@ def replay(
     raise typer.Exit(1)
 
 
-def gather(arguments: list[Path]) -> list[Job]:
+def gather(arguments: list[Path]) -> "list[Job]":
     """Files and folders in the order given (a folder's transcripts sorted); a file given
     twice replays once. A folder without a transcript is a Job with its error."""
     from harness.batch import Job
@@ -112,7 +111,7 @@ def gather(arguments: list[Path]) -> list[Job]:
     return jobs
 
 
-def worker(check: bool, models: RunModels, root: Path) -> Work:
+def worker(check: bool, models: RunModels, root: Path) -> "Work":
     """The work of one replay: what `harness replay FILE [--check]` does, without printing."""
     from harness.batch import Outcome
     from harness.cli_batch import say_notes
@@ -120,7 +119,7 @@ def worker(check: bool, models: RunModels, root: Path) -> Work:
     from harness.record import read_text
     from harness.record import replay as replay_text
 
-    def work(job: Job, wrap) -> Outcome:
+    def work(job: "Job", wrap) -> "Outcome":
         start, path = time.perf_counter(), job.saved
         assert path is not None
         try:

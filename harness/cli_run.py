@@ -4,7 +4,6 @@ folder, go to the batch path (harness.cli_batch), which runs each as this one wo
 `harness agent` is the same single run, asked for as one run_agent request on stdin.
 """
 
-from __future__ import annotations
 
 import sys
 from pathlib import Path
@@ -13,7 +12,7 @@ from typing import Annotated
 import typer
 
 from harness.cli_batch import FailOn, Jobs, Junit, Report, SaveDir
-from harness.cli_files import write
+from harness.cli_files import named, write
 from harness.cli_models import (
     BaseUrlOption,
     CallOptions,
@@ -73,6 +72,8 @@ def run(
 ) -> None:
     """Run scenarios on their scripted model, or on a live one; one prints its transcript, several a summary."""
     batch = (save_dir, report, junit, fail_on)
+    if len(scenarios) == 1:  # (among several, an empty one is a run that cannot start: cli_batch)
+        named(scenarios[0], "SCENARIO", "scenario")
     if len(scenarios) > 1 or any(Path(s).is_dir() for s in scenarios) or any(o is not None for o in batch):
         from harness.cli_batch import Options, refuse_single_run_options, run_many
 

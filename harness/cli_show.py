@@ -3,7 +3,6 @@
 one HTML page or as Markdown, `list` names the shipped scenarios.
 """
 
-from __future__ import annotations
 
 import sys
 from pathlib import Path
@@ -11,7 +10,7 @@ from typing import Annotated
 
 import typer
 
-from harness.cli_files import open_target, saved_run, write
+from harness.cli_files import named, open_target, saved_run, write
 from harness.cli_models import BaseUrlOption, ModelOption
 from harness.cli_views import Format, FormatOption, new_console, show_record
 from harness.errors import HarnessError
@@ -20,17 +19,18 @@ NoStopOption = Annotated[bool, typer.Option("--no-stop", help="Run the scenario 
 
 
 def show(
-    saved: Annotated[Path, typer.Argument(help="A saved transcript (from run --save).")],
+    saved: Annotated[str, typer.Argument(help="A saved transcript (from run --save).")],
     format: FormatOption = Format.rich,
     messages: Annotated[bool, typer.Option("--messages", help="A chat run: the messages each call sent, as the server got them.")] = False,
 ) -> None:
     """Print a saved transcript."""
+    path = Path(named(saved, "saved", "transcript"))
     if messages:
         from harness.backends.messages import sent_text
 
-        typer.echo(sent_text(saved_run(saved), str(saved)), nl=False)
+        typer.echo(sent_text(saved_run(path), saved), nl=False)
         return
-    show_record(format, saved_run(saved))
+    show_record(format, saved_run(path))
 
 
 def step(
@@ -51,6 +51,8 @@ def step(
     record = open_target(target, no_stop, model, base_url)
     fs = frames(record)
     sent = SentMessages(record, fs)
+    if not fs:
+        raise HarnessError(target, "this run has nothing to step through: its transcript holds no text")
     if frame is not None:
         if frame >= len(fs):
             raise HarnessError(f"--frame {frame}", f"this run has frames 0 to {len(fs) - 1}")

@@ -19,7 +19,7 @@ from harness.events import StopReason
 from harness.values import value
 
 
-@value
+@value(slots=False)  # public: its instances keep a __dict__, as a dataclass's do
 class Limits:
     max_steps: int = 15
     unknown_tool_limit: int = 2

@@ -29,7 +29,7 @@ class ModelExhausted(ModelError):
     """A scripted model has no completion left. Ends the run: model_exhausted."""
 
 
-@value
+@value(slots=False)  # public: its instances keep a __dict__, as a dataclass's do
 class TokenUsage:
     """What a backend that can count reports about one call, as an item of its stream
     (anywhere in it: the last one counts)."""

@@ -222,7 +222,7 @@ def open_run(target: str) -> RunRecord:
     path = Path(target)
     if path.is_file():
         text = read_text(path)
-        if text.removeprefix("\ufeff").startswith(HEADER):  # a transcript, if with a BOM: say so
+        if text.removeprefix("\ufeff").startswith(HEADER) or path.suffix == ".txt":  # a transcript (a .txt says why not)
             return load_record(text, target, path.parent)
     return run_scenario(load_scenario(find_scenario(target)))
 

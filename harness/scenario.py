@@ -40,7 +40,7 @@ from harness.workspace import TOOL_NAMES
 _LIMITS = Limits()
 
 
-@value
+@value(slots=False)  # public: its instances keep a __dict__, as a dataclass's do
 class Scenario:
     question: str
     completions: tuple[str, ...] = ()

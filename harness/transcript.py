@@ -47,7 +47,7 @@ class Author(StrEnum):
     CODE = "code"
 
 
-@value
+@value(slots=False)  # public: its instances keep a __dict__, as a dataclass's do
 class Span:
     author: Author
     text: str

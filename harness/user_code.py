@@ -92,9 +92,16 @@ def _from_file(path: Path, module_name: str, field: str) -> Any:
     if module is None:
         module = importlib.util.module_from_spec(importlib.util.spec_from_file_location(unique, path))
         # Compiled from the text just read and hashed, never from a cached .pyc: one of an
-        # edit made in the same second, at the same size, would pass for the new text.
-        _contained(lambda: exec(compile(text, str(path), "exec"), module.__dict__), module_name, field)
+        # edit made in the same second, at the same size, would pass for the new text. As
+        # an import does it: under its own __future__ imports only, named by its file, and
+        # in sys.modules while it runs (dataclasses looks itself up there).
+        code = _contained(lambda: compile(text, module.__file__, "exec", dont_inherit=True), module_name, field)
         sys.modules[unique] = module
+        try:
+            _contained(lambda: exec(code, module.__dict__), module_name, field)
+        except BaseException:
+            del sys.modules[unique]
+            raise
     return module
 
 

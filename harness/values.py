@@ -6,8 +6,10 @@
         prompt_chars: int = 0
 
 A value is a frozen, slotted dataclass to everything that asks (`dataclasses.fields`,
-`replace`, `asdict`, repr, equality, hash, pickling, and `u.step = 2` raises
-FrozenInstanceError). Two costs of `@dataclass(frozen=True, slots=True)` are what it avoids:
+`replace`, `asdict`, its params, repr, equality, hash, pickling, weak references, a frozen
+dataclass subclassing it, a method the class writes itself, and `u.step = 2` raises
+FrozenInstanceError); `@value(slots=False)` keeps a __dict__ instead, for the public
+values that always had one. Two costs of `@dataclass(frozen=True, slots=True)` are what it avoids:
 
 - **Building the class.** dataclasses writes six methods as source and compiles each one,
   about 1.2 ms a class here; forty of them were a fifth of `harness run`'s start-up.
@@ -32,30 +34,42 @@ from typing import TypeVar
 T = TypeVar("T", bound=type)
 
 
-def value(cls: T) -> T:
+def value(cls: T | None = None, *, slots: bool = True) -> T:
+    """`@value`, or `@value(slots=False)` for a class whose instances keep a __dict__ (vars()
+    works, and each field's default is also a class attribute, as in a dataclass)."""
+    if cls is None:
+        return lambda cls: value(cls, slots=slots)
     if hasattr(cls, "__post_init__"):
         raise TypeError(f"{cls.__name__}: a @value has no __post_init__ (its __init__ would skip it)")
     documented = bool(cls.__doc__)
     if not documented:  # dataclasses would write one from a signature it reads the slow way
         cls.__doc__ = cls.__name__
-    cls = dataclass(init=False, repr=False, eq=False, slots=True)(cls)  # fields and slots; compiles nothing
+    own = set(cls.__dict__)  # methods the class wrote itself are kept, as dataclasses keeps them
+    cls = dataclass(init=False, repr=False, eq=False, slots=slots, weakref_slot=slots)(cls)  # compiles nothing
+    params = cls.__dataclass_params__  # what it is to everything that asks: a frozen dataclass
+    params.init = params.repr = params.eq = params.frozen = True
     every = fields(cls)
     cls._value_fields = tuple(f.name for f in every)
     cls._value_shown = tuple(f.name for f in every if f.repr)
-    cls._value_key = attrgetter(*compared) if (compared := [f.name for f in every if f.compare]) else _nothing
-    cls.__init__ = _init(cls, every)
+    compared = [f.name for f in every if f.compare]
+    key = attrgetter(*compared) if len(compared) > 1 else _one(*compared) if compared else _nothing
+    cls._value_key = staticmethod(key)  # called as self._value_key(self): never bound to self
+    cls.__init__ = _init(cls, every, slots)
     if not documented:  # as dataclasses words it: `Usage(step: int, prompt_chars: int = 0)`
         cls.__doc__ = cls.__name__ + str(signature(cls)).replace(" -> None", "")
-    cls.__repr__, cls.__eq__, cls.__hash__ = _repr, _eq, _hash
-    cls.__setattr__, cls.__delattr__, cls.__reduce__ = _refuse_set, _refuse_delete, _reduce
+    shared = {"__repr__": _repr, "__eq__": _eq, "__hash__": _hash, "__setattr__": _refuse_set, "__delattr__": _refuse_delete, "__reduce__": _reduce}
+    for name, method in shared.items():
+        if name not in own:
+            setattr(cls, name, method)
     return cls
 
 
-def _init(cls: type, every) -> object:
+def _init(cls: type, every, slots: bool) -> object:
     """The class's own `__init__`, compiled once: the signature dataclasses would give it."""
-    params, body, env = [], [], {"_FACTORY": _FACTORY}
+    params, body, env = [], [] if slots else ["_fields = self.__dict__"], {"_FACTORY": _FACTORY}
     for f in every:
-        env[f"_set_{f.name}"] = cls.__dict__[f.name].__set__  # the slot's own setter
+        if slots:
+            env[f"_set_{f.name}"] = cls.__dict__[f.name].__set__  # the slot's own setter
         if f.default is not MISSING:
             env[f"_default_{f.name}"] = f.default
             params.append(f"{f.name}=_default_{f.name}")
@@ -65,7 +79,7 @@ def _init(cls: type, every) -> object:
             body.append(f"if {f.name} is _FACTORY: {f.name} = _factory_{f.name}()")
         else:
             params.append(f.name)
-        body.append(f"_set_{f.name}(self, {f.name})")
+        body.append(f"_set_{f.name}(self, {f.name})" if slots else f"_fields[{f.name!r}] = {f.name}")
     source = f"def __init__(self, {', '.join(params)}):\n    " + "\n    ".join(body or ["pass"])
     exec(source, env)  # the way dataclasses writes the __init__ it generates
     init = env["__init__"]
@@ -82,6 +96,12 @@ class _Factory:
 
 
 _FACTORY = _Factory()
+
+
+def _one(name: str):
+    """A one-field key as a tuple, as dataclasses compares it (so a NaN equals itself)."""
+    get = attrgetter(name)
+    return lambda self: (get(self),)
 
 
 def _nothing(_self: object) -> tuple:

@@ -4,6 +4,7 @@ scenario order, reports CI reads, exit codes, and a broken scenario among good o
 from __future__ import annotations
 
 import json
+import os
 import time
 import xml.etree.ElementTree as ET
 from pathlib import Path
@@ -89,6 +90,17 @@ def test_a_broken_scenario_is_one_line_naming_it_the_others_run_and_the_exit_is_
     rows = result.stdout.splitlines()
     assert rows[2].split()[:2] == ["b", "not"] and rows[3].split()[:4] == ["c", "final_answer", "2", "7"]
     assert rows[-1] == "3 runs: 2 final_answer, 1 not run"
+
+
+def test_a_fifo_or_a_broken_link_in_a_folder_is_named_never_skipped_unsaid(tmp_path):
+    scenario(tmp_path, "a")
+    os.mkfifo(tmp_path / "fifo.toml")  # read, it would hang: refused by its kind
+    (tmp_path / "gone.toml").symlink_to(tmp_path / "moved.toml")
+    result = invoke("run", str(tmp_path))
+    errors = sorted(line for line in result.stderr.splitlines() if line.startswith("error:"))
+    assert result.exit_code == 2 and len(errors) == 2, result.stderr
+    assert "fifo.toml: is not a regular file" in errors[0] and "gone.toml: no such file" in errors[1]
+    assert result.stdout.splitlines()[-1] == "3 runs: 1 final_answer, 2 not run"
 
 
 def test_junit_is_xml_ci_reads_model_error_is_an_error_and_fail_on_makes_failures(tmp_path):
@@ -283,3 +295,11 @@ def test_a_file_name_cannot_forge_a_row_of_the_summary_or_a_line_of_progress(tmp
     assert len(rows) == 3 and rows[1].startswith("a␊3 runs: 3 final_answer␛[2J ")
     assert rows[-1] == "1 run: 1 final_answer"
     assert [line for line in result.stderr.splitlines() if line.startswith("[")][0].startswith("[1/1] a␊3 runs")
+
+
+def test_a_tab_in_an_answer_cannot_move_the_summary_s_columns(tmp_path):
+    scenario(tmp_path, "a", answer="x\ty")
+    scenario(tmp_path, "b")
+    rows = invoke("run", str(tmp_path)).stdout.splitlines()
+    assert "\t" not in "".join(rows) and "x␉y" in rows[1]
+    assert rows[1].index("x␉y") == rows[2].index("3")  # the answer column starts where the other row's does

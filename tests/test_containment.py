@@ -247,3 +247,20 @@ def test_a_tool_edited_in_the_same_second_at_the_same_size_runs_as_edited(tmp_pa
     tool.write_text('def say(x):\n    return "new"\n', encoding="utf-8")
     os.utime(tool, ns=(before.st_atime_ns, before.st_mtime_ns))
     assert observed().endswith("Observation: new")
+
+
+@pytest.mark.parametrize("future", ["", "from __future__ import annotations\n"], ids=["plain", "future annotations"])
+def test_a_tool_module_runs_as_python_imports_it_dataclasses_annotations_and_tracebacks(tmp_path, monkeypatch, future):
+    source = future + (
+        "import dataclasses, traceback\n\n@dataclasses.dataclass\nclass Point:\n    x: int\n\n"
+        "def where(a: int) -> str:\n    'Where.'\n"
+        "    try:\n        1 / 0\n    except ZeroDivisionError:\n        frame = traceback.format_exc().splitlines()[1].strip()\n"
+        "    return f'{Point(a)} {where.__annotations__} {frame}'\n"
+    )
+    path = scenario(tmp_path, "where", "7", "geo", source)
+    monkeypatch.chdir(tmp_path.parent)  # tracebacks name the file as imported: the same from any folder
+    result = runner.invoke(app, ["run", str(path), "-f", "tagged"])
+    observation = next(line for line in result.stdout.splitlines() if line.startswith("code      | Observation:"))
+    annotations = "{'a': 'int', 'return': 'str'}" if future else "{'a': <class 'int'>, 'return': <class 'str'>}"  # its own future, never harness's
+    line = 10 + bool(future)
+    assert observation == f'code      | Observation: Point(x=7) {annotations} File "{tmp_path / "geo.py"}", line {line}, in where', result.output

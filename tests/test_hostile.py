@@ -9,6 +9,7 @@ from __future__ import annotations
 import json
 import os
 import signal
+import shlex
 import subprocess
 import sys
 import time
@@ -490,6 +491,24 @@ def test_an_empty_argument_names_no_scenario_and_runs_nothing_under_here(tmp_pat
     assert result.exit_code == 2 and "'' names no scenario" in result.stderr and "mine" not in result.stdout
 
 
+@pytest.mark.parametrize(
+    "args, named",
+    [
+        (["run", ""], "SCENARIO: an empty argument names no scenario"),
+        (["show", ""], "saved: an empty argument names no transcript"),
+        (["replay", ""], "FILE: an empty argument names no transcript"),
+        (["step", "", "--frame", "0"], "target: an empty argument names no scenario or transcript"),
+        (["export", "", "--html", "page.html"], "target: an empty argument names no scenario or transcript"),
+    ],
+)
+def test_an_empty_argument_is_one_line_never_the_folder_here(tmp_path, monkeypatch, args, named):
+    monkeypatch.chdir(tmp_path)  # Path("") is "." : it must not run, show or replay what is here
+    (tmp_path / "mine.toml").write_text('question = "q"\ncompletions = ["Final Answer: 1\\n"]\n', encoding="utf-8")
+    result = invoke(*args)
+    assert (result.exit_code, result.stderr, result.stdout) == (2, f"error: {named}\n", "")
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["mine.toml"]
+
+
 def test_a_newline_in_a_file_name_cannot_forge_a_second_error_line(tmp_path):
     odd = tmp_path / "bad\nerror: forged.txt"
     odd.write_text("not a transcript\n", encoding="utf-8")
@@ -555,3 +574,19 @@ def test_a_page_holds_nothing_a_terminal_would_obey(tmp_path):
     page = out.read_text(encoding="utf-8")
     assert not [c for c in page if ord(c) == 0x1B or 0x7F <= ord(c) < 0xA0 or c == "\u202e"]
     assert "\\u009b" in page and "\\u202e" in page  # the data is still there, escaped
+
+
+@pytest.mark.parametrize(
+    "shell, said",
+    [
+        ("{harness} run savings >&-", ""),  # stdout closed: as /dev/null, in every format
+        ("{harness} run nimbus -f tagged >&-", ""),
+        ("{harness} run savings > /dev/full", "error: writing the output failed: No space left on device\n"),
+        ("PYTHONIOENCODING=ascii {harness} run nimbus > /dev/null", "error: the output cannot hold '✗' in ascii; use UTF-8 (PYTHONIOENCODING=utf-8)\n"),
+    ],
+    ids=["closed", "closed tagged", "full disk", "ascii"],
+)
+def test_an_output_that_cannot_be_written_is_one_line_never_a_traceback(shell, said):
+    harness = " ".join(shlex.quote(part) for part in (sys.executable, "-m", "harness"))
+    done = subprocess.run(["bash", "-c", shell.format(harness=harness)], capture_output=True, text=True, errors="replace")
+    assert (done.returncode, done.stderr) == (2 if said else 0, said)

@@ -62,3 +62,38 @@ def test_a_run_off_a_terminal_loads_no_rich_unless_the_environment_asks_for_colo
     assert "rich" not in imported("run", "nimbus")  # stdout is not a terminal here
     monkeypatch.setenv("FORCE_COLOR", "1")  # rich would colour a pipe: rich draws it
     assert "rich" in imported("run", "nimbus")
+
+
+# Styled is built as rich's Text would be: the same calls on both must draw the same.
+PIECE = st.tuples(st.sampled_from(["a", "b c", "界", "\t", "\n"]), st.sampled_from(["", "bold", "green", "dim italic", "reverse blue", "bold red"]))
+BUILT = st.recursive(
+    st.tuples(PIECE, st.lists(PIECE, max_size=3)),
+    lambda inner: st.tuples(PIECE, st.lists(st.one_of(PIECE, inner), max_size=3)),
+    max_leaves=8,
+)
+
+
+def build(kind, spec):
+    (text, style), parts = spec
+    out = kind(text, style=style)
+    for part in parts:
+        if isinstance(part[1], list):  # a whole text appended, with its own style
+            out.append_text(build(kind, part))
+        else:
+            out.append(part[0], style=part[1])
+    return out
+
+
+def looks(text: Text) -> list[tuple[str, object]]:
+    """Each character as a terminal draws it, with the style it is drawn in."""
+    console = Console(force_terminal=True, color_system="standard", width=80, soft_wrap=True)
+    return [(char, segment.style) for segment in console.render(text) for char in segment.text]
+
+
+@settings(max_examples=300, deadline=None)
+@given(BUILT)
+def test_styled_text_draws_on_a_terminal_as_rich_text_built_the_same_way(spec):
+    from harness.render.styled import Styled
+
+    assert looks(build(Styled, spec).rich()) == looks(build(Text, spec))
+    assert build(Styled, spec).plain == build(Text, spec).plain

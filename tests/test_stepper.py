@@ -55,6 +55,22 @@ def test_a_saved_transcript_steps_like_the_scenario(tmp_path):
     assert invoke("step", str(saved), "--frame", "3").stdout == invoke("step", "nimbus", "--frame", "3").stdout
 
 
+def test_a_transcript_of_no_text_is_one_line_saying_so_never_frames_0_to_minus_1(tmp_path):
+    empty = tmp_path / "empty.txt"
+    empty.write_text("# harness transcript v1\n", encoding="utf-8")
+    for args in (["--frame", "0"], []):
+        result = invoke("step", str(empty), *args)
+        assert (result.exit_code, result.stderr) == (2, f"error: {empty}: this run has nothing to step through: its transcript holds no text\n")
+
+
+def test_a_txt_that_is_not_a_transcript_is_refused_as_a_transcript_never_read_as_toml(tmp_path):
+    wrong = tmp_path / "notes.txt"
+    wrong.write_text("hello\nworld = [\n", encoding="utf-8")
+    for args in (["step", str(wrong), "--frame", "0"], ["export", str(wrong), "--html", str(tmp_path / "p.html")]):
+        result = invoke(*args)
+        assert (result.exit_code, result.stderr) == (2, f"error: {wrong}:1: expected the header line '# harness transcript v1'\n")
+
+
 def test_step_refuses_a_frame_out_of_range_and_a_missing_terminal():
     result = invoke("step", "nimbus", "--frame", "6")
     assert result.exit_code == 2 and "frames 0 to 5" in result.stderr

@@ -6,10 +6,12 @@ import copy
 import dataclasses
 import inspect
 import pickle
+import weakref
 
 import pytest
 
 from harness.events import Notice, TextDelta, Usage
+from harness.transcript import Author
 from harness.values import value
 
 
@@ -70,6 +72,32 @@ def test_a_value_has_slots_and_builds_no_method_but_its_init():
     shared = ("__repr__", "__eq__", "__hash__", "__setattr__", "__reduce__")  # one function for every value
     assert all(getattr(Point, name) is getattr(Usage, name) for name in shared)
     assert Point.__init__ is not Usage.__init__ and Point.__init__.__qualname__ == "Point.__init__"
+
+
+def test_a_value_is_a_frozen_dataclass_to_subclasses_weakrefs_and_its_own_methods():
+    from harness import Limits, Scenario, Span, TokenUsage
+
+    @dataclasses.dataclass(frozen=True)
+    class Longer(Limits):  # dataclasses refuses a frozen subclass of a class it thinks is not frozen
+        extra: int = 0
+
+    assert Longer(extra=3).max_steps == 15 and Longer().extra == 0 and Longer.__dataclass_params__.frozen
+    with pytest.raises(TypeError, match="non-frozen dataclass from a frozen one"):
+        dataclasses.dataclass(type("Loose", (Limits,), {"__annotations__": {"x": "int"}, "x": 0}))
+    nan = float("nan")  # the same object: a dataclass compares fields as tuples, identity first
+    assert weakref.ref(TextDelta("x")) is not None and TextDelta(nan) == TextDelta(nan)
+    for public in (Limits(), TokenUsage(1), Span(Author.MODEL, "x")):  # a __dict__, as before
+        assert vars(public) == dataclasses.asdict(public)
+    assert Limits.max_steps == 15 and "max_steps" in {f.name for f in dataclasses.fields(Scenario("q").limits)}
+
+    @value
+    class Own:
+        x: int
+
+        def __repr__(self) -> str:
+            return "mine"
+
+    assert repr(Own(1)) == "mine" and Own(1) == Own(1)
 
 
 def test_value_refuses_what_it_would_get_wrong():

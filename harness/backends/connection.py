@@ -19,7 +19,6 @@ import httpcore
 import httpx
 
 from harness.backends import wire
-from harness.backends.bounds import Watchdog
 from harness.backends.urls import hidden
 
 DRAIN_SECONDS = 0.5  # read after [DONE] for the connection's sake, at most
@@ -30,14 +29,11 @@ def drain(response: httpx.Response, raw: Iterator[bytes]) -> None:
     """After [DONE] the answer is whole: read the stream's end (at most 4 KB, for at most
     half a second), so that httpx keeps the connection for the next call. A server that
     sends more, or stalls, only loses its connection; the answer stands."""
-    dog = Watchdog(DRAIN_SECONDS)
-    dog.watch(response)
     try:
-        wire.drain(raw, 4096)
-    except httpx.HTTPError:  # the short deadline shut the socket down, or the server left
+        with CALLS.until(time.monotonic() + DRAIN_SECONDS):  # each read ends by then
+            wire.drain(raw, 4096)
+    except httpx.HTTPError:  # the short deadline passed, or the server left
         pass
-    finally:
-        dog.cancel()
 
 
 def certificate_refused(error: BaseException) -> str:
@@ -63,19 +59,14 @@ def read_bounded(client: Any, method: str, url: str, seconds: float, limit: int,
     """One request that is not a model call (a token count, a "are you up?"), bounded as a
     call is: its status and at most `limit` bytes of its body, all within `seconds`, or an
     httpx error. A server that answers with an endless or dripping body costs no more."""
-    dog = Watchdog(seconds)
-    try:
-        with CALLS.until(time.monotonic() + seconds), client.stream(method, url, timeout=seconds, **request) as response:
-            dog.watch(response)
-            body = bytearray()
-            if limit > 0:
-                for chunk in response.iter_raw():
-                    body += chunk
-                    if len(body) > limit:
-                        break
-            return response.status_code, bytes(body[:limit])
-    finally:
-        dog.cancel()
+    with CALLS.until(time.monotonic() + seconds), client.stream(method, url, timeout=seconds, **request) as response:
+        body = bytearray()
+        if limit > 0:
+            for chunk in response.iter_raw():
+                body += chunk
+                if len(body) > limit:
+                    break
+        return response.status_code, bytes(body[:limit])
 
 
 class Sockets:

@@ -21,10 +21,14 @@ TAB_SIZE = 8  # as rich's Console expands tabs
 
 
 class Styled:
-    __slots__ = ("pieces",)
+    """As rich's Text: `style` is the whole text's, what is appended included; each piece's
+    own style goes over it."""
+
+    __slots__ = ("pieces", "style")
 
     def __init__(self, text: str = "", style: str = "") -> None:
-        self.pieces: list[tuple[str, str]] = [(text, style)] if text else []
+        self.style = style
+        self.pieces: list[tuple[str, str]] = [(text, "")] if text else []
 
     def append(self, text: str, style: str = "") -> Styled:
         if text:
@@ -32,7 +36,8 @@ class Styled:
         return self
 
     def append_text(self, other: Styled) -> Styled:
-        self.pieces.extend(other.pieces)
+        """`other`'s pieces, each under `other`'s own style as well (then under this one's)."""
+        self.pieces.extend((text, f"{other.style} {style}".strip()) for text, style in other.pieces)
         return self
 
     def __bool__(self) -> bool:
@@ -45,7 +50,7 @@ class Styled:
     def rich(self) -> Text:
         from rich.text import Text
 
-        out = Text()
+        out = Text(style=self.style)
         for text, style in self.pieces:
             out.append(text, style=style or None)
         return out

@@ -16,8 +16,9 @@ all of them alike. Start-up is the same
 command on a one-step scenario, and is subtracted: µs per step = (t(N) - t(1)) / N.
 t(10k)/t(1k) is taken on those start-up-free times: 10 means linear.
 
-Then, with hyperfine (apt install hyperfine), `harness run nimbus` against `harness --help`,
-both to /dev/null. Not a test: it prints figures; nothing asserts on time.
+Then `harness run nimbus` against `harness --help`, both to /dev/null: their machine
+instructions (valgrind, when installed; a busy machine does not change them) and their wall
+times (hyperfine, apt install hyperfine). Not a test: it prints figures; nothing asserts on time.
 """
 
 from __future__ import annotations
@@ -101,6 +102,10 @@ def main() -> None:
                     growth = f"{w / f:8.1f}" if n != sizes[0] else f"{'':>8}"
                     row += f" {t:7.2f} {s:9.3f} {w / n * 1e6:8.1f} {growth}"
                 print(row)
+    if shutil.which("valgrind") is not None:  # machine instructions: the same whatever else the machine does
+        counts = {args_: instructions([*HARNESS, *args_.split()]) for args_ in ("--help", "run nimbus")}
+        print(f"\ninstructions (valgrind): --help {counts['--help'] / 1e6:.1f}M, run nimbus {counts['run nimbus'] / 1e6:.1f}M,"
+              f" ratio {counts['run nimbus'] / counts['--help']:.2f}")  # fmt: skip
     if shutil.which("hyperfine") is None:
         print("\nhyperfine is not installed (apt install hyperfine): start-up not compared")
         return
@@ -111,6 +116,12 @@ def main() -> None:
          "--output", "null", f"{command} --help", f"{command} run nimbus"],
         check=True,
     )  # fmt: skip
+
+
+def instructions(command: list[str]) -> int:
+    """Machine instructions of one run of `command`, counted by valgrind's callgrind."""
+    done = subprocess.run(["valgrind", "--tool=callgrind", "--callgrind-out-file=/dev/null", *command], capture_output=True, text=True, check=True)
+    return int(done.stderr.split("Collected : ")[1].split()[0])
 
 
 if __name__ == "__main__":
