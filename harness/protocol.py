@@ -84,12 +84,12 @@ def _parse_request(raw: bytes) -> dict[str, Any]:
     # The turns past max_steps are checked as JSON but not kept (harness.skim); a request
     # with a \uD escape, which may spell a lone surrogate anywhere, is read whole.
     surrogate = "\\u" in text and ("\\ud" in text or "\\uD" in text)
-    request = None if surrogate else skim(text, "model_turns", _reachable)
-    if request is None:
-        try:
+    try:
+        request = None if surrogate else skim(text, "model_turns", _reachable)
+        if request is None:
             request = json.loads(text)
-        except (ValueError, RecursionError) as e:
-            raise BadRequest("invalid_json", f"the request is not JSON ({e})") from None
+    except (ValueError, RecursionError) as e:
+        raise BadRequest("invalid_json", f"the request is not JSON ({e})") from None
     if not isinstance(request, dict):
         raise BadRequest("not_an_object", "the request must be a JSON object")
     # JSON may spell a lone surrogate ("\ud800"), which is not text and cannot be written. Only

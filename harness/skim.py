@@ -35,25 +35,37 @@ Members = dict[str, Any]
 def skim(text: str, key: str, kept: Callable[[Members], int]) -> Members | None:
     """json.loads(text) for an object, but an array under `key` keeps only its first
     kept(members) elements (`members`: the object's other values, as json.loads reads them).
-    None: json.loads must decide."""
+    None: json.loads must decide. Raises json.loads's own JSONDecodeError for a member's
+    value that is not JSON: the same C scanner read it from the same place, so the error
+    is the same, word for word, and a broken 74 MB request is not read twice to say so."""
     start = _SPACE(text, 0).end()
     if not text.startswith("{", start):
         return None
     try:
         return _skim(text, start, key, kept)
+    except _Broken as e:
+        raise e.error from None
     except (ValueError, RecursionError):  # (JSONDecodeError is a ValueError)
         return None
+
+
+class _Broken(Exception):
+    """A member's value is not JSON (its error: what json.loads raises there)."""
+
+    def __init__(self, error: json.JSONDecodeError) -> None:
+        super().__init__(error.msg)
+        self.error = error
 
 
 def _skim(text: str, start: int, key: str, kept: Callable[[Members], int]) -> Members | None:
     arrays: list[int | None] = []  # where each member's value begins, if it is an array
 
     def value(s: str, at: int) -> tuple[Any, int]:
-        if s.startswith("[", at):
-            arrays.append(at)
-            return _CHECKED.scan_once(s, at)
-        arrays.append(None)
-        return _REAL.scan_once(s, at)
+        arrays.append(at if (array := s.startswith("[", at)) else None)
+        try:
+            return (_CHECKED if array else _REAL).scan_once(s, at)
+        except json.JSONDecodeError as e:
+            raise _Broken(e) from None
 
     # The object's members, by json's own reader, each value through `value`, in order.
     pairs, end = JSONObject((text, start + 1), True, value, None, list)
