@@ -13,8 +13,10 @@ members (a small int: nothing to allocate, nothing to free). The elements that a
 are read again, from where they begin.
 
 What it leaves out: anything json.loads could do differently goes back to it. `skim` is
-None for text that is not an object, for any error (json.loads then raises its own, word
-for word) and for RecursionError (so json.loads decides a request nested near its limit).
+None for text that is not an object, for an error in the object's own punctuation or after
+it (json.loads then raises its own, word for word) and for RecursionError (json.loads
+decides a request nested near its limit). An error inside a member's value is the C
+scanner's, raised where json.loads's would be: that one is raised as it is.
 """
 
 from __future__ import annotations
