@@ -79,7 +79,7 @@ def replay_agent(saved: RunRecord, where: str, emit: Emit, model: Model | None, 
     if model is None:
         from harness.record import turns_of
 
-        model = ScriptedModel(turns_of(saved))
+        model = ScriptedModel(turns_of(saved), watched=emit is not nobody)
         if saved.stop_reason is StopReason.MODEL_ERROR:  # the recording's model failed there: so does the replay
             model = FailingModel(model, saved.steps + 1, saved.detail)
         elif saved.stop_reason is StopReason.CANCELED and saved.transcript.last_author is Author.MODEL:

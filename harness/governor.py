@@ -137,7 +137,9 @@ class Governor:
         if self._head is not None:  # ended while it could still be the prefix
             self._reject_prefix(self._head)
             return ""
-        return self._show(self._end_line())
+        if tail := self._end_line():
+            self.shown.append(tail)
+        return tail
 
     def read(self, text: str) -> Round:
         """The whole completion at once: the same decisions, by the same code."""
@@ -168,11 +170,6 @@ class Governor:
 
     # --- lines and lanes ----------------------------------------------------------
 
-    def _show(self, text: str) -> str:
-        if text:
-            self.shown.append(text)
-        return text
-
     def _take(self, piece: str, ended: bool) -> str:
         """Add a piece that ends at most with one newline (`ended`: it does)."""
         self.read_chars += len(piece)
@@ -189,6 +186,9 @@ class Governor:
             kind = self.dialect.line_kind(self.line, ended)
             if kind is None:
                 return ""
+            if ended and kind == "action":  # a whole Action line: judged at once, without a gate
+                line, self.line = self.line, ""
+                return self._judge(line)
             out = self._open(kind, self.line)
             self.line = ""
         else:  # (what _Gate.push does, written out: most pieces come here)
@@ -245,41 +245,40 @@ class Governor:
             self.line = ""
         gate, self.lane = self.lane, None
         if gate is not None and gate.kind == "action" and gate.status == "pending":
-            out += self._judge(gate)
+            out += self._judge(gate.text, gate)
         return out
 
-    def _judge(self, gate: _Gate) -> str:
+    def _judge(self, line: str, gate: _Gate | None = None) -> str:
+        """A complete Action line (`gate`: its gate, if it came in pieces; a whole one needs
+        none). Its Lane is made now and any gate let go: a reply of 100,000 Action lines
+        keeps 100,000 small values, not gates and their pieces. Returns what the user sees."""
         self.action_lines += 1
-        number, line = self.action_lines, gate.text
+        number = self.action_lines
+        if gate is not None:
+            self.lanes.pop()  # (the line's Lane, or its answer's gate, takes its place)
+        action = None
         # A line that cannot run (the reply's actions are used up, or its answer came first)
         # is judged by its tool alone: its arguments are not worth reading.
         if len(self.actions) >= self.dialect.max_actions or self.answer is not None:
             tool = self.dialect.read_tool(line)
-            if tool is not None and self.dialect.is_finish(tool) and self.answer is None:
-                return self._finish_answer(gate)
-            self.rejections.append(judge_idle(self.dialect, self.tools, number, tool, line, self.answer is not None))
-            return self._settle("denied", 0, line)
-        action = self.dialect.read_action(line)
-        if action is not None and self.dialect.is_finish(action.tool):
-            return self._finish_answer(gate)
-        rejection = judge_action(self.dialect, self.tools, self.actions, number, action, line, self.question)
+            finish = tool is not None and self.answer is None and self.dialect.is_finish(tool)
+            rejection = None if finish else judge_idle(self.dialect, self.tools, number, tool, line, self.answer is not None)
+        else:
+            action = self.dialect.read_action(line)
+            finish = action is not None and self.dialect.is_finish(action.tool)
+            rejection = None if finish else judge_action(self.dialect, self.tools, self.actions, number, action, line, self.question)
+        if finish:  # Finish[...]: the final answer, written as an action
+            self.action_lines -= 1
+            self.lanes.append(answer := gate or _Gate("answer", line, False))
+            answer.kind = "answer"
+            return self._open_answer(answer)
         if rejection is not None:
             self.rejections.append(rejection)
-            return self._settle("denied", 0, line)
+            self.lanes.append(Lane(len(self.lanes), "action", "denied", 0, line))
+            return ""
         self.actions.append((number, action, trait_of(self.tools, action.tool)))
-        return self._seen(self._settle("allowed", len(line), line))
-
-    def _settle(self, status: str, emitted: int, line: str) -> str:
-        """A judged Action line is final: its Lane is made now and its gate let go (a reply
-        of 100,000 Action lines keeps 100,000 small values, not gates and their pieces).
-        What reaches the user: the line, if allowed."""
-        self.lanes[-1] = Lane(len(self.lanes) - 1, "action", status, emitted, line)
-        return line if status == "allowed" else ""
-
-    def _finish_answer(self, gate: _Gate) -> str:
-        gate.kind = "answer"  # Finish[...] is the final answer, written as an action
-        self.action_lines -= 1
-        return self._open_answer(gate)
+        self.lanes.append(Lane(len(self.lanes), "action", "allowed", len(line), line))
+        return self._seen(line)
 
     def _reject_prefix(self, head: str) -> None:
         self.prefix_rejected = self.stopped = True

@@ -68,6 +68,7 @@ class Call:
 
 
 _LISTED = 4096  # characters: a reply up to this long is cut into its chunks in one go
+_UNWATCHED = 65_536  # characters a chunk, past the first _LISTED, when nobody watches the stream
 
 
 class ScriptedModel:
@@ -76,11 +77,19 @@ class ScriptedModel:
     Like a server that ignores `stop`, it streams each completion whole: the loop's stop
     scanner cuts it, exactly as it would cut a real model's. It keeps the length of each
     prompt it was sent, not the prompt (`buffer.text[:call.prompt_chars]` gives it back).
+
+    `watched=False` says nobody sees the stream (no listener: `harness run -f tagged`, `harness
+    agent`). The chunks are then only a cost: 1.25 million trips through the loop for a
+    10 MB reply. So past its first 4,096 characters a completion comes 64 KB at a time. The
+    record is the same: the scanner and the lanes' gates decide the same for any chunking,
+    and the one read that stops on a chunk (a reply that does not begin with the required
+    prefix keeps what was read up to there) is decided within the first few characters.
     """
 
-    def __init__(self, completions: Sequence[str], chunk_size: int = 8) -> None:
+    def __init__(self, completions: Sequence[str], chunk_size: int = 8, watched: bool = True) -> None:
         self.completions = list(completions)
         self.chunk_size = max(1, chunk_size)
+        self.watched = watched
         self._sent: list[tuple[int, tuple[str, ...]]] = []  # (prompt_chars, stop) per call
 
     @property
@@ -105,7 +114,17 @@ class ScriptedModel:
         text, size = self.completions[len(sent) - 1], self.chunk_size
         if len(text) <= _LISTED:  # the usual reply: its chunks cut at once, quicker to go through than a generator
             return iter([text[i : i + size] for i in range(0, len(text), size)])
+        if not self.watched:
+            return _unwatched(text, size)
         return (text[i : i + size] for i in range(0, len(text), size))  # a 10 MB one: a chunk at a time
+
+
+def _unwatched(text: str, size: int) -> Iterator[str]:
+    """The first _LISTED characters `size` at a time, as watched, then _UNWATCHED at a time."""
+    head = -(-_LISTED // size) * size  # the end of the small chunks that cover them
+    yield from [text[i : i + size] for i in range(0, head, size)]
+    for i in range(head, len(text), _UNWATCHED):
+        yield text[i : i + _UNWATCHED]
 
 
 # --- what goes wrong, for demos: small wrappers around any model ------------------------

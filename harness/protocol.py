@@ -30,6 +30,7 @@ from harness.events import StopReason
 from harness.limits import Limits
 from harness.run_record import RunRecord
 from harness.scenario import Scenario, ToolSpec
+from harness.skim import skim
 from harness.values import value
 from harness.workspace import TOOL_NAMES
 
@@ -80,8 +81,13 @@ def _parse_request(raw: bytes) -> dict[str, Any]:
         text = raw.decode("utf-8")
     except UnicodeDecodeError as e:
         raise BadRequest("invalid_utf8", f"the request is not UTF-8 (byte {e.start})") from None
+    # The turns past max_steps are checked as JSON but not kept (harness.skim); a request
+    # with a \uD escape, which may spell a lone surrogate anywhere, is read whole.
+    surrogate = "\\u" in text and ("\\ud" in text or "\\uD" in text)
     try:
-        request = json.loads(text)
+        request = None if surrogate else skim(text, "model_turns", _reachable)
+        if request is None:
+            request = json.loads(text)
     except (ValueError, RecursionError) as e:
         raise BadRequest("invalid_json", f"the request is not JSON ({e})") from None
     if not isinstance(request, dict):
@@ -89,7 +95,7 @@ def _parse_request(raw: bytes) -> dict[str, Any]:
     # JSON may spell a lone surrogate ("\ud800"), which is not text and cannot be written. Only
     # a \uD... escape can make one (UTF-8 input cannot), so most requests skip the look.
     try:
-        if "\\ud" in text or "\\uD" in text:
+        if surrogate:
             json.dumps(request, ensure_ascii=False).encode("utf-8")
     except UnicodeEncodeError as e:
         raise BadRequest("invalid_json", f"the request holds a lone surrogate ({e.object[e.start]!r}), which is not text") from None
@@ -114,6 +120,13 @@ def _parse_request(raw: bytes) -> dict[str, Any]:
         if _nesting(turn) > MAX_NESTING:
             raise BadRequest("invalid_field", f"model_turns[{i}] nests arrays and objects more than {MAX_NESTING} levels deep")
     return request
+
+
+def _reachable(request: dict[str, Any]) -> int:
+    """How many turns a run can reach: max_steps (none, if it is not a step count: the
+    request is then refused, whatever its turns)."""
+    steps = request.get("max_steps", DEFAULT_MAX_STEPS)
+    return steps if type(steps) is int and steps >= 0 else 0
 
 
 def _nesting(value: Any) -> int:

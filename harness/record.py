@@ -54,7 +54,7 @@ class Built(NamedTuple):
     sha256: str  # of what it was built from: the scenario as loaded, the template, the tools' modules
 
 
-def build(scenario: Scenario) -> Built:
+def build(scenario: Scenario, watched: bool = True) -> Built:
     dialect = get_dialect(scenario.dialect, f"{scenario.source}: dialect")
     workspace = None if scenario.workspace is None else Workspace(scenario.workspace)
     tools = Registry(spec.build(workspace, scenario.base, scenario.source) for spec in scenario.tools)
@@ -65,7 +65,7 @@ def build(scenario: Scenario) -> Built:
     buffer.append(Author.DEVELOPER, filled.text)
     modules = (sources.module_bytes(tool.fn) for tool, spec in zip(tools, scenario.tools) if spec.python)
     sha = sources.fingerprint([sources.canonical(scenario.loaded or scenario.to_meta()), template.read_bytes(), *modules])
-    model: Model = ScriptedModel(scenario.completions, scenario.chunk_size)
+    model: Model = ScriptedModel(scenario.completions, scenario.chunk_size, watched)  # (watched: see ScriptedModel)
     if scenario.model_error is not None:
         model = FailingModel(model, *scenario.model_error)
     if scenario.interrupt is not None:
@@ -94,7 +94,7 @@ def run_scenario(
     With a live model and `peek`, the server is not told the stop strings: the scanner cuts
     and reads up to `peek` characters more, only to record what the stop prevented."""
     root = (root or Path.cwd()).absolute()  # now: a tool's os.chdir cannot move it
-    setup, scripted, workspace, sha = build(scenario)
+    setup, scripted, workspace, sha = build(scenario, watched=emit is not nobody)
     if model is not None:
         setup.peek, setup.send_stop = peek, peek == 0
         # How this run reached the model, written down for its replay.

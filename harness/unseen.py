@@ -30,18 +30,24 @@ def unseen(text: str, decided: Round) -> Unseen:
     else:
         return ()  # the usual reply: the user saw all of it
     out: list[tuple[int, int, str]] = []
-    cursor = 0
+    cursor, size, last_end = 0, len(text), -1  # (last_end: where the last entry ends)
+    starts = text.startswith  # (bound once: a reply may have 100,000 lanes)
     for lane in decided.lanes:
-        line = lane.text[: lane.text.find("\n") + 1 or len(lane.text)]  # its first line
+        lane_text = lane.text
+        line = lane_text[: find_nl + 1] if (find_nl := lane_text.find("\n")) >= 0 else lane_text  # its first line
         # Lanes are mostly one line after another: the next one begins where the last ended.
-        at = cursor if text.startswith(line, cursor) and (not cursor or text[cursor - 1] == "\n") else _line_start(text, line, cursor)
+        at = cursor if starts(line, cursor) and (not cursor or text[cursor - 1] == "\n") else _line_start(text, line, cursor)
         if at < 0 or not line:
             continue
         cursor = at + len(line)
-        if lane.status != "denied" or (out and at < out[-1][1]):  # shown, or inside a withheld answer
+        if lane.status != "denied" or at < last_end:  # shown, or inside a withheld answer
             continue
-        end = len(text) if lane.kind == "answer" else min(len(text), at + len(lane.text))
-        out.append((at, end, "answer" if lane.kind == "answer" else "action"))
+        if lane.kind == "answer":
+            out.append((at, size, "answer"))
+            last_end = size
+        else:
+            last_end = end if (end := at + len(lane_text)) < size else size
+            out.append((at, last_end, "action"))
     return tuple(out)
 
 

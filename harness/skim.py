@@ -1,0 +1,99 @@
+"""A JSON object read as json.loads reads it, except that of one array, only the elements
+the caller will use are kept; the others are checked as JSON and dropped.
+
+    request = skim(text, "model_turns", lambda members: 3)   # None: use json.loads instead
+    request["model_turns"]                                   # its first 3 elements
+
+A run_agent request may carry a million model turns, of which a run reaches max_steps.
+Every byte must still be JSON (a bad one anywhere is refused, as before), but building a
+million turns as dicts to drop all but three is most of the cost (1.4 s and 900 MB for an
+83 MB request). So the array is read by the same C scanner with `object_pairs_hook=len`:
+each object in it is parsed and checked as usual, then kept only as the number of its
+members (a small int: nothing to allocate, nothing to free). The elements that are kept
+are read again, from where they begin.
+
+What it leaves out: anything json.loads could do differently goes back to it. `skim` is
+None for text that is not an object, for an error in the object's own punctuation or after
+it (json.loads then raises its own, word for word) and for RecursionError (json.loads
+decides a request nested near its limit). An error inside a member's value is the C
+scanner's, raised where json.loads's would be: that one is raised as it is.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable
+from json.decoder import WHITESPACE, JSONObject
+from typing import Any
+
+_REAL = json.JSONDecoder()
+_CHECKED = json.JSONDecoder(object_pairs_hook=len)  # every object parsed, then kept as its size
+_SPACE = WHITESPACE.match  # JSON's own whitespace: " \t\n\r"
+_STEPPED = 10_000  # up to this many elements are read again one by one; more: the whole array
+
+Members = dict[str, Any]
+
+
+def skim(text: str, key: str, kept: Callable[[Members], int]) -> Members | None:
+    """json.loads(text) for an object, but an array under `key` keeps only its first
+    kept(members) elements (`members`: the object's other values, as json.loads reads them).
+    None: json.loads must decide. Raises json.loads's own JSONDecodeError for a member's
+    value that is not JSON: the same C scanner read it from the same place, so the error
+    is the same, word for word, and a broken 74 MB request is not read twice to say so."""
+    start = _SPACE(text, 0).end()
+    if not text.startswith("{", start):
+        return None
+    try:
+        return _skim(text, start, key, kept)
+    except _Broken as e:
+        raise e.error from None
+    except (ValueError, RecursionError):  # (JSONDecodeError is a ValueError)
+        return None
+
+
+class _Broken(Exception):
+    """A member's value is not JSON (its error: what json.loads raises there)."""
+
+    def __init__(self, error: json.JSONDecodeError) -> None:
+        super().__init__(error.msg)
+        self.error = error
+
+
+def _skim(text: str, start: int, key: str, kept: Callable[[Members], int]) -> Members | None:
+    arrays: list[int | None] = []  # where each member's value begins, if it is an array
+
+    def value(s: str, at: int) -> tuple[Any, int]:
+        arrays.append(at if (array := s.startswith("[", at)) else None)
+        try:
+            return (_CHECKED if array else _REAL).scan_once(s, at)
+        except json.JSONDecodeError as e:
+            raise _Broken(e) from None
+
+    # The object's members, by json's own reader, each value through `value`, in order.
+    pairs, end = JSONObject((text, start + 1), True, value, None, list)
+    if _SPACE(text, end).end() != len(text):
+        return None  # "Extra data": json.loads says so
+    members: Members = {}
+    at_key = None  # where the array under `key` begins
+    for (name, got), at in zip(pairs, arrays):
+        if name == key:
+            at_key = at  # (a repeated name: the last one counts, as in json.loads)
+        elif at is not None:
+            got = _REAL.scan_once(text, at)[0]  # another array: read as it is
+        members[name] = got
+    if at_key is not None:
+        members[key] = _head(text, at_key, len(members[key]), kept(members))
+    return members
+
+
+def _head(text: str, at: int, length: int, n: int) -> list[Any]:
+    """The first n elements of the array of `length` that begins at `at`, read again."""
+    if n > _STEPPED:
+        return _REAL.scan_once(text, at)[0][:n]
+    out: list[Any] = []
+    i = _SPACE(text, at + 1).end()
+    for _ in range(min(n, length)):  # (it was checked: "[" value ("," value)* "]")
+        element, i = _REAL.scan_once(text, i)
+        out.append(element)
+        i = _SPACE(text, _SPACE(text, i).end() + 1).end()  # past the "," and the blanks after it
+    return out
