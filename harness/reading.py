@@ -72,8 +72,7 @@ def read(chunks: Iterator[Any], stops: tuple[str, ...], setup: Setup, emit: Emit
     quiet, loud, ended, tokens, sent = done
     governor = Governor(setup.dialect, setup.tools, setup.question)
     try:
-        for text in quiet:  # what the user was shown already: fed again, silently
-            governor.feed(text)
+        governor.feed("".join(quiet))  # what the user was shown already, fed again silently, at once (a Round is the same for any chunking)
         if (shown := governor.feed(loud)) and emit:
             emit(TextDelta(shown))
         if not ended:
