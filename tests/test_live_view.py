@@ -48,6 +48,9 @@ def test_the_plain_view_writes_what_rich_writes_off_a_terminal(events):
     drawn(Console(file=by_rich, highlight=False, soft_wrap=True), events, by_rich=True)  # a pipe, as rich sees it
     drawn(plain, events)
     assert plain.getvalue() == by_rich.getvalue()
+    by_char = io.StringIO()  # the same model text a character at a time: a file gets the same rows
+    drawn(by_char, [piece for e in events for piece in (([TextDelta(c) for c in e.text] or [e]) if type(e) is TextDelta else [e])])
+    assert by_char.getvalue() == plain.getvalue()
 
 
 def test_on_a_terminal_rich_colours_each_author():

@@ -112,8 +112,15 @@ class LiveView:
         self.plain = self.console is None or (self.console.color_system is None and self.console.soft_wrap)
         # Shown with the first event: nothing if the run never starts.
         self.pending = legend().append("\n").append_text(marks_legend()).append("\n")
+        self.streamed: list[str] = []  # a file's or pipe's model text, drawn as one row when the next event comes
 
     def __call__(self, event: Event) -> None:
+        if type(event) is TextDelta and not self.at_once:
+            self.streamed.append(event.text)  # the same rows, once: a 10 MB reply is 1.25 million deltas
+            return
+        if self.streamed:
+            self._write(Author.MODEL, "".join(self.streamed))
+            self.streamed = []
         match event:
             case Appended(author, text) if author is not Author.MODEL:
                 self._write(author, text)
