@@ -132,6 +132,7 @@ class Writer:
         self._ran: list[str] = []  # its tools that ran
         self._told: list[str] = []  # its notices' codes
         self.sent = 0  # prompt characters sent so far
+        self._records: dict[tuple, CallRecord] = {}  # this run's usual call records (call_record)
         self.fresh = not len(buffer) or buffer.endswith("\n")  # the buffer ends a line (kept up by `write`)
         for span in buffer.spans:  # what the developer wrote before the first call
             self.tell(Appended, span.author, span.text)
@@ -221,7 +222,7 @@ class Writer:
         """Close the current call's record (what ran, what was told) and open the next."""
         if self._call is not None:
             cut, cut_by, tokens, hidden, messages = self._call
-            self.calls.append(call_record(cut, cut_by, tuple(self._ran), tuple(self._told), tokens, hidden, messages))
+            self.calls.append(call_record(self._records, cut, cut_by, tuple(self._ran), tuple(self._told), tokens, hidden, messages))
         self._call, self._ran, self._told = call, [], []
 
     def stop(self, reason: StopReason, steps: int, answer: str | None = None, detail: str = "") -> RunRecord:
@@ -230,19 +231,17 @@ class Writer:
         return RunRecord(self.buffer, reason, answer, steps, detail, tuple(self.calls))
 
 
-_RECORDS: dict[tuple, CallRecord] = {}  # the usual calls' records, shared: they are frozen values
-
-
-def call_record(*fields) -> CallRecord:
-    """A CallRecord; one without a cut or token counts is shared with every call like it
-    (most steps of a run are: the same tool ran, nothing was told), made once, not every step."""
+def call_record(records: dict[tuple, CallRecord], *fields) -> CallRecord:
+    """A CallRecord; one without a cut or token counts is shared with every call like it in
+    the run's `records` (most steps are: the same tool ran, nothing was told): made once,
+    not every step. They are frozen values, so sharing them is safe."""
     if fields[0] or fields[4] is not None:  # a cut may be long (not kept here); tokens are a dict, no key
         return CallRecord(*fields)
-    record = _RECORDS.get(fields)
+    record = records.get(fields)
     if record is None:
-        if len(_RECORDS) >= 1024:  # a few kinds of call at a time
-            _RECORDS.clear()
-        record = _RECORDS[fields] = CallRecord(*fields)
+        if len(records) >= 1024:  # a few kinds of call at a time
+            records.clear()
+        record = records[fields] = CallRecord(*fields)
     return record
 
 
