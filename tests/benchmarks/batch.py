@@ -10,7 +10,9 @@
    without one start-up, as the server saw it (from the first call's arrival to the last
    answer), for the batch path run in a process of its own (the same jobs,
    models and worker; no start-up at all), and for a bare httpx client making the same
-   calls (the floor this machine, Python and httpx allow).
+   calls (the floor this machine, Python and httpx allow), timed inside its process and
+   as a whole process that first imports what the command cannot do without (Python,
+   typer, httpx: the whole command's floor).
 3. Peak memory (RSS of the command) for 100 and 1,000 scripted scenarios, `--jobs 4`: an
    outcome keeps the summary's facts, not the transcript.
 
@@ -118,6 +120,7 @@ def served(tmp: Path, start_up: float) -> None:
             span = min(span, json.loads(urllib.request.urlopen(f"http://127.0.0.1:{port}/span").read())["seconds"])
         inside = min(float(child("in_process", str(live), url)) for _ in range(3))
         floor = min(float(child("bare_client", url)) for _ in range(3))
+        whole_floor = min(process(url) for _ in range(3))
     finally:
         server.terminate()
         server.wait()
@@ -126,8 +129,21 @@ def served(tmp: Path, start_up: float) -> None:
         f"2. 32 x 5 calls at 50 ms, --jobs 8: {took:.2f} s; ideal {ideal:.2f} s; ratio {took / ideal:.2f}, {(took - start_up) / ideal:.2f} without one start-up;"
         f" the server saw the calls take {span:.2f} s, ratio {span / ideal:.2f};"
         f" in process (the batch's own work, no start-up) {inside:.2f} s, ratio {inside / ideal:.2f};"
-        f" a bare httpx client making the same calls from 8 threads {floor:.2f} s, ratio {floor / ideal:.2f}"
+        f" a bare httpx client making the same calls from 8 threads {floor:.2f} s, ratio {floor / ideal:.2f};"
+        f" the same as a whole process that imports typer and httpx first {whole_floor:.2f} s, ratio {whole_floor / ideal:.2f}"
     )
+
+
+def process(url: str) -> float:
+    """The whole command's floor: a process of its own that imports typer and httpx (as
+    harness.__main__ does, without httpx's own command line) and makes the bare client's calls."""
+    code = (
+        "import sys; sys.modules.setdefault('httpx._main', None); import typer, httpx;"
+        f" sys.path.insert(0, {str(Path(__file__).parent)!r}); import batch; batch.bare_client(sys.argv[1])"
+    )
+    start = time.perf_counter()
+    subprocess.run([sys.executable, "-c", code, url], check=True, cwd=ROOT)
+    return time.perf_counter() - start
 
 
 def child(function: str, *args: str) -> str:
