@@ -231,8 +231,10 @@ def end_interrupted(ordered: list[Outcome]) -> None:
     raise typer.Exit(INTERRUPTED)
 
 
-def refuse_single_run_options(format_given: bool, save: Path | None, live: bool, cost: bool) -> None:
+def refuse_single_run_options(format_given: bool, save: Path | None, live: bool, cost: bool, save_dir: Path | None = None) -> None:
     """What shows one run (its transcript, as it streams, its cost) cannot show several."""
+    if save is not None and save_dir is not None:
+        raise HarnessError("--save", "and --save-dir both say where to save; give one of them")
     for given, option, instead in (
         (save is not None, "--save", "use --save-dir DIR"),
         (format_given, "--format", "several runs print a summary; --report FILE writes it as JSON"),

@@ -77,7 +77,7 @@ def run(
     if len(scenarios) > 1 or any(Path(s).is_dir() for s in scenarios) or any(o is not None for o in batch):
         from harness.cli_batch import Options, refuse_single_run_options, run_many
 
-        refuse_single_run_options(format is not Format.rich, save, live or delay is not None, cost)
+        refuse_single_run_options(format is not Format.rich, save, live or delay is not None, cost, save_dir)
         reasons = frozenset(r.strip() for r in (fail_on or "").split(",") if r.strip())
         if fail_on is not None and not reasons:
             raise HarnessError("--fail-on", "names no stop reason (give REASON,... or mismatch)")

@@ -42,7 +42,7 @@ def read_input(path: Path, error: type[HarnessError] = HarnessError) -> str:
             raise error(where, _NOT_REGULAR)
         fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | getattr(os, "O_NOCTTY", 0))
     except FileNotFoundError:
-        raise error(where, "no such file") from None
+        raise error(where, _missing(path)) from None
     except OSError as e:
         raise error(where, f"cannot read the file ({e.strerror})") from None
     with os.fdopen(fd, "rb") as f:
@@ -56,6 +56,14 @@ def read_input(path: Path, error: type[HarnessError] = HarnessError) -> str:
         return data.decode("utf-8")
     except UnicodeDecodeError as e:
         raise error(where, f"the file is not UTF-8 text (byte {e.start})") from None
+
+
+def _missing(path: Path) -> str:
+    """Why a path that names no file names none: nothing is there, or a link to nothing."""
+    try:
+        return f"is a link to {os.readlink(path)!r}, which does not exist"
+    except OSError:  # not a link: nothing is there
+        return "no such file"
 
 
 HEADER_LINE = re.compile(rb"# harness transcript v[0-9]{1,9}\r?(\n|\Z)")  # any version's

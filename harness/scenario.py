@@ -110,7 +110,7 @@ def find_scenario(name: str) -> Path:
     path = Path(name)
     if path.is_dir():
         raise ScenarioError(name, "is a folder; give a scenario .toml file")
-    if path.exists():  # a FIFO or a device too: load_scenario refuses it by its kind, unopened
+    if path.exists() or path.is_symlink():  # a FIFO, a device, a broken or looping link too: load_scenario says which, unopened
         return path
     shipped = data_dir("transcripts") / f"{name}.toml"
     if path.suffix == "" and shipped.is_file():

@@ -99,7 +99,7 @@ def test_a_fifo_or_a_broken_link_in_a_folder_is_named_never_skipped_unsaid(tmp_p
     result = invoke("run", str(tmp_path))
     errors = sorted(line for line in result.stderr.splitlines() if line.startswith("error:"))
     assert result.exit_code == 2 and len(errors) == 2, result.stderr
-    assert "fifo.toml: is not a regular file" in errors[0] and "gone.toml: no such file" in errors[1]
+    assert "fifo.toml: is not a regular file" in errors[0] and f"gone.toml: is a link to {str(tmp_path / 'moved.toml')!r}, which does not exist" in errors[1]
     assert result.stdout.splitlines()[-1] == "3 runs: 1 final_answer, 2 not run"
 
 
@@ -193,6 +193,12 @@ def test_options_that_show_one_run_are_refused_with_several(tmp_path):
     for option, message in (("--save=x.txt", "--save: goes with one scenario; use --save-dir DIR"), ("--cost", "--cost: goes with one scenario")):
         result = invoke("run", "nimbus", "calculator", option)
         assert result.exit_code == 2 and result.stderr.startswith(f"error: {message}")
+
+
+def test_save_and_save_dir_together_are_refused_even_for_one_scenario(tmp_path):
+    result = invoke("run", "nimbus", "--save", str(tmp_path / "a.txt"), "--save-dir", str(tmp_path / "d"))
+    assert result.exit_code == 2 and result.stderr == "error: --save: and --save-dir both say where to save; give one of them\n"
+    assert list(tmp_path.iterdir()) == []
 
 
 def test_a_saved_run_of_a_batch_loads_and_replays(tmp_path):

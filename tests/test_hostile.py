@@ -465,6 +465,19 @@ def test_a_fifo_given_as_an_input_is_refused_without_hanging(tmp_path, command):
     assert not (tmp_path / "out.md").exists()
 
 
+@pytest.mark.parametrize("command", [["show"], ["replay"], ["step", "--frame", "0"], ["export", "--markdown", "OUT"], ["run"]], ids=" ".join)
+@pytest.mark.parametrize("link", ["loop", "broken"])
+def test_a_looping_or_broken_link_as_an_input_says_so_in_one_line(tmp_path, command, link):
+    given = tmp_path / "in.txt"
+    given.symlink_to(given if link == "loop" else tmp_path / "gone\x1b[31m.txt")
+    args = [command[0], str(given), *(str(tmp_path / "out.md") if a == "OUT" else a for a in command[1:])]
+    result = invoke(*args)
+    assert result.exit_code == 2 and result.stderr.count("\n") == 1, result.stderr
+    says = "Too many levels of symbolic links" if link == "loop" else "is a link to"
+    assert result.stderr.startswith(f"error: {given}") and says in result.stderr and "\x1b" not in result.stderr
+    assert not (tmp_path / "out.md").exists()
+
+
 def test_a_fifo_as_a_scenarios_own_prompt_file_is_refused_without_hanging(tmp_path):
     os.mkfifo(tmp_path / "prompt.txt")
     scenario = tmp_path / "s.toml"
