@@ -14,7 +14,8 @@ import importlib.util
 import json
 import sys
 import threading
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
@@ -47,7 +48,7 @@ def import_function(spec: str, folder: Path, field: str) -> Callable[..., Any]:
     if path.exists() and not path.resolve().is_relative_to(folder.resolve()):  # a link that leads out
         raise HarnessError(field, f"{module_name!r} leads out of the scenario's folder {folder}")
     if path.is_file():
-        module = _from_file(path, module_name, field)
+        module = _from_file(path, module_name, field, folder)
     else:
         module = _importable(module_name, field, f"no module {module_name!r}: no {relative} in {folder}, and none importable")
     fn = _contained(lambda: getattr(module, function, None), module_name, field)  # a module __getattr__ is user code too
@@ -81,28 +82,74 @@ def import_object(ref: str, root: Path, field: str) -> Any:
     return value
 
 
-def _from_file(path: Path, module_name: str, field: str) -> Any:
+def _from_file(path: Path, module_name: str, field: str, folder: Path) -> Any:
     import hashlib
 
-    # Named by its path and its text: an edited file (in one long pytest session) is imported afresh.
+    # Kept by its path and its text: an edited file (in one long pytest session) is imported afresh.
     text = path.read_bytes()
     key = hashlib.sha256(str(path.resolve()).encode() + b"\0" + text).hexdigest()[:16]
-    unique = f"harness_tools_{key}_{module_name.replace('.', '_')}"
-    module = sys.modules.get(unique)
-    if module is None:
-        module = importlib.util.module_from_spec(importlib.util.spec_from_file_location(unique, path))
+    if (module := _LOADED.get(key)) is not None:
+        return module
+    root = _as_package(folder)
+    parent = module_name.rpartition(".")[0]
+    name = f"{root}.{module_name}"
+    with _ON_PATH, _siblings(folder):
+        if parent:  # its packages (pkg/__init__.py), imported as Python imports them
+            _contained(lambda: importlib.import_module(f"{root}.{parent}"), module_name, field)
+        module = importlib.util.module_from_spec(importlib.util.spec_from_file_location(name, path))
         # Compiled from the text just read and hashed, never from a cached .pyc: one of an
         # edit made in the same second, at the same size, would pass for the new text. As
         # an import does it: under its own __future__ imports only, named by its file, and
         # in sys.modules while it runs (dataclasses looks itself up there).
         code = _contained(lambda: compile(text, module.__file__, "exec", dont_inherit=True), module_name, field)
-        sys.modules[unique] = module
+        sys.modules[name] = module
         try:
             _contained(lambda: exec(code, module.__dict__), module_name, field)
         except BaseException:
-            del sys.modules[unique]
+            del sys.modules[name]
             raise
+    _LOADED[key] = module
     return module
+
+
+_LOADED: dict[str, Any] = {}  # a tool module's path and text -> the module run from them
+
+
+def _as_package(folder: Path) -> str:
+    """The scenario's folder as a package of its own (one a folder), so that a tool module
+    in it imports its neighbours relatively (`from .util import x`, `from . import db`)
+    without its names meeting another folder's."""
+    import hashlib
+    import importlib.machinery
+    import types
+
+    where = str(folder.resolve())
+    root = "harness_tools_" + hashlib.sha256(where.encode()).hexdigest()[:16]
+    if root not in sys.modules:
+        package = types.ModuleType(root)
+        package.__spec__ = importlib.machinery.ModuleSpec(root, None, is_package=True)
+        package.__spec__.submodule_search_locations = package.__path__ = [where]
+        package.__package__ = root
+        sys.modules[root] = package
+    return root
+
+
+@contextmanager
+def _siblings(folder: Path) -> Iterator[None]:
+    """While a tool module is imported, its folder is on sys.path (`import helpers` finds the
+    helpers.py beside it, as `python tools.py` would); what it imported from there leaves
+    sys.modules afterwards (the tool keeps it), so that another folder's helpers.py is its own."""
+    where = folder.resolve()
+    before = set(sys.modules)
+    sys.path.insert(0, str(where))
+    try:
+        yield
+    finally:
+        sys.path.remove(str(where))
+        for name in set(sys.modules) - before:
+            file = getattr(sys.modules.get(name), "__file__", None)
+            if not name.startswith("harness_tools_") and file and Path(file).resolve().is_relative_to(where):
+                del sys.modules[name]
 
 
 def _importable(module_name: str, field: str, missing: str) -> Any:

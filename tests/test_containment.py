@@ -264,3 +264,37 @@ def test_a_tool_module_runs_as_python_imports_it_dataclasses_annotations_and_tra
     annotations = "{'a': 'int', 'return': 'str'}" if future else "{'a': <class 'int'>, 'return': <class 'str'>}"  # its own future, never harness's
     line = 10 + bool(future)
     assert observation == f'code      | Observation: Point(x=7) {annotations} File "{tmp_path / "geo.py"}", line {line}, in where', result.output
+
+
+def observation(result) -> str:
+    return next(line for line in result.stdout.splitlines() if line.startswith("code      | Observation:"))
+
+
+def test_a_tool_module_imports_its_neighbours_absolutely_and_relatively(tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path.parent)
+    (tmp_path / "helpers.py").write_text('def where(x):\n    return "shipped " + x\n', encoding="utf-8")
+    path = scenario(tmp_path, "track", '"42"', source='from helpers import where\n\ndef track(x):\n    """Where."""\n    return where(x)\n')
+    result = invoke("run", str(path), "-f", "tagged")
+    assert result.exit_code == 0 and observation(result) == "code      | Observation: shipped 42", result.output
+    (tmp_path / "pkg").mkdir()
+    (tmp_path / "pkg" / "__init__.py").write_text('PREFIX = "from the package: "\n', encoding="utf-8")
+    (tmp_path / "pkg" / "util.py").write_text('def shout(x):\n    return x.upper()\n', encoding="utf-8")
+    source = 'from . import PREFIX\nfrom .util import shout\n\ndef loud(x):\n    """Loud."""\n    return PREFIX + shout(x)\n'
+    path = scenario(tmp_path, "loud", '"hi"', module="pkg.tools", source=source)
+    result = invoke("run", str(path), "-f", "tagged")
+    assert result.exit_code == 0 and observation(result) == "code      | Observation: from the package: HI", result.output
+
+
+def test_two_folders_each_with_a_helpers_module_get_their_own_in_one_batch(tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    for name in ("a", "b"):
+        folder = tmp_path / "runs" / name
+        folder.mkdir(parents=True)
+        (folder / "helpers.py").write_text(f'NAME = "{name}"\n', encoding="utf-8")
+        scenario(folder, "who", source='import helpers\n\ndef who(x):\n    """Who."""\n    return helpers.NAME\n')
+        (folder / "s.toml").rename(folder / f"{name}.toml")
+    result = invoke("run", "runs", "--save-dir", "out")
+    assert result.exit_code == 0, result.output
+    for name in ("a", "b"):
+        assert "code      | Observation: " + name + "\n" in (tmp_path / "out" / f"{name}.txt").read_text(encoding="utf-8")
+    assert "helpers" not in sys.modules  # neither folder's helpers is left where another import would find it
