@@ -147,9 +147,10 @@ def _siblings(folder: Path) -> Iterator[None]:
     finally:
         sys.path.remove(str(where))
         for name in set(sys.modules) - before:
-            file = getattr(sys.modules.get(name), "__file__", None)
-            if not name.startswith("harness_tools_") and file and Path(file).resolve().is_relative_to(where):
-                del sys.modules[name]
+            top = name.partition(".")[0]  # found there: a module or package new in this import, beside the tool
+            file = Path(getattr(sys.modules.get(name), "__file__", None) or "/").resolve()
+            if top not in before and file.is_relative_to(where) and file.relative_to(where).parts[0].partition(".")[0] == top:
+                sys.modules.pop(name, None)
 
 
 def _importable(module_name: str, field: str, missing: str) -> Any:

@@ -298,3 +298,16 @@ def test_two_folders_each_with_a_helpers_module_get_their_own_in_one_batch(tmp_p
     for name in ("a", "b"):
         assert "code      | Observation: " + name + "\n" in (tmp_path / "out" / f"{name}.txt").read_text(encoding="utf-8")
     assert "helpers" not in sys.modules  # neither folder's helpers is left where another import would find it
+
+
+def test_what_a_tool_imports_from_elsewhere_stays_imported_even_from_inside_its_folder(tmp_path, monkeypatch):
+    # A folder that holds a virtual environment (or the project's own package): a tool's
+    # first import of an installed module found there must stay the one module everybody uses.
+    site = tmp_path / ".venv" / "site"
+    site.mkdir(parents=True)
+    (site / "installed_once.py").write_text("import itertools\nCOUNT = next(itertools.count())\n", encoding="utf-8")
+    monkeypatch.syspath_prepend(str(site))
+    monkeypatch.chdir(tmp_path)
+    path = scenario(tmp_path, "ask", source='import installed_once\n\ndef ask(x):\n    """Ask."""\n    return "ok"\n')
+    assert invoke("run", str(path), "-f", "tagged").exit_code == 0
+    assert "installed_once" in sys.modules
