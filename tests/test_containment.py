@@ -311,3 +311,31 @@ def test_what_a_tool_imports_from_elsewhere_stays_imported_even_from_inside_its_
     path = scenario(tmp_path, "ask", source='import installed_once\n\ndef ask(x):\n    """Ask."""\n    return "ok"\n')
     assert invoke("run", str(path), "-f", "tagged").exit_code == 0
     assert "installed_once" in sys.modules
+
+
+THREADED = (
+    "from concurrent.futures import ThreadPoolExecutor\n\n"
+    "def par(x):\n    \"\"\"Parallel.\"\"\"\n"
+    "    with ThreadPoolExecutor(2) as pool:\n        list(pool.map(lambda i: print('worker', i, '\\x1b[2J'), range(3)))\n"
+    "    return 'done'\n"
+)
+
+
+def test_what_a_tools_own_threads_print_is_its_output_never_harnesss(tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    path = scenario(tmp_path, "par", source=THREADED)
+    result = subprocess.run([sys.executable, "-m", "harness", "run", str(path), "-f", "json"], capture_output=True, text=True, cwd=tmp_path)
+    assert result.returncode == 0 and result.stderr == ""
+    record = json.loads(result.stdout)  # nothing but the JSON on stdout
+    observation = next(s["text"] for s in record["spans"] if s["author"] == "code" and "done" in s["text"])
+    assert sorted(observation.removeprefix("Observation: ").splitlines()) == ["done", *(f"worker {i} \x1b[2J" for i in range(3))]
+
+
+def test_in_a_batch_a_tools_own_threads_print_nowhere_raw(tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    for name in ("a", "b", "c"):
+        (tmp_path / name).mkdir()
+        scenario(tmp_path / name, "par", source=THREADED)
+    result = subprocess.run([sys.executable, "-m", "harness", "run", ".", "--jobs", "3", "--report", "r.json"], capture_output=True, text=True, cwd=tmp_path)
+    assert result.returncode == 0, result.stderr
+    assert "worker" not in result.stdout and "worker" not in result.stderr and "\x1b[2J" not in result.stdout + result.stderr
