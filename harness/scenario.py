@@ -129,7 +129,7 @@ def load_scenario(path: Path, shown: str | None = None) -> Scenario:
         raise ScenarioError(shown or str(path), f"malformed TOML: {e}") from None
     except RecursionError:  # tomli reads nested arrays and tables by recursion
         raise ScenarioError(shown or str(path), "malformed TOML: arrays or tables nested too deeply") from None
-    scenario = _parse(data, shown or str(path), path.parent)
+    scenario = _parse(data, shown or str(path), path.parent.absolute())  # absolute: a tool's os.chdir cannot move it
     return replace(scenario, file=path.absolute(), loaded=plain(scenario.to_meta()))
 
 

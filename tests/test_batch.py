@@ -5,6 +5,8 @@ from __future__ import annotations
 
 import json
 import os
+import subprocess
+import sys
 import time
 import xml.etree.ElementTree as ET
 from pathlib import Path
@@ -199,6 +201,27 @@ def test_save_and_save_dir_together_are_refused_even_for_one_scenario(tmp_path):
     result = invoke("run", "nimbus", "--save", str(tmp_path / "a.txt"), "--save-dir", str(tmp_path / "d"))
     assert result.exit_code == 2 and result.stderr == "error: --save: and --save-dir both say where to save; give one of them\n"
     assert list(tmp_path.iterdir()) == []
+
+
+def test_a_tool_that_changes_the_working_folder_moves_nothing_of_a_batch(tmp_path, monkeypatch):
+    elsewhere = tmp_path / "elsewhere"
+    elsewhere.mkdir()
+    (tmp_path / "runs").mkdir()
+    (tmp_path / "runs" / "m1.py").write_text(f'import os\n\ndef go(x):\n    """Go."""\n    os.chdir({str(elsewhere)!r})\n    return "moved"\n', encoding="utf-8")
+    for name in ("s", "t"):
+        body = 'question = "q?"\ncompletions = ["Action: go(1)\\n", "Final Answer: done\\n"]\n[tools.go]\npython = "m1:go"\n'
+        (tmp_path / "runs" / f"{name}.toml").write_text(body, encoding="utf-8")
+    monkeypatch.chdir(tmp_path)
+    result = subprocess.run([sys.executable, "-m", "harness", "run", "runs", "--save-dir", "out", "--report", "r.json"], capture_output=True, text=True, cwd=tmp_path)
+    assert result.returncode == 0, result.stderr
+    assert sorted(p.name for p in (tmp_path / "out").iterdir()) == ["s.txt", "t.txt"] and (tmp_path / "r.json").is_file()
+    assert list(elsewhere.iterdir()) == [] and "wrote r.json" in result.stderr
+
+
+def test_an_option_that_shows_one_run_names_the_option_that_made_a_batch(tmp_path):
+    result = invoke("run", "nimbus", "--save-dir", str(tmp_path / "d"), "--format", "json")
+    assert result.exit_code == 2
+    assert result.stderr == "error: --format: shows one run, and --save-dir makes this a batch (a summary of runs); give one of them\n"
 
 
 def test_a_saved_run_of_a_batch_loads_and_replays(tmp_path):
