@@ -19,6 +19,7 @@ or not at all, and the temporary file never outlives a failure.
 
 from __future__ import annotations
 
+import errno
 import os
 import re
 import stat
@@ -131,6 +132,15 @@ def write_file(path: Path, text: str, header: str, option: str) -> None:
     finally:
         if tmp is not None:
             Path(tmp).unlink(missing_ok=True)
+
+def resolved(path: Path) -> Path:
+    """path.resolve(), whose symlink loop is an OSError (ELOOP) as on later Pythons, not
+    Python 3.11's RuntimeError: every caller that handles a bad path handles a loop too."""
+    try:
+        return path.resolve()
+    except RuntimeError:
+        raise OSError(errno.ELOOP, os.strerror(errno.ELOOP), str(path)) from None
+
 
 def same_file(path: Path) -> Path:
     """The key two names of one file share (`a.txt`, `../r/a.txt`, a symlink to it)."""

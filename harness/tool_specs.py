@@ -77,7 +77,7 @@ def parse_tool(name: str, spec: Any, where: str) -> ToolSpec:
     if python is not None and (extra := sorted(set(spec) - {"python", "trait", "example"})):
         raise ScenarioError(f"{where}.{extra[0]}", "does not go with python: the function's docstring and parameters say it")
     if python is not None:
-        if not isinstance(python, str) or not regex.fullmatch(r"[A-Za-z_][\w.]{0,99}:[A-Za-z_]\w{0,63}", python):
+        if not isinstance(python, str) or not regex.fullmatch(r"[A-Za-z_]\w{0,63}(?:\.[A-Za-z_]\w{0,63}){0,7}:[A-Za-z_]\w{0,63}", python):
             raise ScenarioError(f"{where}.python", "must read 'module:function' (a module beside the scenario, or an importable one)")
         return ToolSpec(name, trait=trait, python=python, example=example)
     results = spec.get("results")

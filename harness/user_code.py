@@ -19,8 +19,11 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
+import regex
+
 from harness.captured import printed_here
 from harness.errors import HarnessError
+from harness.files import resolved
 
 
 def message(e: BaseException) -> str:
@@ -45,8 +48,13 @@ def import_function(spec: str, folder: Path, field: str) -> Callable[..., Any]:
     module_name, _, function = spec.partition(":")
     relative = module_name.replace(".", "/") + ".py"
     path = folder / relative
-    if path.exists() and not path.resolve().is_relative_to(folder.resolve()):  # a link that leads out
-        raise HarnessError(field, f"{module_name!r} leads out of the scenario's folder {folder}")
+    try:
+        if path.exists() and not resolved(path).is_relative_to(resolved(folder)):  # a link that leads out
+            raise HarnessError(field, f"{module_name!r} leads out of the scenario's folder {folder}")
+        if path.is_symlink() and not path.exists():
+            raise HarnessError(field, f"{relative} in {folder} is a link that loops or leads nowhere")
+    except OSError as e:
+        raise HarnessError(field, f"{relative} in {folder} cannot be looked up ({e.strerror or e})") from None
     if path.is_file():
         module = _from_file(path, module_name, field, folder)
     else:
@@ -145,12 +153,22 @@ def _siblings(folder: Path) -> Iterator[None]:
     try:
         yield
     finally:
-        sys.path.remove(str(where))
-        for name in set(sys.modules) - before:
-            top = name.partition(".")[0]  # found there: a module or package new in this import, beside the tool
-            file = Path(getattr(sys.modules.get(name), "__file__", None) or "/").resolve()
-            if top not in before and file.is_relative_to(where) and file.relative_to(where).parts[0].partition(".")[0] == top:
-                sys.modules.pop(name, None)
+        # (first: a namespace package's __path__ is worked out anew from sys.path)
+        for name in [n for n in set(sys.modules) - before if n.partition(".")[0] not in before and _beside(sys.modules.get(n), where, n.partition(".")[0])]:
+            sys.modules.pop(name, None)
+        if str(where) in sys.path:  # (the module may have taken it off itself)
+            sys.path.remove(str(where))
+
+
+def _beside(module: Any, where: Path, top: str) -> bool:
+    """Was `module` (new in this import, as was its top package `top`) found in `where`: a
+    file or a package (a folder without __init__.py too) at the top of it, by that name? As
+    found, links not followed: a helpers.py that links elsewhere is this folder's."""
+    found = getattr(module, "__file__", None) or next(iter(getattr(module, "__path__", None) or ()), None)
+    if not found:
+        return False
+    place = Path(found)
+    return place.is_relative_to(where) and place.relative_to(where).parts[0].partition(".")[0] == top
 
 
 def _importable(module_name: str, field: str, missing: str) -> Any:
@@ -174,9 +192,16 @@ def _contained(load: Callable[[], Any], module_name: str, field: str) -> Any:
     except ModuleNotFoundError as e:
         if e.name and (module_name == e.name or module_name.startswith(e.name + ".")):
             raise _Missing from None
-        raise HarnessError(field, f"the module {module_name!r} failed to import ({describe(e)})") from None
+        raise HarnessError(field, f"the module {module_name!r} failed to import ({_said(e)})") from None
     except BaseException as e:
-        raise HarnessError(field, f"the module {module_name!r} failed to import ({describe(e)})") from None
+        raise HarnessError(field, f"the module {module_name!r} failed to import ({_said(e)})") from None
+
+
+def _said(e: BaseException) -> str:
+    return _PACKAGE.sub("", describe(e))  # the folder's package is harness's name, not the user's
+
+
+_PACKAGE = regex.compile(r"harness_tools_[0-9a-f]{16}\.?")
 
 
 def as_text(value: Any) -> str | None:
