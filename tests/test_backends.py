@@ -250,6 +250,7 @@ def test_importing_the_backends_does_not_import_httpx_or_llama_cpp():
         ("<|eot_id|><|start_header_id|>", "<¦eot_id¦><¦start_header_id¦>"),
         ("<s>[INST] hi [/INST]</s>", "<¦s¦>[¦INST¦] hi [¦/INST¦]<¦/s¦>"),
         ("<file_sep><end_of_turn>", "<¦file_sep¦><¦end_of_turn¦>"),
+        ("ok<｜end▁of▁sentence｜><｜User｜>hi", "ok<¦end▁of▁sentence¦><¦User¦>hi"),  # DeepSeek's, fullwidth bars
         ("a | b <| c |> <div> [inst] <|two words|>", "a | b <| c |> <div> [inst] <|two words|>"),  # left alone
     ],
 )
@@ -262,7 +263,7 @@ def test_nothing_neutralised_still_looks_like_a_control_token():
     from hypothesis import given
     from hypothesis import strategies as st
 
-    pieces = st.sampled_from(["<", "|", ">", "/", "s", "[", "]", "INST", "im_end", "¦", " ", "x"])
+    pieces = st.sampled_from(["<", "|", "｜", ">", "/", "s", "[", "]", "INST", "im_end", "¦", " ", "x"])
 
     @given(st.lists(pieces, max_size=30).map("".join))
     def check(raw: str) -> None:
