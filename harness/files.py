@@ -56,7 +56,12 @@ def read_input(path: Path, error: type[HarnessError] = HarnessError) -> str:
     try:
         return data.decode("utf-8")
     except UnicodeDecodeError as e:
+        if data.startswith(_UTF16):
+            raise error(where, "the file is UTF-16 text (as Windows PowerShell's `>` writes it); save it as UTF-8") from None
         raise error(where, f"the file is not UTF-8 text (byte {e.start})") from None
+
+
+_UTF16 = (b"\xff\xfe", b"\xfe\xff")  # the byte-order marks of UTF-16, little- and big-endian
 
 
 def _missing(path: Path) -> str:
@@ -73,13 +78,16 @@ HEADER_LINE = re.compile(rb"# harness transcript v[0-9]{1,9}\r?(\n|\Z)")  # any 
 def is_transcript(path: Path) -> bool:
     """Does the file begin with a save format's header line (`# harness transcript v1`, or
     another version's: that one is meant to be a transcript too, and its replay must say it
-    cannot be read, not pass it by)? With a byte-order mark or a "\r\n" after it, too.
+    cannot be read, not pass it by)? With a byte-order mark or a "\r\n" after it, too, and
+    in UTF-16 (which then fails to load, saying so).
     (How a folder's transcripts are found: by the pytest plugin, by `harness replay DIR`.)"""
     try:
         with open(path, "rb") as f:
             first = f.read(64)
     except OSError:
         return False
+    if first.startswith(_UTF16):  # a transcript re-encoded (PowerShell's `>`): found, so that loading it says so
+        first = first[2:].decode("utf-16-le" if first[0] == 0xFF else "utf-16-be", "ignore").encode()
     return HEADER_LINE.match(first.removeprefix(b"\xef\xbb\xbf")) is not None
 
 

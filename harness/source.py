@@ -94,8 +94,8 @@ def canonical(value: Any) -> str:
 
 def module_bytes(fn: Any) -> bytes:
     """The text of the module a Python tool is defined in (edits to its helpers count too)."""
-    module = sys.modules.get(getattr(fn, "__module__", "") or "")
-    path = getattr(module, "__file__", None)
+    own = getattr(fn, "__globals__", None)  # a function's own module, whatever sys.modules holds now
+    path = own.get("__file__") if own is not None else getattr(sys.modules.get(getattr(fn, "__module__", "") or ""), "__file__", None)
     try:
         return Path(path).read_bytes() if path else b""
     except OSError:

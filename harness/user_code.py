@@ -93,34 +93,32 @@ def import_object(ref: str, root: Path, field: str) -> Any:
 def _from_file(path: Path, module_name: str, field: str, folder: Path) -> Any:
     import hashlib
 
-    # Kept by its path and its text: an edited file (in one long pytest session) is imported afresh.
+    # Known by its path and its text: an edited file (in one long pytest session) is imported afresh.
     text = path.read_bytes()
     key = hashlib.sha256(str(path.resolve()).encode() + b"\0" + text).hexdigest()[:16]
-    if (module := _LOADED.get(key)) is not None:
-        return module
     root = _as_package(folder)
     parent = module_name.rpartition(".")[0]
     name = f"{root}.{module_name}"
-    with _ON_PATH, _siblings(folder):
-        if parent:  # its packages (pkg/__init__.py), imported as Python imports them
-            _contained(lambda: importlib.import_module(f"{root}.{parent}"), module_name, field)
-        module = importlib.util.module_from_spec(importlib.util.spec_from_file_location(name, path))
-        # Compiled from the text just read and hashed, never from a cached .pyc: one of an
-        # edit made in the same second, at the same size, would pass for the new text. As
-        # an import does it: under its own __future__ imports only, named by its file, and
-        # in sys.modules while it runs (dataclasses looks itself up there).
-        code = _contained(lambda: compile(text, module.__file__, "exec", dont_inherit=True), module_name, field)
-        sys.modules[name] = module
-        try:
-            _contained(lambda: exec(code, module.__dict__), module_name, field)
-        except BaseException:
-            del sys.modules[name]
-            raise
-    _LOADED[key] = module
+    with _ON_PATH:  # one thread imports it, another finds it imported
+        if getattr(module := sys.modules.get(name), "__harness_text__", None) == key:
+            return module
+        with _siblings(folder):
+            if parent:  # its packages (pkg/__init__.py), imported as Python imports them
+                _contained(lambda: importlib.import_module(f"{root}.{parent}"), module_name, field)
+            module = importlib.util.module_from_spec(importlib.util.spec_from_file_location(name, path))
+            # Compiled from the text just read and hashed, never from a cached .pyc: one of an
+            # edit made in the same second, at the same size, would pass for the new text. As
+            # an import does it: under its own __future__ imports only, named by its file, and
+            # in sys.modules while it runs (dataclasses looks itself up there).
+            code = _contained(lambda: compile(text, module.__file__, "exec", dont_inherit=True), module_name, field)
+            module.__harness_text__ = key
+            sys.modules[name] = module
+            try:
+                _contained(lambda: exec(code, module.__dict__), module_name, field)
+            except BaseException:
+                del sys.modules[name]
+                raise
     return module
-
-
-_LOADED: dict[str, Any] = {}  # a tool module's path and text -> the module run from them
 
 
 def _as_package(folder: Path) -> str:

@@ -229,6 +229,19 @@ def test_a_crlf_or_bom_transcript_is_collected_and_fails_loudly(pytester, projec
     result.stdout.fnmatch_lines(["tests/transcripts/windows.txt:1: *" + says])
 
 
+@pytest.mark.parametrize("encoding", ["utf-16", "utf-16-be"])
+def test_a_utf16_transcript_is_collected_and_fails_loudly(pytester, project, tmp_path, monkeypatch, encoding):
+    text = read(project / SAVED)
+    mangled = ("\ufeff" + text).encode("utf-16-be") if encoding == "utf-16-be" else text.encode("utf-16")  # PowerShell 5's `>`
+    (project / "tests" / "transcripts" / "windows.txt").write_bytes(mangled)
+    result = pytester.runpytest()
+    result.assert_outcomes(passed=1, failed=1)  # never "1 passed" with the re-encoded file not run
+    result.stdout.fnmatch_lines(["*windows.txt*UTF-16*save it as UTF-8*"])
+    monkeypatch.chdir(project)
+    replayed = invoke("replay", "tests/transcripts", "--check")
+    assert replayed.exit_code == 2 and "windows.txt: the file is UTF-16 text" in replayed.stderr
+
+
 def test_replay_check_names_the_line_endings(tmp_path, monkeypatch):
     from harness.record import run_scenario
     from harness.scenario import find_scenario, load_scenario
