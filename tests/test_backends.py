@@ -456,3 +456,8 @@ def test_a_server_without_a_count_endpoint_is_asked_once(server):
     model = ServerModel("m", server.url)
     assert list(model.stream("Q\n", ())) == ["Hi", "."] and list(model.stream("Q\n", ())) == ["Hi", "."]
     assert len(server.extras) == 1
+
+
+def test_https_to_a_plain_http_server_says_the_handshake_failed(server):
+    says = failure(ServerModel("m", server.url.replace("http://", "https://"), max_seconds=5))
+    assert "TLS handshake" in says and "plain http://" in says and "is the server running" not in says

@@ -38,12 +38,22 @@ def drain(response: httpx.Response, raw: Iterator[bytes]) -> None:
 
 def certificate_refused(error: BaseException) -> str:
     """Why TLS refused the server's certificate, if that is why the connection failed."""
+    cause = _cause(error, ssl.SSLCertVerificationError)
+    return hidden(str(cause.verify_message or cause.reason or "not verified"))[:200] if cause else ""
+
+
+def handshake_failed(error: BaseException) -> str:
+    """Why the TLS handshake failed otherwise (`https://` to a plain-HTTP server: its answer
+    is no TLS record, WRONG_VERSION_NUMBER), if it did."""
+    cause = _cause(error, ssl.SSLError)
+    return hidden(str(cause.reason or cause))[:200] if cause else ""
+
+
+def _cause(error: BaseException, kind: type[BaseException]) -> Any:
     cause: BaseException | None = error
-    while cause is not None:
-        if isinstance(cause, ssl.SSLCertVerificationError):
-            return hidden(str(cause.verify_message or cause.reason or "not verified"))[:200]
+    while cause is not None and not isinstance(cause, kind):
         cause = cause.__cause__ or cause.__context__
-    return ""
+    return cause
 
 
 def tls(base_url: str) -> ssl.SSLContext | bool:

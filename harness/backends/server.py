@@ -39,7 +39,7 @@ import httpx
 
 from harness.backends import wire
 from harness.backends.bounds import DEFAULTS, Bounds, Budget
-from harness.backends.connection import CALLS, Sockets, certificate_refused, drain, read_bounded, tls
+from harness.backends.connection import CALLS, Sockets, certificate_refused, drain, handshake_failed, read_bounded, tls
 from harness.backends.counts import PromptCounter
 from harness.backends.entry import Entry
 from harness.backends.urls import check_base_url, hidden, url_secrets
@@ -216,6 +216,8 @@ class ServerModel:
         except (httpx.ConnectError, httpx.ConnectTimeout) as e:
             if refused := certificate_refused(e):
                 raise ModelError(f"{self.where} is not trusted: its TLS certificate was refused ({refused}; SSL_CERT_FILE names a CA to trust)") from None
+            if failed := handshake_failed(e):
+                raise ModelError(f"the TLS handshake with {self.where} failed ({failed}): does it speak https://, or plain http://?") from None
             where = "set --base-url or HARNESS_BASE_URL, or --wait-for-server SECONDS while it starts"
             raise ModelError(f"cannot connect to {self.where}: is the server running? ({where})") from None
         except httpx.TimeoutException:
