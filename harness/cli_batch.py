@@ -110,6 +110,8 @@ def check(jobs: list[Job], options: Options) -> None:
         if same_file(path.parent) == same_file(options.save_dir) and path.suffix == ".txt":
             raise HarnessError(f"{option} {path}", f"lies in --save-dir {options.save_dir}, among the transcripts; write it elsewhere")
     folder = options.save_dir
+    if folder.is_symlink() and not folder.exists():
+        raise HarnessError(f"--save-dir {folder}", "is a link that loops or leads nowhere")
     if folder.exists() and not folder.is_dir():
         raise HarnessError(f"--save-dir {folder}", "is not a folder")
     if not folder.parent.is_dir():

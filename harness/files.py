@@ -64,6 +64,17 @@ def read_input(path: Path, error: type[HarnessError] = HarnessError) -> str:
 _UTF16 = (b"\xff\xfe", b"\xfe\xff")  # the byte-order marks of UTF-16, little- and big-endian
 
 
+def not_a_file(path: Path) -> str:
+    """Why `path` names no regular file ("" if it does), in read_input's words."""
+    try:
+        mode = os.stat(path).st_mode
+    except FileNotFoundError:
+        return _missing(path)
+    except OSError as e:
+        return f"cannot be read ({e.strerror})"
+    return "" if stat.S_ISREG(mode) else "is a folder, not a file" if stat.S_ISDIR(mode) else _NOT_REGULAR
+
+
 def _missing(path: Path) -> str:
     """Why a path that names no file names none: nothing is there, or a link to nothing."""
     try:

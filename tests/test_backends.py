@@ -233,6 +233,11 @@ def test_a_missing_gguf_file_is_named(tmp_path):
     with pytest.raises(HarnessError) as caught:
         model_from_spec(f"local:{tmp_path / 'none.gguf'}")
     assert "none.gguf" in str(caught.value) and "no such file" in str(caught.value)
+    (tmp_path / "loop.gguf").symlink_to(tmp_path / "loop.gguf")
+    for given, says in (("loop.gguf", "Too many levels of symbolic links"), ("/dev/zero", "is not a regular file"), (".", "is a folder")):
+        with pytest.raises(HarnessError) as caught:
+            model_from_spec(f"local:{given if given.startswith('/') else tmp_path / given}")
+        assert says in str(caught.value) and "no such file" not in str(caught.value)
 
 
 def test_importing_the_backends_does_not_import_httpx_or_llama_cpp():

@@ -224,6 +224,14 @@ def test_an_option_that_shows_one_run_names_the_option_that_made_a_batch(tmp_pat
     assert result.stderr == "error: --format: shows one run, and --save-dir makes this a batch (a summary of runs); give one of them\n"
 
 
+def test_a_save_dir_that_is_a_looping_or_broken_link_says_so(tmp_path):
+    (tmp_path / "loop").symlink_to(tmp_path / "loop")
+    (tmp_path / "gone").symlink_to(tmp_path / "nowhere")
+    for name in ("loop", "gone"):
+        result = invoke("run", "nimbus", "calculator", "--save-dir", str(tmp_path / name))
+        assert result.exit_code == 2 and result.stderr == f"error: --save-dir {tmp_path / name}: is a link that loops or leads nowhere\n"
+
+
 def test_a_saved_run_of_a_batch_loads_and_replays(tmp_path):
     scenario(tmp_path, "a")
     out = tmp_path / "out"
