@@ -32,6 +32,7 @@ from typing import Any
 import regex
 
 from harness.errors import HarnessError, TranscriptFormatError
+from harness.files import not_a_file
 from harness.values import value
 
 ORIGINS = ("transcript", "root", "shipped")
@@ -108,9 +109,10 @@ def resolve(source: Source, where: str, transcript_folder: Path, root: Path, shi
         path = shipped / f"{source.scenario}.toml"
     else:
         path = Path(os.path.normpath((transcript_folder if source.origin == "transcript" else root) / str(source.scenario)))
-    if not path.is_file():
+    if why := not_a_file(path):
         relative = "this file's folder" if source.origin == "transcript" else source.origin
-        raise HarnessError(f"{where}: source", f"the scenario it was recorded from is gone: {source.scenario!r} (from {relative}, looked for {path})")
+        said = "is gone" if why == "no such file" else why
+        raise HarnessError(f"{where}: source", f"the scenario it was recorded from {said}: {source.scenario!r} (from {relative}, looked for {path})")
     return path
 
 

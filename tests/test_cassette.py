@@ -16,6 +16,7 @@ import json
 import sys
 import threading
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+import os
 from pathlib import Path
 
 import pytest
@@ -111,6 +112,19 @@ def test_the_source_s_own_completions_are_not_the_recording(pytester, project):
     recorded.stdout.fnmatch_lines(["*harness --harness-record*", "rewrote tests/transcripts/weather.txt"])
     assert "model     | Final Answer: rain all day\n" in read(project / SAVED)
     pytester.runpytest().assert_outcomes(passed=1)
+
+
+def test_a_source_that_is_a_looping_link_or_a_fifo_says_which(project, monkeypatch):
+    monkeypatch.chdir(project)
+    scenario = project / "scenarios" / "weather.toml"
+    scenario.unlink()
+    scenario.symlink_to(scenario)
+    result = invoke("replay", str(SAVED), "--check")
+    assert result.exit_code == 2 and "recorded from cannot be read (Too many levels of symbolic links)" in result.stderr
+    scenario.unlink()
+    os.mkfifo(scenario)
+    result = invoke("replay", str(SAVED), "--check")
+    assert result.exit_code == 2 and "recorded from is not a regular file" in result.stderr
 
 
 def test_a_source_that_is_gone_is_one_line_naming_it(pytester, project):
