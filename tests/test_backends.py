@@ -444,6 +444,8 @@ def test_a_count_endpoint_that_never_ends_costs_bounded_memory_and_time_and_no_c
     finally:
         tracemalloc.stop()
     assert took < 3 and peak < 2_000_000
+    if count.drip:  # it ran out of time: said, once
+        assert [n for n in model.notes if "token count" in n] == ["the server's token count (/extras/tokenize/count) did not answer in 1.5 s; this run's tokens are not counted"]
 
 
 def test_waiting_for_a_server_whose_model_list_never_ends_is_bounded(server):
