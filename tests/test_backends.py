@@ -458,6 +458,16 @@ def test_waiting_for_a_server_whose_model_list_never_ends_is_bounded(server):
     assert time.monotonic() - started < 3
 
 
+def test_waiting_for_a_silent_server_ends_by_its_own_deadline(server):
+    import time
+
+    server.get_reply = Reply(content_type="application/json", header_drip=10)  # its answer to a GET never gets past the headers
+    model = ServerModel("m", server.url)
+    started = time.monotonic()
+    assert not model.wait(3.0)
+    assert time.monotonic() - started < 3.6  # not a last probe of 2 s begun just before the deadline
+
+
 def test_a_server_without_a_count_endpoint_is_asked_once(server):
     server.reply = Reply(chunks=sse(text("Hi"), text(".", "stop"), "[DONE]"))
     model = ServerModel("m", server.url)

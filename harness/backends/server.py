@@ -169,7 +169,7 @@ class ServerModel:
         deadline = time.monotonic() + seconds
         while True:
             try:
-                read_bounded(self._client, "GET", f"{self.base_url}/models", min(2.0, max(0.1, seconds)), 0)
+                read_bounded(self._client, "GET", f"{self.base_url}/models", min(2.0, max(0.1, deadline - time.monotonic())), 0)  # ends by the deadline
                 return True
             except httpx.HTTPError as e:
                 if certificate_refused(e):  # it is up, and refused: waiting would not change that
