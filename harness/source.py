@@ -29,14 +29,14 @@ from dataclasses import field, replace
 from pathlib import Path
 from typing import Any
 
-import regex
-
 from harness.errors import HarnessError, TranscriptFormatError
+from harness.patterns import lazy
 from harness.values import value
 
 ORIGINS = ("transcript", "root", "shipped")
-AGENT_REF = regex.compile(r"[A-Za-z_][\w.]{0,199}:[A-Za-z_]\w{0,99}")  # module:attribute
-_SHA = regex.compile(r"[0-9a-f]{64}")
+AGENT_REF = lazy(r"[A-Za-z_][\w.]{0,199}:[A-Za-z_]\w{0,99}")  # module:attribute
+_SHA = lazy(r"[0-9a-f]{64}")
+_SHIPPED = lazy(r"[A-Za-z0-9][A-Za-z0-9_.-]{0,63}")  # a shipped scenario's name: a file name, no path
 
 
 @value
@@ -137,7 +137,7 @@ def from_meta(value: Any, where: str) -> Source:
         raise fail(f"from must be one of {', '.join(ORIGINS)}")
     if not isinstance(scenario, str) or not 0 < len(scenario) <= 1000 or "\x00" in scenario:
         raise fail("scenario must be a path or a name")
-    if origin == "shipped" and not regex.fullmatch(r"[A-Za-z0-9][A-Za-z0-9_.-]{0,63}", scenario):
+    if origin == "shipped" and not _SHIPPED.fullmatch(scenario):
         raise fail("a shipped scenario is named without a path")
     if origin != "shipped" and (Path(scenario).is_absolute() or not scenario.endswith(".toml") or scenario.startswith(("/", "\\"))):
         raise fail("scenario must be a relative path to a .toml file")

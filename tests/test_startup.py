@@ -46,6 +46,13 @@ def test_a_scripted_run_imports_no_client_and_no_view_it_does_not_draw():
     assert "rich" not in imported("run", "nimbus", "--format", "tagged")
 
 
+def test_a_scripted_run_of_short_lines_loads_no_regex():
+    # Its patterns are compiled when first used (harness.patterns), and its short lines are
+    # read by their re twins: regex (55M instructions to import) waits for a line too long.
+    for args in (["run", "nimbus"], ["run", "nimbus", "--format", "tagged"], ["run", "paper-river"], ["run", "governed-research"], ["run", "calculator"]):
+        assert "regex" not in imported(*args), args
+
+
 def test_a_live_run_loads_the_client_but_not_httpxs_own_command_line():
     # httpx imports its command line (click, pygments) whenever click is installed, as it
     # is beside llama.cpp's server; the harness command never uses it.
