@@ -43,7 +43,8 @@ def test_a_scripted_run_imports_no_client_and_no_view_it_does_not_draw():
         modules = imported(*args)
         assert "harness.loop" in modules
         assert not modules & {*CLIENTS, "harness.backends.messages", "harness.render.frames", "harness.render.html"}, args
-    assert "rich" not in imported("run", "nimbus", "--format", "tagged")
+    for args in (["run", "nimbus"], ["run", "nimbus", "--format", "tagged"]):  # the default view, to a pipe: plain rows
+        assert "rich" not in imported(*args), args
 
 
 def test_a_scripted_run_of_short_lines_loads_no_regex_and_no_openssl():
