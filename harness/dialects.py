@@ -24,42 +24,38 @@ from __future__ import annotations
 
 import json
 import re
-from typing import Any
-
-import regex
+from typing import TYPE_CHECKING, Any
 
 from harness.arguments import ARGS_MAX, parse_args
 from harness.decisions import Action
 from harness.errors import HarnessError
+from harness.patterns import Lazy, lazy
+
+if TYPE_CHECKING:
+    import regex
 
 _TIMEOUT = 0.25  # seconds; a match that takes longer is treated as no match
 _UNTIMED = 1_000  # characters: a line this short matches in under a millisecond, whatever it holds
 
 
-def _match(pattern: regex.Pattern[str], text: str) -> re.Match[str] | regex.Match[str] | None:
+def _match(pattern: Lazy, text: str) -> re.Match[str] | regex.Match[str] | None:
     """`pattern` at the start of `text`: one line (or, for react-paper's answer, a lane whose
     first line is the call). A search would try the anchor again at every character, which on
     a 100,000-character line costs a hundred times what one try does."""
     if len(text) <= _UNTIMED:  # the timer costs more than the match itself; nothing to guard here
-        return (_QUICK.get(pattern) or _quick(pattern)).match(text)
+        return pattern.quick.match(text)
     try:
         return pattern.match(text, timeout=_TIMEOUT)
     except TimeoutError:
         return None
 
 
-_QUICK: dict[regex.Pattern[str], re.Pattern[str]] = {}
-
-
-def _quick(pattern: regex.Pattern[str]) -> re.Pattern[str]:
+def _quick(pattern: Lazy) -> re.Pattern[str]:
     """The same pattern compiled by the standard library's re, for a line too short to need
     regex's timeout: re's call costs about a third of regex's (3,400 machine instructions
     against 9,000 on a 22-character Action line), and on these patterns (plain
     classes, bounded repeats, `$` per line) both match the same (tests/test_dialects.py)."""
-    if pattern.flags & ~(regex.VERSION0 | regex.UNICODE | regex.MULTILINE):
-        raise TypeError(f"{pattern.pattern!r}: only MULTILINE is read the same by re and regex here")
-    _QUICK[pattern] = quick = re.compile(pattern.pattern, pattern.flags & (re.UNICODE | re.MULTILINE))
-    return quick
+    return pattern.quick
 
 
 def _starts_with(s: str, word: str, boundary: bool, complete: bool) -> bool | None:
@@ -85,11 +81,11 @@ class Dialect:
     name: str
     expected: str  # the exact format, quoted in notices
     expected_action: str
-    _action: regex.Pattern[str]
+    _action: Lazy  # compiled (and regex loaded) only for a line too long for its re twin
     _markers: tuple[tuple[str, str, bool], ...] = (("answer", "Final Answer:", False), ("action", "Action", True))
     _starting = _by_first(_markers)  # first character -> the markers that begin so (and for each subclass's own)
     close = ")"  # the bracket that ends a call's arguments
-    _loose = regex.compile(
+    _loose = lazy(
         r"^[ \t]*Action[ \t]*\d{0,6}[ \t]*:[ \t]*(?P<tool>[A-Za-z_][A-Za-z0-9_]{0,63})[ \t]*[(\[]"
         rf"(?P<rest>[^\r\n]{{0,{ARGS_MAX}}})",
     )
@@ -101,7 +97,8 @@ class Dialect:
         super().__init_subclass__(**kwargs)
         cls._starting = _by_first(cls._markers)
         action = cls.__dict__.get("_action")
-        if action is not None and (action.groups, dict(action.groupindex)) != (2, {"tool": 1, "args": 2}):
+        # (read from the re twin, which has the same groups: checking costs no regex compile)
+        if action is not None and (action.quick.groups, dict(action.quick.groupindex)) != (2, {"tool": 1, "args": 2}):
             raise TypeError(f"{cls.__name__}._action must have exactly the groups (tool, args), in that order")
 
     def stops(self, step: int) -> tuple[str, ...]:
@@ -177,10 +174,10 @@ class DefaultDialect(Dialect):
     name = "default"
     expected_action = "`Action: tool_name(arguments)`"
     expected = "`Action: tool_name(arguments)` or `Final Answer: your answer`, on a line of its own"
-    _action = regex.compile(
+    _action = lazy(
         r"^[ \t]*Action:[ \t]*(?P<tool>[A-Za-z_][A-Za-z0-9_]{0,63})[ \t]*"
         rf"\((?P<args>[^\r\n]{{0,{ARGS_MAX}}}?)\)[ \t]*\r?$",
-        regex.MULTILINE,
+        re.MULTILINE,
     )
 
     def stops(self, step: int) -> tuple[str, ...]:
@@ -198,10 +195,10 @@ class ReactPaperDialect(Dialect):
     expected_action = "`Action k: Tool[argument]`"
     expected = "`Action k: Tool[argument]` on a line of its own, or `Action k: Finish[your answer]`"
     _markers = (("action", "Action", True),)
-    _action = regex.compile(
+    _action = lazy(
         r"^[ \t]*Action[ \t]*\d{1,6}[ \t]*:[ \t]*(?P<tool>[A-Za-z_][A-Za-z0-9_]{0,63})"
         rf"\[(?P<args>[^\r\n]{{0,{ARGS_MAX}}}?)\][ \t]*\r?$",
-        regex.MULTILINE,
+        re.MULTILINE,
     )
 
     def stops(self, step: int) -> tuple[str, ...]:

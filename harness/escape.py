@@ -18,7 +18,7 @@ from __future__ import annotations
 import json
 from typing import Any
 
-import regex
+from harness.patterns import lazy
 
 # Terminal: "\n" ends a row and "\t" only moves right (rich expands it), so both stay.
 # Every other C0 character and DEL become Unicode control pictures (ESC -> ␛, CR -> ␍),
@@ -93,7 +93,7 @@ def for_json(line: str) -> str:
 # XML 1.0 (a JUnit report) cannot hold most C0 characters at all, not even as &#x1b;: a
 # parser refuses the whole file. They are drawn as for a terminal (a JUnit page shows the
 # text to a person), and whatever else XML forbids (U+FFFE, U+FFFF) becomes a \u escape.
-_NOT_XML = regex.compile(r"[^\t\n\r\x20-\ud7ff\ue000-\ufffd\U00010000-\U0010ffff]")
+_NOT_XML = lazy(r"[^\t\n\r\x20-\ud7ff\ue000-\ufffd\U00010000-\U0010ffff]")
 
 
 def for_xml(text: str) -> str:

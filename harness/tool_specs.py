@@ -17,15 +17,15 @@ from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
-import regex
-
 from harness.errors import ScenarioError
+from harness.patterns import lazy
 from harness.tools import BUILTINS, TRAITS, Tool, canned, from_function
 from harness.user_code import import_function
 from harness.values import value
 from harness.workspace import TOOL_NAMES, Workspace
 
 _TOOL_FIELDS = {"description", "params", "results", "default", "trait", "python", "example"}
+_PYTHON_REF = lazy(r"[A-Za-z_]\w{0,63}(?:\.[A-Za-z_]\w{0,63}){0,7}:[A-Za-z_]\w{0,63}")  # a Python tool: module:function
 
 
 @value
@@ -77,7 +77,7 @@ def parse_tool(name: str, spec: Any, where: str) -> ToolSpec:
     if python is not None and (extra := sorted(set(spec) - {"python", "trait", "example"})):
         raise ScenarioError(f"{where}.{extra[0]}", "does not go with python: the function's docstring and parameters say it")
     if python is not None:
-        if not isinstance(python, str) or not regex.fullmatch(r"[A-Za-z_]\w{0,63}(?:\.[A-Za-z_]\w{0,63}){0,7}:[A-Za-z_]\w{0,63}", python):
+        if not isinstance(python, str) or not _PYTHON_REF.fullmatch(python):
             raise ScenarioError(f"{where}.python", "must read 'module:function' (a module beside the scenario, or an importable one)")
         return ToolSpec(name, trait=trait, python=python, example=example)
     results = spec.get("results")

@@ -26,12 +26,12 @@ import json
 import math
 import operator
 from collections.abc import Callable, Iterable, Mapping
-from dataclasses import dataclass
 from functools import cached_property
 from typing import Any
 
 from harness import captured
 from harness.user_code import as_text, describe, message, what_it_holds
+from harness.values import value
 
 TRAITS = ("exploration", "exploitation", "neutral", "unknown")
 
@@ -40,7 +40,7 @@ class ToolError(Exception):
     """What went wrong, in words the model can act on."""
 
 
-@dataclass(frozen=True)
+@value(slots=False)  # public: a frozen dataclass with a __dict__, as it always was (harness.values)
 class Tool:
     name: str
     description: str  # one line, shown to the model

@@ -31,9 +31,8 @@ from collections.abc import Iterable, Iterator
 from enum import StrEnum
 from typing import Any
 
-import regex
-
 from harness.errors import TranscriptFormatError
+from harness.patterns import lazy
 from harness.values import value
 
 HEADER = "# harness transcript v1"
@@ -145,7 +144,7 @@ class Transcript:
 
 _WIDTH = 9  # len("developer")
 _AUTHORS = {f"{a.value:<{_WIDTH}}": a for a in Author}  # "model    " -> Author.MODEL
-_KEY = regex.compile(r"[a-z_][a-z0-9_]{0,63}")
+_KEY = lazy(r"[a-z_][a-z0-9_]{0,63}")
 
 
 def split_lines(text: str) -> list[str]:

@@ -19,11 +19,10 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
-import regex
-
 from harness.captured import printed_here
 from harness.errors import HarnessError
 from harness.files import resolved
+from harness.patterns import lazy
 
 
 def message(e: BaseException) -> str:
@@ -199,7 +198,7 @@ def _said(e: BaseException) -> str:
     return _PACKAGE.sub("", describe(e))  # the folder's package is harness's name, not the user's
 
 
-_PACKAGE = regex.compile(r"harness_tools_[0-9a-f]{16}\.?")
+_PACKAGE = lazy(r"harness_tools_[0-9a-f]{16}\.?")
 
 
 def as_text(value: Any) -> str | None:

@@ -20,12 +20,12 @@ from __future__ import annotations
 import heapq
 import json
 
-import regex
-
+from harness.patterns import lazy
 from harness.tools import Tool, ToolError
 
-_DRIVE = regex.compile(r"[A-Za-z]:")
-_CONTROL = regex.compile(r"[\x00-\x1f\x7f]")
+_DRIVE = lazy(r"[A-Za-z]:")
+_CONTROL = lazy(r"[\x00-\x1f\x7f]")
+_SEPARATOR = lazy(r"[/\\]")
 _LISTED = 10  # file names a missing-file observation lists
 _NAME_SHOWN = 100  # characters of one name it shows
 
@@ -39,7 +39,7 @@ def _check(path: object) -> str:
         raise ToolError("path must be a non-empty string")
     if path.startswith(("/", "\\")) or _DRIVE.match(path):
         raise ToolError(f"{path!r} is absolute; use a path relative to the workspace")
-    parts = regex.split(r"[/\\]", path)
+    parts = _SEPARATOR.split(path)
     if ".." in parts:
         raise ToolError(f"{path!r} has a '..' segment; paths must stay inside the workspace")
     if any(part in ("", ".") for part in parts):

@@ -43,7 +43,26 @@ def test_a_scripted_run_imports_no_client_and_no_view_it_does_not_draw():
         modules = imported(*args)
         assert "harness.loop" in modules
         assert not modules & {*CLIENTS, "harness.backends.messages", "harness.render.frames", "harness.render.html"}, args
-    assert "rich" not in imported("run", "nimbus", "--format", "tagged")
+    for args in (["run", "nimbus"], ["run", "nimbus", "--format", "tagged"]):  # the default view, to a pipe: plain rows
+        assert "rich" not in imported(*args), args
+
+
+def test_a_scripted_run_of_short_lines_loads_no_regex_and_no_openssl():
+    # Its patterns are compiled when first used (harness.patterns), and its short lines are
+    # read by their re twins: regex (55M instructions to import) waits for a line too long.
+    # Its fingerprint is small: Python's own SHA-256, not hashlib's OpenSSL (11M to load).
+    for args in (["run", "nimbus"], ["run", "nimbus", "--format", "tagged"], ["run", "paper-river"], ["run", "governed-research"], ["run", "calculator"]):
+        assert not imported(*args) & {"regex", "hashlib", "_hashlib"}, args
+
+
+def test_a_fingerprint_is_sha256_small_or_big():
+    import hashlib
+
+    from harness.source import fingerprint
+
+    for parts in (["ab", "c", b"\xff"], ["é" * 600_000, "x"]):  # under a megabyte, and over
+        data = [p.encode() if isinstance(p, str) else p for p in parts]
+        assert fingerprint(parts) == hashlib.sha256(b"".join(b"%d:" % len(d) + d for d in data)).hexdigest()
 
 
 def test_a_live_run_loads_the_client_but_not_httpxs_own_command_line():

@@ -100,6 +100,22 @@ def test_a_value_is_a_frozen_dataclass_to_subclasses_weakrefs_and_its_own_method
     assert repr(Own(1)) == "mine" and Own(1) == Own(1)
 
 
+def test_a_tool_is_the_frozen_dataclass_it_always_was():
+    from harness import Tool, from_function
+
+    def shout(text: str) -> str:
+        """Say it louder."""
+        return text.upper()
+
+    tool = from_function(shout)
+    assert dataclasses.is_dataclass(tool) and Tool.__dataclass_params__.frozen and tool == from_function(shout)
+    assert tool.call(("hi",), {}) == "HI" and "_params" in vars(tool)  # its cached lookups live in its __dict__
+    with pytest.raises(dataclasses.FrozenInstanceError):
+        tool.name = "other"
+    assert dataclasses.replace(tool, trait="neutral").trait == "neutral" and hash(tool) == hash(from_function(shout))
+    assert repr(tool).startswith("Tool(name='shout', description='Say it louder.', params=('text',), fn=<function")
+
+
 def test_value_refuses_what_it_would_get_wrong():
     class Checked:
         x: int

@@ -25,12 +25,12 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 
-import regex
+from harness.patterns import lazy
 
 MASK = "***"
 MIN_SECRET = 4
 REPLACEMENT = "\ufffd"  # what a lone surrogate becomes
-_SURROGATE = regex.compile(r"[\ud800-\udfff]")
+_SURROGATE = lazy(r"[\ud800-\udfff]")
 
 
 def encodable(text: str) -> str:
