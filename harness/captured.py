@@ -19,7 +19,8 @@ nothing, so a tool call's buffer is made only when it first writes (_PENDING unt
 A thread the tool started itself (a pool of its own) captures nothing, yet what it prints
 is the tool's too: while one call captures, it goes into that call's buffer; while several
 do (a batch), whose it is cannot be told, and it is dropped. Never raw onto harness's own
-output. Harness's threads (the main one, a batch's, any that ran a tool) write through.
+output. Harness's threads (the main one, a batch's, any that ran a tool) write through:
+a batch's notes and progress, printed from its threads while another run's tool prints.
 """
 
 from __future__ import annotations
@@ -53,7 +54,7 @@ class _PerThread:
 
     def _target(self) -> Any:
         me = threading.get_ident()
-        if me not in _buffers and me not in _runs and threading.current_thread() is not threading.main_thread():
+        if me not in _buffers and me not in _runs and not _harnesss(threading.current_thread()):
             capturing = list(_buffers)  # a tool's own thread: the output is that tool's
             if len(capturing) != 1:
                 return _Dropped() if capturing else self.real
@@ -68,6 +69,11 @@ class _PerThread:
 
     def __getattr__(self, name: str) -> Any:  # flush, isatty, encoding, ...
         return getattr(self._target(), name)
+
+
+def _harnesss(thread: threading.Thread) -> bool:
+    """The main thread, or one of a batch's (harness.batch names them harness-run_N)."""
+    return thread is threading.main_thread() or thread.name.startswith("harness-")
 
 
 def start() -> io.StringIO | str | None:

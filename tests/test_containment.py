@@ -400,3 +400,31 @@ def test_a_looping_link_in_a_scenarios_folder_is_one_line(tmp_path, monkeypatch,
         errors = [line for line in result.stderr.splitlines() if line.startswith("error:")]
         assert len(errors) == 1 and ("Too many levels of symbolic links" in errors[0] or "a link that loops" in errors[0]), result.stderr
     assert (tmp_path / "out" / "nimbus.txt").is_file()  # the batch's other run ran and was saved
+
+
+def test_a_batch_thread_writes_through_while_another_runs_tool_prints(capsys):
+    import threading
+
+    from harness import captured
+
+    printing, written = threading.Event(), threading.Event()
+
+    def tool_run() -> None:  # a run's thread: its tool prints, and is still running
+        outer = captured.start()
+        print("from the tool")
+        printing.set()
+        written.wait(5)
+        assert captured.stop(outer) == "from the tool\n"
+
+    def note() -> None:  # another run's thread says a note meanwhile (harness.cli_batch.say_notes)
+        printing.wait(5)
+        print("note: from harness", file=sys.stderr)
+        written.set()
+
+    threads = [threading.Thread(target=tool_run, name="harness-run_0"), threading.Thread(target=note, name="harness-run_1")]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    out = capsys.readouterr()
+    assert out.err == "note: from harness\n" and "from the tool" not in out.out
