@@ -31,6 +31,13 @@ def main() -> None:
     except KeyboardInterrupt:
         print("interrupted", file=sys.stderr)
         sys.exit(130)
+    finally:
+        # At exit the collector would walk every object once more, to free what the
+        # process is dropping anyway (~10 ms); frozen, it skips them. Files are closed by
+        # their `with`, and atexit hooks still run.
+        import gc
+
+        gc.freeze()
 
 
 if __name__ == "__main__":

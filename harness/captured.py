@@ -15,6 +15,11 @@ if it has one, and to the real stream otherwise; the last capture to end puts th
 ones back. What a tool writes to stderr is its output too: it goes into the observation
 (where views show it, never obey it), not raw onto the user's terminal. Most tools print
 nothing, so a tool call's buffer is made only when it first writes (_PENDING until then).
+
+A thread the tool started itself (a pool of its own) captures nothing, yet what it prints
+is the tool's too: while one call captures, it goes into that call's buffer; while several
+do (a batch), whose it is cannot be told, and it is dropped. Never raw onto harness's own
+output. Harness's threads (the main one, a batch's, any that ran a tool) write through.
 """
 
 from __future__ import annotations
@@ -28,9 +33,18 @@ from typing import Any
 
 _lock = threading.Lock()
 _depth = 0  # captures in progress, in all threads
-_local = threading.local()  # .buffer: the capturing thread's own
+_buffers: dict[int, Any] = {}  # thread ident -> its capture's buffer (or _PENDING), while it captures
+_runs: set[int] = set()  # threads that ran a tool: harness's, or the caller's own, never a tool's
 _proxies: tuple[_PerThread, _PerThread] | None = None  # for (stdout, stderr)
 _PENDING = "pending"  # the thread captures, and has printed nothing yet
+
+
+class _Dropped:
+    def write(self, text: str) -> int:
+        return len(text)
+
+    def flush(self) -> None:
+        pass
 
 
 class _PerThread:
@@ -38,9 +52,15 @@ class _PerThread:
         self.real = real
 
     def _target(self) -> Any:
-        buffer = getattr(_local, "buffer", None)
+        me = threading.get_ident()
+        if me not in _buffers and me not in _runs and threading.current_thread() is not threading.main_thread():
+            capturing = list(_buffers)  # a tool's own thread: the output is that tool's
+            if len(capturing) != 1:
+                return _Dropped() if capturing else self.real
+            me = capturing[0]
+        buffer = _buffers.get(me)
         if buffer is _PENDING:
-            buffer = _local.buffer = io.StringIO()
+            buffer = _buffers[me] = io.StringIO()
         return buffer or self.real
 
     def write(self, text: str) -> int:
@@ -53,21 +73,26 @@ class _PerThread:
 def start() -> io.StringIO | str | None:
     """Begin catching this thread's prints; what it returns is for `stop`."""
     global _depth, _proxies
+    me = threading.get_ident()
     with _lock:
         if _depth == 0:
             if _proxies is None or _proxies[0].real is not sys.stdout or _proxies[1].real is not sys.stderr:  # made once per real stream
                 _proxies = (_PerThread(sys.stdout), _PerThread(sys.stderr))
             sys.stdout, sys.stderr = _proxies
         _depth += 1
-    outer = getattr(_local, "buffer", None)  # a tool that imports a tool module: nested
-    _local.buffer = _PENDING
+        _runs.add(me)
+    outer = _buffers.get(me)  # a tool that imports a tool module: nested
+    _buffers[me] = _PENDING
     return outer
 
 
 def stop(outer: io.StringIO | str | None) -> str:
     """Stop catching this thread's prints (`outer`: what `start` returned): what it printed."""
     global _depth
-    printed, _local.buffer = _local.buffer, outer
+    me = threading.get_ident()
+    printed = _buffers.pop(me)
+    if outer is not None:
+        _buffers[me] = outer
     with _lock:
         _depth -= 1
         if _depth == 0 and _proxies is not None:
@@ -78,7 +103,7 @@ def stop(outer: io.StringIO | str | None) -> str:
 @contextmanager
 def printed_here() -> Iterator[io.StringIO]:
     outer = start()
-    _local.buffer = buffer = io.StringIO()
+    _buffers[threading.get_ident()] = buffer = io.StringIO()
     try:
         yield buffer
     finally:

@@ -13,6 +13,7 @@ from __future__ import annotations
 import os
 import sys
 import time
+from dataclasses import replace
 from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated, Any
@@ -109,6 +110,8 @@ def check(jobs: list[Job], options: Options) -> None:
         if same_file(path.parent) == same_file(options.save_dir) and path.suffix == ".txt":
             raise HarnessError(f"{option} {path}", f"lies in --save-dir {options.save_dir}, among the transcripts; write it elsewhere")
     folder = options.save_dir
+    if folder.is_symlink() and not folder.exists():
+        raise HarnessError(f"--save-dir {folder}", "is a link that loops or leads nowhere")
     if folder.exists() and not folder.is_dir():
         raise HarnessError(f"--save-dir {folder}", "is not a folder")
     if not folder.parent.is_dir():
@@ -206,13 +209,15 @@ def run_many(arguments: list[str], options: Options) -> None:
 
     jobs = gather(arguments)
     check(jobs, options)
+    given = {p.absolute(): p for p in (options.report, options.junit) if p is not None}
+    options = replace(options, **{k: getattr(options, k).absolute() for k in ("save_dir", "report", "junit") if getattr(options, k) is not None})  # now: a tool's os.chdir cannot move them
     models = RunModels(options.model, options.base_url, options.call, options.jobs, sum(not j.error for j in jobs))  # a bad --model: one line, once
     try:
         ordered, not_started, interrupted = run_batch(jobs, worker(options, Path.cwd(), models), options.jobs, interrupt=models.interrupt)
     finally:
         models.close()
     for path in write_reports(ordered, options.report, options.junit, options.fail_on, not_started):
-        typer.echo(f"wrote {path}", err=True)
+        typer.echo(f"wrote {given.get(path, path)}", err=True)
     if interrupted:
         end_interrupted(ordered)
     raise typer.Exit(exit_code(ordered, options.fail_on))
@@ -231,8 +236,14 @@ def end_interrupted(ordered: list[Outcome]) -> None:
     raise typer.Exit(INTERRUPTED)
 
 
-def refuse_single_run_options(format_given: bool, save: Path | None, live: bool, cost: bool) -> None:
-    """What shows one run (its transcript, as it streams, its cost) cannot show several."""
+def refuse_single_run_options(format_given: bool, save: Path | None, live: bool, cost: bool, save_dir: Path | None = None, batch_option: str = "") -> None:
+    """What shows one run (its transcript, as it streams, its cost) cannot show several;
+    `batch_option`: the option that made one scenario a batch, if one did."""
+    if save is not None and save_dir is not None:
+        raise HarnessError("--save", "and --save-dir both say where to save; give one of them")
+    for given, option in ((save is not None, "--save"), (format_given, "--format"), (live, "--live"), (cost, "--cost")):
+        if given and batch_option:
+            raise HarnessError(option, f"shows one run, and {batch_option} makes this a batch (a summary of runs); give one of them")
     for given, option, instead in (
         (save is not None, "--save", "use --save-dir DIR"),
         (format_given, "--format", "several runs print a summary; --report FILE writes it as JSON"),

@@ -101,7 +101,8 @@ def gather(arguments: list[Path]) -> "list[Job]":
     for argument in arguments:
         paths = [argument]
         if argument.is_dir():
-            paths = sorted(p for p in argument.rglob("*.txt") if p.is_file() and is_transcript(p))
+            # a regular file that is a transcript; a FIFO or a broken or looping link is named, never skipped unsaid
+            paths = sorted(p for p in argument.rglob("*.txt") if (is_transcript(p) if p.is_file() else not p.is_dir()))
             if not paths:
                 jobs.append(Job(str(argument), None, f"{argument}: the folder holds no saved transcript (*.txt)"))
         for path in paths:

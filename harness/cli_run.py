@@ -74,10 +74,12 @@ def run(
     batch = (save_dir, report, junit, fail_on)
     if len(scenarios) == 1:  # (among several, an empty one is a run that cannot start: cli_batch)
         named(scenarios[0], "SCENARIO", "scenario")
-    if len(scenarios) > 1 or any(Path(s).is_dir() for s in scenarios) or any(o is not None for o in batch):
+    several = len(scenarios) > 1 or any(Path(s).is_dir() for s in scenarios)
+    if several or any(o is not None for o in batch):
         from harness.cli_batch import Options, refuse_single_run_options, run_many
 
-        refuse_single_run_options(format is not Format.rich, save, live or delay is not None, cost)
+        made_by = "" if several else next(o for o, v in zip(("--save-dir", "--report", "--junit", "--fail-on"), batch) if v is not None)
+        refuse_single_run_options(format is not Format.rich, save, live or delay is not None, cost, save_dir, made_by)
         reasons = frozenset(r.strip() for r in (fail_on or "").split(",") if r.strip())
         if fail_on is not None and not reasons:
             raise HarnessError("--fail-on", "names no stop reason (give REASON,... or mismatch)")

@@ -19,6 +19,7 @@ or not at all, and the temporary file never outlives a failure.
 
 from __future__ import annotations
 
+import errno
 import os
 import re
 import stat
@@ -42,7 +43,7 @@ def read_input(path: Path, error: type[HarnessError] = HarnessError) -> str:
             raise error(where, _NOT_REGULAR)
         fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | getattr(os, "O_NOCTTY", 0))
     except FileNotFoundError:
-        raise error(where, "no such file") from None
+        raise error(where, _missing(path)) from None
     except OSError as e:
         raise error(where, f"cannot read the file ({e.strerror})") from None
     with os.fdopen(fd, "rb") as f:
@@ -55,7 +56,31 @@ def read_input(path: Path, error: type[HarnessError] = HarnessError) -> str:
     try:
         return data.decode("utf-8")
     except UnicodeDecodeError as e:
+        if data.startswith(_UTF16):
+            raise error(where, "the file is UTF-16 text (as Windows PowerShell's `>` writes it); save it as UTF-8") from None
         raise error(where, f"the file is not UTF-8 text (byte {e.start})") from None
+
+
+_UTF16 = (b"\xff\xfe", b"\xfe\xff")  # the byte-order marks of UTF-16, little- and big-endian
+
+
+def not_a_file(path: Path) -> str:
+    """Why `path` names no regular file ("" if it does), in read_input's words."""
+    try:
+        mode = os.stat(path).st_mode
+    except FileNotFoundError:
+        return _missing(path)
+    except OSError as e:
+        return f"cannot be read ({e.strerror})"
+    return "" if stat.S_ISREG(mode) else "is a folder, not a file" if stat.S_ISDIR(mode) else _NOT_REGULAR
+
+
+def _missing(path: Path) -> str:
+    """Why a path that names no file names none: nothing is there, or a link to nothing."""
+    try:
+        return f"is a link to {os.readlink(path)!r}, which does not exist"
+    except OSError:  # not a link: nothing is there
+        return "no such file"
 
 
 HEADER_LINE = re.compile(rb"# harness transcript v[0-9]{1,9}\r?(\n|\Z)")  # any version's
@@ -64,13 +89,16 @@ HEADER_LINE = re.compile(rb"# harness transcript v[0-9]{1,9}\r?(\n|\Z)")  # any 
 def is_transcript(path: Path) -> bool:
     """Does the file begin with a save format's header line (`# harness transcript v1`, or
     another version's: that one is meant to be a transcript too, and its replay must say it
-    cannot be read, not pass it by)? With a byte-order mark or a "\r\n" after it, too.
+    cannot be read, not pass it by)? With a byte-order mark or a "\r\n" after it, too, and
+    in UTF-16 (which then fails to load, saying so).
     (How a folder's transcripts are found: by the pytest plugin, by `harness replay DIR`.)"""
     try:
         with open(path, "rb") as f:
             first = f.read(64)
     except OSError:
         return False
+    if first.startswith(_UTF16):  # a transcript re-encoded (PowerShell's `>`): found, so that loading it says so
+        first = first[2:].decode("utf-16-le" if first[0] == 0xFF else "utf-16-be", "ignore").encode()
     return HEADER_LINE.match(first.removeprefix(b"\xef\xbb\xbf")) is not None
 
 
@@ -123,6 +151,15 @@ def write_file(path: Path, text: str, header: str, option: str) -> None:
     finally:
         if tmp is not None:
             Path(tmp).unlink(missing_ok=True)
+
+def resolved(path: Path) -> Path:
+    """path.resolve(), whose symlink loop is an OSError (ELOOP) as on later Pythons, not
+    Python 3.11's RuntimeError: every caller that handles a bad path handles a loop too."""
+    try:
+        return path.resolve()
+    except RuntimeError:
+        raise OSError(errno.ELOOP, os.strerror(errno.ELOOP), str(path)) from None
+
 
 def same_file(path: Path) -> Path:
     """The key two names of one file share (`a.txt`, `../r/a.txt`, a symlink to it)."""

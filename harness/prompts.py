@@ -34,7 +34,7 @@ from typing import NamedTuple
 import tomli
 
 from harness.errors import TemplateError
-from harness.files import read_input
+from harness.files import read_input, resolved
 from harness.patterns import lazy
 from harness.values import value
 
@@ -90,8 +90,8 @@ def by_path(relative: str, folder: Path, field: str = "prompt_file") -> Path:
     if not relative or Path(relative).is_absolute() or relative.startswith(("/", "\\")) or ":" in relative:
         raise TemplateError(field, f"{shown} must be a path relative to the scenario's folder")
     try:
-        root = folder.resolve()
-        path = (root / relative).resolve()
+        root = resolved(folder)
+        path = resolved(root / relative)
         if not path.is_relative_to(root):
             raise TemplateError(field, f"{shown} leaves the scenario's folder")
         if not path.exists() or path.is_dir():  # a FIFO or a device is refused by render, unopened

@@ -119,11 +119,12 @@ class TranscriptItem(pytest.Item):
         from harness.errors import HarnessError
         from harness.record import replay
 
+        from harness.files import read_input
+
         try:
-            with open(self.path, encoding="utf-8", newline="") as f:
-                text = f.read()
-        except UnicodeDecodeError as error:
-            raise HarnessError(self.source, f"not UTF-8 (byte {error.start})") from None
+            text = read_input(self.path)  # as every command reads one: "\r" kept, a FIFO refused, UTF-16 named
+        except HarnessError as error:
+            raise HarnessError(self.source, error.message) from None
         if self.config.getoption("harness_record"):
             return self.record(text)
         result = replay(text, self.source, base=self.path.parent, root=self.config.rootpath)

@@ -115,6 +115,8 @@ def load_record(text: str, source: str = "<transcript>", base: Path | None = Non
         raise fail("detail", "must be a string")
     replies = transcript.texts_by(Author.MODEL)
     model_calls = len(replies)
+    if "steps" in meta and not model_calls <= steps <= model_calls + 1:  # a step is a model call (one canceled before its first text, too)
+        raise fail("steps", f"must be the number of model calls, {model_calls} (or one more, if the last was canceled); it is {steps}")
     cuts = _cuts(meta.get("cuts", {}), model_calls, fail)
     calls = _calls(meta.get("calls"), replies, cuts, fail)
     scenario = None

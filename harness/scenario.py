@@ -110,7 +110,7 @@ def find_scenario(name: str) -> Path:
     path = Path(name)
     if path.is_dir():
         raise ScenarioError(name, "is a folder; give a scenario .toml file")
-    if path.exists():  # a FIFO or a device too: load_scenario refuses it by its kind, unopened
+    if path.exists() or path.is_symlink():  # a FIFO, a device, a broken or looping link too: load_scenario says which, unopened
         return path
     shipped = data_dir("transcripts") / f"{name}.toml"
     if path.suffix == "" and shipped.is_file():
@@ -129,7 +129,7 @@ def load_scenario(path: Path, shown: str | None = None) -> Scenario:
         raise ScenarioError(shown or str(path), f"malformed TOML: {e}") from None
     except RecursionError:  # tomli reads nested arrays and tables by recursion
         raise ScenarioError(shown or str(path), "malformed TOML: arrays or tables nested too deeply") from None
-    scenario = _parse(data, shown or str(path), path.parent)
+    scenario = _parse(data, shown or str(path), path.parent.absolute())  # absolute: a tool's os.chdir cannot move it
     return replace(scenario, file=path.absolute(), loaded=plain(scenario.to_meta()))
 
 

@@ -30,6 +30,7 @@ from pathlib import Path
 from typing import Any
 
 from harness.errors import HarnessError, TranscriptFormatError
+from harness.files import not_a_file
 from harness.patterns import lazy
 from harness.values import value
 
@@ -111,8 +112,8 @@ def canonical(value: Any) -> str:
 
 def module_bytes(fn: Any) -> bytes:
     """The text of the module a Python tool is defined in (edits to its helpers count too)."""
-    module = sys.modules.get(getattr(fn, "__module__", "") or "")
-    path = getattr(module, "__file__", None)
+    own = getattr(fn, "__globals__", None)  # a function's own module, whatever sys.modules holds now
+    path = own.get("__file__") if own is not None else getattr(sys.modules.get(getattr(fn, "__module__", "") or ""), "__file__", None)
     try:
         return Path(path).read_bytes() if path else b""
     except OSError:
@@ -125,9 +126,10 @@ def resolve(source: Source, where: str, transcript_folder: Path, root: Path, shi
         path = shipped / f"{source.scenario}.toml"
     else:
         path = Path(os.path.normpath((transcript_folder if source.origin == "transcript" else root) / str(source.scenario)))
-    if not path.is_file():
+    if why := not_a_file(path):
         relative = "this file's folder" if source.origin == "transcript" else source.origin
-        raise HarnessError(f"{where}: source", f"the scenario it was recorded from is gone: {source.scenario!r} (from {relative}, looked for {path})")
+        said = "is gone" if why == "no such file" else why
+        raise HarnessError(f"{where}: source", f"the scenario it was recorded from {said}: {source.scenario!r} (from {relative}, looked for {path})")
     return path
 
 

@@ -25,7 +25,7 @@ from harness.values import value
 from harness.workspace import TOOL_NAMES, Workspace
 
 _TOOL_FIELDS = {"description", "params", "results", "default", "trait", "python", "example"}
-_PYTHON_REF = lazy(r"[A-Za-z_][\w.]{0,99}:[A-Za-z_]\w{0,63}")  # a Python tool: module:function
+_PYTHON_REF = lazy(r"[A-Za-z_]\w{0,63}(?:\.[A-Za-z_]\w{0,63}){0,7}:[A-Za-z_]\w{0,63}")  # a Python tool: module:function
 
 
 @value

@@ -14,12 +14,15 @@ import importlib.util
 import json
 import sys
 import threading
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
 from harness.captured import printed_here
 from harness.errors import HarnessError
+from harness.files import resolved
+from harness.patterns import lazy
 
 
 def message(e: BaseException) -> str:
@@ -44,10 +47,15 @@ def import_function(spec: str, folder: Path, field: str) -> Callable[..., Any]:
     module_name, _, function = spec.partition(":")
     relative = module_name.replace(".", "/") + ".py"
     path = folder / relative
-    if path.exists() and not path.resolve().is_relative_to(folder.resolve()):  # a link that leads out
-        raise HarnessError(field, f"{module_name!r} leads out of the scenario's folder {folder}")
+    try:
+        if path.exists() and not resolved(path).is_relative_to(resolved(folder)):  # a link that leads out
+            raise HarnessError(field, f"{module_name!r} leads out of the scenario's folder {folder}")
+        if path.is_symlink() and not path.exists():
+            raise HarnessError(field, f"{relative} in {folder} is a link that loops or leads nowhere")
+    except OSError as e:
+        raise HarnessError(field, f"{relative} in {folder} cannot be looked up ({e.strerror or e})") from None
     if path.is_file():
-        module = _from_file(path, module_name, field)
+        module = _from_file(path, module_name, field, folder)
     else:
         module = _importable(module_name, field, f"no module {module_name!r}: no {relative} in {folder}, and none importable")
     fn = _contained(lambda: getattr(module, function, None), module_name, field)  # a module __getattr__ is user code too
@@ -81,28 +89,83 @@ def import_object(ref: str, root: Path, field: str) -> Any:
     return value
 
 
-def _from_file(path: Path, module_name: str, field: str) -> Any:
+def _from_file(path: Path, module_name: str, field: str, folder: Path) -> Any:
     import hashlib
 
-    # Named by its path and its text: an edited file (in one long pytest session) is imported afresh.
+    # Known by its path and its text: an edited file (in one long pytest session) is imported afresh.
     text = path.read_bytes()
     key = hashlib.sha256(str(path.resolve()).encode() + b"\0" + text).hexdigest()[:16]
-    unique = f"harness_tools_{key}_{module_name.replace('.', '_')}"
-    module = sys.modules.get(unique)
-    if module is None:
-        module = importlib.util.module_from_spec(importlib.util.spec_from_file_location(unique, path))
-        # Compiled from the text just read and hashed, never from a cached .pyc: one of an
-        # edit made in the same second, at the same size, would pass for the new text. As
-        # an import does it: under its own __future__ imports only, named by its file, and
-        # in sys.modules while it runs (dataclasses looks itself up there).
-        code = _contained(lambda: compile(text, module.__file__, "exec", dont_inherit=True), module_name, field)
-        sys.modules[unique] = module
-        try:
-            _contained(lambda: exec(code, module.__dict__), module_name, field)
-        except BaseException:
-            del sys.modules[unique]
-            raise
+    root = _as_package(folder)
+    parent = module_name.rpartition(".")[0]
+    name = f"{root}.{module_name}"
+    with _ON_PATH:  # one thread imports it, another finds it imported
+        if getattr(module := sys.modules.get(name), "__harness_text__", None) == key:
+            return module
+        with _siblings(folder):
+            if parent:  # its packages (pkg/__init__.py), imported as Python imports them
+                _contained(lambda: importlib.import_module(f"{root}.{parent}"), module_name, field)
+            module = importlib.util.module_from_spec(importlib.util.spec_from_file_location(name, path))
+            # Compiled from the text just read and hashed, never from a cached .pyc: one of an
+            # edit made in the same second, at the same size, would pass for the new text. As
+            # an import does it: under its own __future__ imports only, named by its file, and
+            # in sys.modules while it runs (dataclasses looks itself up there).
+            code = _contained(lambda: compile(text, module.__file__, "exec", dont_inherit=True), module_name, field)
+            module.__harness_text__ = key
+            sys.modules[name] = module
+            try:
+                _contained(lambda: exec(code, module.__dict__), module_name, field)
+            except BaseException:
+                del sys.modules[name]
+                raise
     return module
+
+
+def _as_package(folder: Path) -> str:
+    """The scenario's folder as a package of its own (one a folder), so that a tool module
+    in it imports its neighbours relatively (`from .util import x`, `from . import db`)
+    without its names meeting another folder's."""
+    import hashlib
+    import importlib.machinery
+    import types
+
+    where = str(folder.resolve())
+    root = "harness_tools_" + hashlib.sha256(where.encode()).hexdigest()[:16]
+    if root not in sys.modules:
+        package = types.ModuleType(root)
+        package.__spec__ = importlib.machinery.ModuleSpec(root, None, is_package=True)
+        package.__spec__.submodule_search_locations = package.__path__ = [where]
+        package.__package__ = root
+        sys.modules[root] = package
+    return root
+
+
+@contextmanager
+def _siblings(folder: Path) -> Iterator[None]:
+    """While a tool module is imported, its folder is on sys.path (`import helpers` finds the
+    helpers.py beside it, as `python tools.py` would); what it imported from there leaves
+    sys.modules afterwards (the tool keeps it), so that another folder's helpers.py is its own."""
+    where = folder.resolve()
+    before = set(sys.modules)
+    sys.path.insert(0, str(where))
+    try:
+        yield
+    finally:
+        # (first: a namespace package's __path__ is worked out anew from sys.path)
+        for name in [n for n in set(sys.modules) - before if n.partition(".")[0] not in before and _beside(sys.modules.get(n), where, n.partition(".")[0])]:
+            sys.modules.pop(name, None)
+        if str(where) in sys.path:  # (the module may have taken it off itself)
+            sys.path.remove(str(where))
+
+
+def _beside(module: Any, where: Path, top: str) -> bool:
+    """Was `module` (new in this import, as was its top package `top`) found in `where`: a
+    file or a package (a folder without __init__.py too) at the top of it, by that name? As
+    found, links not followed: a helpers.py that links elsewhere is this folder's."""
+    found = getattr(module, "__file__", None) or next(iter(getattr(module, "__path__", None) or ()), None)
+    if not found:
+        return False
+    place = Path(found)
+    return place.is_relative_to(where) and place.relative_to(where).parts[0].partition(".")[0] == top
 
 
 def _importable(module_name: str, field: str, missing: str) -> Any:
@@ -126,9 +189,16 @@ def _contained(load: Callable[[], Any], module_name: str, field: str) -> Any:
     except ModuleNotFoundError as e:
         if e.name and (module_name == e.name or module_name.startswith(e.name + ".")):
             raise _Missing from None
-        raise HarnessError(field, f"the module {module_name!r} failed to import ({describe(e)})") from None
+        raise HarnessError(field, f"the module {module_name!r} failed to import ({_said(e)})") from None
     except BaseException as e:
-        raise HarnessError(field, f"the module {module_name!r} failed to import ({describe(e)})") from None
+        raise HarnessError(field, f"the module {module_name!r} failed to import ({_said(e)})") from None
+
+
+def _said(e: BaseException) -> str:
+    return _PACKAGE.sub("", describe(e))  # the folder's package is harness's name, not the user's
+
+
+_PACKAGE = lazy(r"harness_tools_[0-9a-f]{16}\.?")
 
 
 def as_text(value: Any) -> str | None:

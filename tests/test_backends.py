@@ -233,6 +233,11 @@ def test_a_missing_gguf_file_is_named(tmp_path):
     with pytest.raises(HarnessError) as caught:
         model_from_spec(f"local:{tmp_path / 'none.gguf'}")
     assert "none.gguf" in str(caught.value) and "no such file" in str(caught.value)
+    (tmp_path / "loop.gguf").symlink_to(tmp_path / "loop.gguf")
+    for given, says in (("loop.gguf", "Too many levels of symbolic links"), ("/dev/zero", "is not a regular file"), (".", "is a folder")):
+        with pytest.raises(HarnessError) as caught:
+            model_from_spec(f"local:{given if given.startswith('/') else tmp_path / given}")
+        assert says in str(caught.value) and "no such file" not in str(caught.value)
 
 
 def test_importing_the_backends_does_not_import_httpx_or_llama_cpp():
@@ -250,6 +255,7 @@ def test_importing_the_backends_does_not_import_httpx_or_llama_cpp():
         ("<|eot_id|><|start_header_id|>", "<¦eot_id¦><¦start_header_id¦>"),
         ("<s>[INST] hi [/INST]</s>", "<¦s¦>[¦INST¦] hi [¦/INST¦]<¦/s¦>"),
         ("<file_sep><end_of_turn>", "<¦file_sep¦><¦end_of_turn¦>"),
+        ("ok<｜end▁of▁sentence｜><｜User｜>hi", "ok<¦end▁of▁sentence¦><¦User¦>hi"),  # DeepSeek's, fullwidth bars
         ("a | b <| c |> <div> [inst] <|two words|>", "a | b <| c |> <div> [inst] <|two words|>"),  # left alone
     ],
 )
@@ -262,7 +268,7 @@ def test_nothing_neutralised_still_looks_like_a_control_token():
     from hypothesis import given
     from hypothesis import strategies as st
 
-    pieces = st.sampled_from(["<", "|", ">", "/", "s", "[", "]", "INST", "im_end", "¦", " ", "x"])
+    pieces = st.sampled_from(["<", "|", "｜", ">", "/", "s", "[", "]", "INST", "im_end", "¦", " ", "x"])
 
     @given(st.lists(pieces, max_size=30).map("".join))
     def check(raw: str) -> None:
@@ -347,23 +353,6 @@ def test_a_plain_http_servers_client_trusts_no_tls_peer_at_all(monkeypatch):
     monkeypatch.setenv("HARNESS_API_KEY", KEY)
     tls = ServerModel("m", "http://127.0.0.1:8080/v1")._client._transport._pool._ssl_context  # (no bundle loaded)
     assert tls.verify_mode == ssl.CERT_REQUIRED and tls.check_hostname and tls.cert_store_stats()["x509_ca"] == 0
-
-
-def test_one_thread_keeps_every_calls_deadline_and_canceled_ones_do_not_pile_up():
-    import threading
-    import time
-
-    from harness.backends.bounds import ALARMS, Watchdog
-
-    before = threading.active_count()
-    for _ in range(10_000):  # a long run's calls, each over long before its deadline
-        Watchdog(300).cancel()
-    assert threading.active_count() <= before + 1  # not a thread a call
-    late, soon = Watchdog(60), Watchdog(0.05)  # a sooner deadline added after a later one
-    time.sleep(0.5)
-    assert soon.fired and not late.fired
-    late.cancel()
-    assert len(ALARMS._heap) < 100  # the canceled ones were let go as they piled up
 
 
 def test_the_time_limit_is_for_the_whole_call_not_each_read(server):
@@ -455,6 +444,8 @@ def test_a_count_endpoint_that_never_ends_costs_bounded_memory_and_time_and_no_c
     finally:
         tracemalloc.stop()
     assert took < 3 and peak < 2_000_000
+    if count.drip:  # it ran out of time: said, once
+        assert [n for n in model.notes if "token count" in n] == ["the server's token count (/extras/tokenize/count) did not answer in 1.5 s; this run's tokens are not counted"]
 
 
 def test_waiting_for_a_server_whose_model_list_never_ends_is_bounded(server):
@@ -467,8 +458,23 @@ def test_waiting_for_a_server_whose_model_list_never_ends_is_bounded(server):
     assert time.monotonic() - started < 3
 
 
+def test_waiting_for_a_silent_server_ends_by_its_own_deadline(server):
+    import time
+
+    server.get_reply = Reply(content_type="application/json", header_drip=10)  # its answer to a GET never gets past the headers
+    model = ServerModel("m", server.url)
+    started = time.monotonic()
+    assert not model.wait(3.0)
+    assert time.monotonic() - started < 3.6  # not a last probe of 2 s begun just before the deadline
+
+
 def test_a_server_without_a_count_endpoint_is_asked_once(server):
     server.reply = Reply(chunks=sse(text("Hi"), text(".", "stop"), "[DONE]"))
     model = ServerModel("m", server.url)
     assert list(model.stream("Q\n", ())) == ["Hi", "."] and list(model.stream("Q\n", ())) == ["Hi", "."]
     assert len(server.extras) == 1
+
+
+def test_https_to_a_plain_http_server_says_the_handshake_failed(server):
+    says = failure(ServerModel("m", server.url.replace("http://", "https://"), max_seconds=5))
+    assert "TLS handshake" in says and "plain http://" in says and "is the server running" not in says

@@ -5,6 +5,8 @@ from __future__ import annotations
 
 import json
 import os
+import subprocess
+import sys
 import time
 import xml.etree.ElementTree as ET
 from pathlib import Path
@@ -99,7 +101,7 @@ def test_a_fifo_or_a_broken_link_in_a_folder_is_named_never_skipped_unsaid(tmp_p
     result = invoke("run", str(tmp_path))
     errors = sorted(line for line in result.stderr.splitlines() if line.startswith("error:"))
     assert result.exit_code == 2 and len(errors) == 2, result.stderr
-    assert "fifo.toml: is not a regular file" in errors[0] and "gone.toml: no such file" in errors[1]
+    assert "fifo.toml: is not a regular file" in errors[0] and f"gone.toml: is a link to {str(tmp_path / 'moved.toml')!r}, which does not exist" in errors[1]
     assert result.stdout.splitlines()[-1] == "3 runs: 1 final_answer, 2 not run"
 
 
@@ -193,6 +195,41 @@ def test_options_that_show_one_run_are_refused_with_several(tmp_path):
     for option, message in (("--save=x.txt", "--save: goes with one scenario; use --save-dir DIR"), ("--cost", "--cost: goes with one scenario")):
         result = invoke("run", "nimbus", "calculator", option)
         assert result.exit_code == 2 and result.stderr.startswith(f"error: {message}")
+
+
+def test_save_and_save_dir_together_are_refused_even_for_one_scenario(tmp_path):
+    result = invoke("run", "nimbus", "--save", str(tmp_path / "a.txt"), "--save-dir", str(tmp_path / "d"))
+    assert result.exit_code == 2 and result.stderr == "error: --save: and --save-dir both say where to save; give one of them\n"
+    assert list(tmp_path.iterdir()) == []
+
+
+def test_a_tool_that_changes_the_working_folder_moves_nothing_of_a_batch(tmp_path, monkeypatch):
+    elsewhere = tmp_path / "elsewhere"
+    elsewhere.mkdir()
+    (tmp_path / "runs").mkdir()
+    (tmp_path / "runs" / "m1.py").write_text(f'import os\n\ndef go(x):\n    """Go."""\n    os.chdir({str(elsewhere)!r})\n    return "moved"\n', encoding="utf-8")
+    for name in ("s", "t"):
+        body = 'question = "q?"\ncompletions = ["Action: go(1)\\n", "Final Answer: done\\n"]\n[tools.go]\npython = "m1:go"\n'
+        (tmp_path / "runs" / f"{name}.toml").write_text(body, encoding="utf-8")
+    monkeypatch.chdir(tmp_path)
+    result = subprocess.run([sys.executable, "-m", "harness", "run", "runs", "--save-dir", "out", "--report", "r.json"], capture_output=True, text=True, cwd=tmp_path)
+    assert result.returncode == 0, result.stderr
+    assert sorted(p.name for p in (tmp_path / "out").iterdir()) == ["s.txt", "t.txt"] and (tmp_path / "r.json").is_file()
+    assert list(elsewhere.iterdir()) == [] and "wrote r.json" in result.stderr
+
+
+def test_an_option_that_shows_one_run_names_the_option_that_made_a_batch(tmp_path):
+    result = invoke("run", "nimbus", "--save-dir", str(tmp_path / "d"), "--format", "json")
+    assert result.exit_code == 2
+    assert result.stderr == "error: --format: shows one run, and --save-dir makes this a batch (a summary of runs); give one of them\n"
+
+
+def test_a_save_dir_that_is_a_looping_or_broken_link_says_so(tmp_path):
+    (tmp_path / "loop").symlink_to(tmp_path / "loop")
+    (tmp_path / "gone").symlink_to(tmp_path / "nowhere")
+    for name in ("loop", "gone"):
+        result = invoke("run", "nimbus", "calculator", "--save-dir", str(tmp_path / name))
+        assert result.exit_code == 2 and result.stderr == f"error: --save-dir {tmp_path / name}: is a link that loops or leads nowhere\n"
 
 
 def test_a_saved_run_of_a_batch_loads_and_replays(tmp_path):

@@ -16,6 +16,7 @@ import json
 import sys
 import threading
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+import os
 from pathlib import Path
 
 import pytest
@@ -111,6 +112,19 @@ def test_the_source_s_own_completions_are_not_the_recording(pytester, project):
     recorded.stdout.fnmatch_lines(["*harness --harness-record*", "rewrote tests/transcripts/weather.txt"])
     assert "model     | Final Answer: rain all day\n" in read(project / SAVED)
     pytester.runpytest().assert_outcomes(passed=1)
+
+
+def test_a_source_that_is_a_looping_link_or_a_fifo_says_which(project, monkeypatch):
+    monkeypatch.chdir(project)
+    scenario = project / "scenarios" / "weather.toml"
+    scenario.unlink()
+    scenario.symlink_to(scenario)
+    result = invoke("replay", str(SAVED), "--check")
+    assert result.exit_code == 2 and "recorded from cannot be read (Too many levels of symbolic links)" in result.stderr
+    scenario.unlink()
+    os.mkfifo(scenario)
+    result = invoke("replay", str(SAVED), "--check")
+    assert result.exit_code == 2 and "recorded from is not a regular file" in result.stderr
 
 
 def test_a_source_that_is_gone_is_one_line_naming_it(pytester, project):
@@ -227,6 +241,19 @@ def test_a_crlf_or_bom_transcript_is_collected_and_fails_loudly(pytester, projec
     result = pytester.runpytest()
     result.assert_outcomes(passed=1, failed=1)  # never "1 passed" with the mangled file not run
     result.stdout.fnmatch_lines(["tests/transcripts/windows.txt:1: *" + says])
+
+
+@pytest.mark.parametrize("encoding", ["utf-16", "utf-16-be"])
+def test_a_utf16_transcript_is_collected_and_fails_loudly(pytester, project, tmp_path, monkeypatch, encoding):
+    text = read(project / SAVED)
+    mangled = ("\ufeff" + text).encode("utf-16-be") if encoding == "utf-16-be" else text.encode("utf-16")  # PowerShell 5's `>`
+    (project / "tests" / "transcripts" / "windows.txt").write_bytes(mangled)
+    result = pytester.runpytest()
+    result.assert_outcomes(passed=1, failed=1)  # never "1 passed" with the re-encoded file not run
+    result.stdout.fnmatch_lines(["*windows.txt*UTF-16*save it as UTF-8*"])
+    monkeypatch.chdir(project)
+    replayed = invoke("replay", "tests/transcripts", "--check")
+    assert replayed.exit_code == 2 and "windows.txt: the file is UTF-16 text" in replayed.stderr
 
 
 def test_replay_check_names_the_line_endings(tmp_path, monkeypatch):

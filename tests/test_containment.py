@@ -264,3 +264,139 @@ def test_a_tool_module_runs_as_python_imports_it_dataclasses_annotations_and_tra
     annotations = "{'a': 'int', 'return': 'str'}" if future else "{'a': <class 'int'>, 'return': <class 'str'>}"  # its own future, never harness's
     line = 10 + bool(future)
     assert observation == f'code      | Observation: Point(x=7) {annotations} File "{tmp_path / "geo.py"}", line {line}, in where', result.output
+
+
+def observation(result) -> str:
+    return next(line for line in result.stdout.splitlines() if line.startswith("code      | Observation:"))
+
+
+def test_a_tool_module_imports_its_neighbours_absolutely_and_relatively(tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path.parent)
+    (tmp_path / "helpers.py").write_text('def where(x):\n    return "shipped " + x\n', encoding="utf-8")
+    path = scenario(tmp_path, "track", '"42"', source='from helpers import where\n\ndef track(x):\n    """Where."""\n    return where(x)\n')
+    result = invoke("run", str(path), "-f", "tagged")
+    assert result.exit_code == 0 and observation(result) == "code      | Observation: shipped 42", result.output
+    (tmp_path / "pkg").mkdir()
+    (tmp_path / "pkg" / "__init__.py").write_text('PREFIX = "from the package: "\n', encoding="utf-8")
+    (tmp_path / "pkg" / "util.py").write_text('def shout(x):\n    return x.upper()\n', encoding="utf-8")
+    source = 'from . import PREFIX\nfrom .util import shout\n\ndef loud(x):\n    """Loud."""\n    return PREFIX + shout(x)\n'
+    path = scenario(tmp_path, "loud", '"hi"', module="pkg.tools", source=source)
+    result = invoke("run", str(path), "-f", "tagged")
+    assert result.exit_code == 0 and observation(result) == "code      | Observation: from the package: HI", result.output
+
+
+def test_two_folders_each_with_a_helpers_module_get_their_own_in_one_batch(tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    for name in ("a", "b"):
+        folder = tmp_path / "runs" / name
+        folder.mkdir(parents=True)
+        (folder / "helpers.py").write_text(f'NAME = "{name}"\n', encoding="utf-8")
+        scenario(folder, "who", source='import helpers\n\ndef who(x):\n    """Who."""\n    return helpers.NAME\n')
+        (folder / "s.toml").rename(folder / f"{name}.toml")
+    result = invoke("run", "runs", "--save-dir", "out")
+    assert result.exit_code == 0, result.output
+    for name in ("a", "b"):
+        assert "code      | Observation: " + name + "\n" in (tmp_path / "out" / f"{name}.txt").read_text(encoding="utf-8")
+    assert "helpers" not in sys.modules  # neither folder's helpers is left where another import would find it
+
+
+def test_what_a_tool_imports_from_elsewhere_stays_imported_even_from_inside_its_folder(tmp_path, monkeypatch):
+    # A folder that holds a virtual environment (or the project's own package): a tool's
+    # first import of an installed module found there must stay the one module everybody uses.
+    site = tmp_path / ".venv" / "site"
+    site.mkdir(parents=True)
+    (site / "installed_once.py").write_text("import itertools\nCOUNT = next(itertools.count())\n", encoding="utf-8")
+    monkeypatch.syspath_prepend(str(site))
+    monkeypatch.chdir(tmp_path)
+    path = scenario(tmp_path, "ask", source='import installed_once\n\ndef ask(x):\n    """Ask."""\n    return "ok"\n')
+    assert invoke("run", str(path), "-f", "tagged").exit_code == 0
+    assert "installed_once" in sys.modules
+
+
+THREADED = (
+    "from concurrent.futures import ThreadPoolExecutor\n\n"
+    "def par(x):\n    \"\"\"Parallel.\"\"\"\n"
+    "    with ThreadPoolExecutor(2) as pool:\n        list(pool.map(lambda i: print('worker', i, '\\x1b[2J'), range(3)))\n"
+    "    return 'done'\n"
+)
+
+
+def test_what_a_tools_own_threads_print_is_its_output_never_harnesss(tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    path = scenario(tmp_path, "par", source=THREADED)
+    result = subprocess.run([sys.executable, "-m", "harness", "run", str(path), "-f", "json"], capture_output=True, text=True, cwd=tmp_path)
+    assert result.returncode == 0 and result.stderr == ""
+    record = json.loads(result.stdout)  # nothing but the JSON on stdout
+    observation = next(s["text"] for s in record["spans"] if s["author"] == "code" and "done" in s["text"])
+    assert sorted(observation.removeprefix("Observation: ").splitlines()) == ["done", *(f"worker {i} \x1b[2J" for i in range(3))]
+
+
+def test_in_a_batch_a_tools_own_threads_print_nowhere_raw(tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    for name in ("a", "b", "c"):
+        (tmp_path / name).mkdir()
+        scenario(tmp_path / name, "par", source=THREADED)
+    result = subprocess.run([sys.executable, "-m", "harness", "run", ".", "--jobs", "3", "--report", "r.json"], capture_output=True, text=True, cwd=tmp_path)
+    assert result.returncode == 0, result.stderr
+    assert "worker" not in result.stdout and "worker" not in result.stderr and "\x1b[2J" not in result.stdout + result.stderr
+
+
+def test_a_package_folder_without_init_is_each_folders_own_in_one_batch(tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    for name in ("a", "b"):
+        folder = tmp_path / "runs" / name
+        (folder / "lib").mkdir(parents=True)
+        (folder / "lib" / "x.py").write_text(f'V = "{name}"\n', encoding="utf-8")  # lib has no __init__.py
+        scenario(folder, "who", source='from lib import x\n\ndef who(q):\n    """Who."""\n    return x.V\n')
+        (folder / "s.toml").rename(folder / f"{name}.toml")
+    result = invoke("run", "runs", "--save-dir", "out")
+    assert result.exit_code == 0, result.output
+    for name in ("a", "b"):
+        assert "code      | Observation: " + name + "\n" in (tmp_path / "out" / f"{name}.txt").read_text(encoding="utf-8")
+
+
+def test_a_helpers_module_that_links_elsewhere_is_its_folders_own(tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "shared.py").write_text('NAME = "shared"\n', encoding="utf-8")
+    for name in ("a", "b"):
+        folder = tmp_path / "runs" / name
+        folder.mkdir(parents=True)
+        helpers = folder / "helpers.py"
+        helpers.symlink_to(tmp_path / "shared.py") if name == "a" else helpers.write_text('NAME = "own"\n', encoding="utf-8")
+        scenario(folder, "who", source='import helpers\n\ndef who(q):\n    """Who."""\n    return helpers.NAME\n')
+        (folder / "s.toml").rename(folder / f"{name}.toml")
+    assert invoke("run", "runs", "--save-dir", "out").exit_code == 0
+    assert "Observation: shared\n" in (tmp_path / "out" / "a.txt").read_text(encoding="utf-8")
+    assert "Observation: own\n" in (tmp_path / "out" / "b.txt").read_text(encoding="utf-8")
+
+
+def test_a_tool_module_that_takes_its_folder_off_sys_path_is_no_crash(tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    source = 'import os, sys\nsys.path.remove(os.path.dirname(os.path.abspath(__file__)))\n\ndef ask(q):\n    """Ask."""\n    return "ok"\n'
+    result = invoke("run", str(scenario(tmp_path, "ask", source=source)), "-f", "tagged")
+    assert result.exit_code == 0 and "code      | Observation: ok\n" in result.stdout, result.output
+
+
+def test_a_missing_neighbour_is_named_as_the_user_wrote_it(tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    result = invoke("run", str(scenario(tmp_path, "ask", source="from .nothere import x\n")))
+    assert result.exit_code == 2 and "No module named 'nothere'" in result.stderr and "harness_tools_" not in result.stderr
+
+
+@pytest.mark.parametrize("what", ["prompt_file", "tool module"])
+def test_a_looping_link_in_a_scenarios_folder_is_one_line(tmp_path, monkeypatch, what):
+    monkeypatch.chdir(tmp_path)
+    path = scenario(tmp_path, "chatty")
+    if what == "prompt_file":
+        (tmp_path / "p.txt").symlink_to(tmp_path / "loop")
+        (tmp_path / "loop").symlink_to(tmp_path / "p.txt")
+        path.write_text('prompt_file = "p.txt"\n' + path.read_text(encoding="utf-8"), encoding="utf-8")
+    else:
+        (tmp_path / "tools.py").unlink()
+        (tmp_path / "tools.py").symlink_to(tmp_path / "tools.py")
+    for args in (["run", str(path)], ["run", str(path), "nimbus", "--save-dir", "out"]):
+        result = invoke(*args)
+        assert result.exit_code == 2 and result.exception is None or isinstance(result.exception, SystemExit), result.output
+        errors = [line for line in result.stderr.splitlines() if line.startswith("error:")]
+        assert len(errors) == 1 and ("Too many levels of symbolic links" in errors[0] or "a link that loops" in errors[0]), result.stderr
+    assert (tmp_path / "out" / "nimbus.txt").is_file()  # the batch's other run ran and was saved

@@ -465,6 +465,19 @@ def test_a_fifo_given_as_an_input_is_refused_without_hanging(tmp_path, command):
     assert not (tmp_path / "out.md").exists()
 
 
+@pytest.mark.parametrize("command", [["show"], ["replay"], ["step", "--frame", "0"], ["export", "--markdown", "OUT"], ["run"]], ids=" ".join)
+@pytest.mark.parametrize("link", ["loop", "broken"])
+def test_a_looping_or_broken_link_as_an_input_says_so_in_one_line(tmp_path, command, link):
+    given = tmp_path / "in.txt"
+    given.symlink_to(given if link == "loop" else tmp_path / "gone\x1b[31m.txt")
+    args = [command[0], str(given), *(str(tmp_path / "out.md") if a == "OUT" else a for a in command[1:])]
+    result = invoke(*args)
+    assert result.exit_code == 2 and result.stderr.count("\n") == 1, result.stderr
+    says = "Too many levels of symbolic links" if link == "loop" else "is a link to"
+    assert result.stderr.startswith(f"error: {given}") and says in result.stderr and "\x1b" not in result.stderr
+    assert not (tmp_path / "out.md").exists()
+
+
 def test_a_fifo_as_a_scenarios_own_prompt_file_is_refused_without_hanging(tmp_path):
     os.mkfifo(tmp_path / "prompt.txt")
     scenario = tmp_path / "s.toml"
@@ -590,3 +603,28 @@ def test_an_output_that_cannot_be_written_is_one_line_never_a_traceback(shell, s
     harness = " ".join(shlex.quote(part) for part in (sys.executable, "-m", "harness"))
     done = subprocess.run(["bash", "-c", shell.format(harness=harness)], capture_output=True, text=True, errors="replace")
     assert (done.returncode, done.stderr) == (2 if said else 0, said)
+
+
+# --- a saved file's header agrees with itself and with its body ---------------------------
+
+
+def nimbus_saved() -> str:
+    from harness.record import run_scenario
+    from harness.scenario import find_scenario, load_scenario
+
+    return run_scenario(load_scenario(find_scenario("nimbus"))).saved
+
+
+@pytest.mark.parametrize(
+    "edit, says",
+    [
+        (lambda t: t.replace("# steps: 3", "# steps: 99999999999999999999"), "metadata steps: must be the number of model calls, 3"),
+        (lambda t: t.replace("# steps: 3", "# steps: 3\n# steps: 9"), "metadata steps is given twice"),
+        (lambda t: t + "\n", "this line is empty: a blank line at the end?"),
+    ],
+    ids=["steps", "twice", "blank line"],
+)
+def test_a_saved_file_whose_header_disagrees_or_that_ends_in_a_blank_line_says_so(tmp_path, edit, says):
+    (tmp_path / "t.txt").write_text(edit(nimbus_saved()), encoding="utf-8")
+    result = invoke("show", str(tmp_path / "t.txt"))
+    assert result.exit_code == 2 and result.stderr.count("\n") == 1 and says in result.stderr, result.stderr

@@ -9,6 +9,7 @@ import subprocess
 import sys
 import threading
 import time
+import os
 from pathlib import Path
 
 import regex
@@ -58,6 +59,17 @@ def test_one_file_is_replayed_as_it_always_was(tmp_path):
     assert (alone.exit_code, alone.stdout) == (0, f"ok: replaying {path} gives the same transcript, byte for byte\n")
     assert invoke("replay", str(path), "--check", "--jobs", "4").stdout == alone.stdout
     assert invoke("replay", str(path), "-f", "tagged").stdout == path.read_text(encoding="utf-8")
+
+
+def test_a_broken_link_or_a_fifo_in_a_folder_is_named_never_skipped_unsaid(tmp_path):
+    saved = recorded(tmp_path / "out")
+    (tmp_path / "out" / "gone.txt").symlink_to(tmp_path / "moved.txt")
+    os.mkfifo(tmp_path / "out" / "pipe.txt")  # read, it would hang: refused by its kind
+    result = invoke("replay", str(tmp_path / "out"), "--check")
+    errors = sorted(line for line in result.stderr.splitlines() if line.startswith("error:"))
+    assert result.exit_code == 2 and len(errors) == 2, result.output
+    assert "gone.txt: is a link to" in errors[0] and "pipe.txt: is not a regular file" in errors[1]
+    assert result.stdout.splitlines()[-1].startswith(f"{len(saved) + 2} runs: ")
 
 
 def test_a_broken_file_is_one_line_naming_it_the_others_replay_and_the_exit_is_2(tmp_path):

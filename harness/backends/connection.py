@@ -38,12 +38,22 @@ def drain(response: httpx.Response, raw: Iterator[bytes]) -> None:
 
 def certificate_refused(error: BaseException) -> str:
     """Why TLS refused the server's certificate, if that is why the connection failed."""
+    cause = _cause(error, ssl.SSLCertVerificationError)
+    return hidden(str(cause.verify_message or cause.reason or "not verified"))[:200] if cause else ""
+
+
+def handshake_failed(error: BaseException) -> str:
+    """Why the TLS handshake failed otherwise (`https://` to a plain-HTTP server: its answer
+    is no TLS record, WRONG_VERSION_NUMBER), if it did."""
+    cause = _cause(error, ssl.SSLError)
+    return hidden(str(cause.reason or cause))[:200] if cause else ""
+
+
+def _cause(error: BaseException, kind: type[BaseException]) -> Any:
     cause: BaseException | None = error
-    while cause is not None:
-        if isinstance(cause, ssl.SSLCertVerificationError):
-            return hidden(str(cause.verify_message or cause.reason or "not verified"))[:200]
+    while cause is not None and not isinstance(cause, kind):
         cause = cause.__cause__ or cause.__context__
-    return ""
+    return cause
 
 
 def tls(base_url: str) -> ssl.SSLContext | bool:
@@ -92,9 +102,10 @@ class Sockets:
 
 class Deadlines(httpcore.NetworkBackend):
     """httpcore's own sockets, each read and write of which waits at most until the deadline
-    of the call its thread is making. A read timeout alone is for one read: a server that
-    drips its headers a byte a second would never meet it, and a call's watchdog learns its
-    socket only from the response, once the headers are in."""
+    of the call its thread is making: a read or write still blocked at the deadline ends
+    there (httpx's ReadTimeout / WriteTimeout), whatever the server sends or withholds. A
+    read timeout alone is for one read: a server that drips its headers or its body a byte
+    a second would never meet it."""
 
     def __init__(self) -> None:
         self._sockets = httpcore.SyncBackend()
@@ -110,11 +121,15 @@ class Deadlines(httpcore.NetworkBackend):
         finally:
             self._call.deadline = outer
 
-    def left(self, timeout: float | None) -> float | None:
+    def left(self, timeout: float | None, late: type[Exception] = httpcore.ReadTimeout) -> float | None:
+        """How long the next read or write may block; past the deadline it raises `late` at
+        once: a server that never stops sending (keep-alive comments, which make no event)
+        is ended there as surely as one that sends nothing."""
         deadline = getattr(self._call, "deadline", None)
         if deadline is None:
             return timeout
-        left = max(deadline - time.monotonic(), 0.001)  # never 0: the socket would stop blocking
+        if (left := deadline - time.monotonic()) <= 0:
+            raise late("the call's time limit passed")
         return left if timeout is None else min(timeout, left)
 
     def install(self, client: httpx.Client) -> httpx.Client:
@@ -126,10 +141,10 @@ class Deadlines(httpcore.NetworkBackend):
         return client
 
     def connect_tcp(self, host: str, port: int, timeout: float | None = None, local_address: str | None = None, socket_options: Any = None) -> httpcore.NetworkStream:
-        return _Bounded(self._sockets.connect_tcp(host, port, self.left(timeout), local_address, socket_options), self)
+        return _Bounded(self._sockets.connect_tcp(host, port, self.left(timeout, httpcore.ConnectTimeout), local_address, socket_options), self)
 
     def connect_unix_socket(self, path: str, timeout: float | None = None, socket_options: Any = None) -> httpcore.NetworkStream:
-        return _Bounded(self._sockets.connect_unix_socket(path, self.left(timeout), socket_options), self)
+        return _Bounded(self._sockets.connect_unix_socket(path, self.left(timeout, httpcore.ConnectTimeout), socket_options), self)
 
     def sleep(self, seconds: float) -> None:
         self._sockets.sleep(seconds)
@@ -143,13 +158,13 @@ class _Bounded(httpcore.NetworkStream):
         return self._stream.read(max_bytes, self._deadlines.left(timeout))
 
     def write(self, buffer: bytes, timeout: float | None = None) -> None:
-        self._stream.write(buffer, self._deadlines.left(timeout))
+        self._stream.write(buffer, self._deadlines.left(timeout, httpcore.WriteTimeout))
 
     def close(self) -> None:
         self._stream.close()
 
     def start_tls(self, ssl_context: ssl.SSLContext, server_hostname: str | None = None, timeout: float | None = None) -> httpcore.NetworkStream:
-        return _Bounded(self._stream.start_tls(ssl_context, server_hostname, self._deadlines.left(timeout)), self._deadlines)
+        return _Bounded(self._stream.start_tls(ssl_context, server_hostname, self._deadlines.left(timeout, httpcore.ConnectTimeout)), self._deadlines)
 
     def get_extra_info(self, info: str) -> Any:
         return self._stream.get_extra_info(info)

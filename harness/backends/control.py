@@ -15,7 +15,8 @@ was, but no tokenizer has it as a special token. It is applied again to its own 
 without change.
 
 Covered: `<|anything|>` (ChatML's im_start/im_end/endoftext, Llama 3's eot_id and
-start_header_id, Phi's end), `<s>` and `</s>`, `[INST]` and `[/INST]`, Gemma's
+start_header_id, Phi's end), DeepSeek's fullwidth-barred `<｜anything｜>`
+(`<｜end▁of▁sentence｜>`, `<｜Assistant｜>`), `<s>` and `</s>`, `[INST]` and `[/INST]`, Gemma's
 `<start_of_turn>`/`<end_of_turn>`, and the code-model tokens SmolLM2's vocabulary marks
 as control (`<file_sep>`, `<jupyter_code>`, ...). Left out: other vocabularies' tokens
 that look like ordinary text; the developer's prompt and the model's own text, which are
@@ -43,7 +44,9 @@ _WORDS = (
     "jupyter_start|jupyter_text|jupyter_code|jupyter_output|jupyter_script|"
     "commit_before|commit_msg|commit_after|repo_name"
 )
-PATTERN = lazy(rf"{_BARRED}|<(?P<word>{_WORDS})>|\[(?P<inst>/?INST)\]")
+# DeepSeek's own: fullwidth bars, words joined by U+2581 (<｜end▁of▁sentence｜>, <｜User｜>).
+_WIDE = r"<\uff5c(?P<wide>[^\uff5c<>\s]{1,64})\uff5c>"
+PATTERN = lazy(rf"{_BARRED}|{_WIDE}|<(?P<word>{_WORDS})>|\[(?P<inst>/?INST)\]")
 
 
 def neutralise(text: str) -> str:
@@ -56,6 +59,8 @@ def neutralise(text: str) -> str:
 def _break(match: regex.Match[str]) -> str:
     if match["name"] is not None:
         return f"<¦{match['name']}¦>"
+    if match["wide"] is not None:
+        return f"<¦{match['wide']}¦>"
     if match["word"] is not None:
         return f"<¦{match['word']}¦>"
     return f"[¦{match['inst']}¦]"

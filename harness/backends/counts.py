@@ -59,6 +59,9 @@ class PromptCounter:
         try:
             status, body = read_bounded(self._client, "POST", self.url, self.seconds, 65536, json={"model": self.model, "input": prompt})
             data: Any = json.loads(body) if status == 200 else None
+        except httpx.TimeoutException:  # a server that stalls there: said once, never asked again
+            notes.append(f"the server's token count ({PATH}) did not answer in {self.seconds:g} s; this run's tokens are not counted")
+            data = None
         except (httpx.HTTPError, ValueError, RecursionError):
             data = None
         counted = wire.usage({"prompt_tokens": data.get("count")}, notes) if isinstance(data, dict) else None

@@ -37,6 +37,7 @@ from pathlib import Path
 
 from harness.backends.bounds import DEFAULTS, Bounds, Budget
 from harness.errors import HarnessError
+from harness.files import not_a_file
 from harness.install import extra, pip
 from harness.model import ModelError, TokenUsage
 
@@ -82,8 +83,8 @@ class LocalModel:
         except ImportError:
             raise HarnessError("--model", f"a local model needs llama-cpp-python, which is not installed: {extra('local')}") from None
         self.path = Path(path) if path is not None else smollm2_path()
-        if not self.path.is_file():
-            raise HarnessError("--model", f"{self.path}: no such file (local:PATH takes a GGUF model file)")
+        if why := not_a_file(self.path):
+            raise HarnessError("--model", f"{self.path}: {why} (local:PATH takes a GGUF model file)")
         # Greedy, with every sampler that could change a token turned off.
         self.bounds = Bounds(max_tokens, max_chars, max_seconds)
         self.sampling = {

@@ -38,8 +38,8 @@ from urllib.parse import urlsplit
 import httpx
 
 from harness.backends import wire
-from harness.backends.bounds import DEFAULTS, Bounds, Budget, Watchdog
-from harness.backends.connection import CALLS, Sockets, certificate_refused, drain, read_bounded, tls
+from harness.backends.bounds import DEFAULTS, Bounds, Budget
+from harness.backends.connection import CALLS, Sockets, certificate_refused, drain, handshake_failed, read_bounded, tls
 from harness.backends.counts import PromptCounter
 from harness.backends.entry import Entry
 from harness.backends.urls import check_base_url, hidden, url_secrets
@@ -169,7 +169,7 @@ class ServerModel:
         deadline = time.monotonic() + seconds
         while True:
             try:
-                read_bounded(self._client, "GET", f"{self.base_url}/models", min(2.0, max(0.1, seconds)), 0)
+                read_bounded(self._client, "GET", f"{self.base_url}/models", min(2.0, max(0.1, deadline - time.monotonic())), 0)  # ends by the deadline
                 return True
             except httpx.HTTPError as e:
                 if certificate_refused(e):  # it is up, and refused: waiting would not change that
@@ -182,14 +182,13 @@ class ServerModel:
         if self._wait is not None:  # a server still starting: the first call waits for it, once
             self.wait(self._wait)
             self._wait = None
-        budget, watchdog, scrub = Budget(self.bounds), Watchdog(self.bounds.max_seconds), self.entry.stream()
+        budget, scrub = Budget(self.bounds), self.entry.stream()
         text_chars, events, finished, had_choices, usage = 0, 0, False, False, None
         try:
             # `with` is the try/finally: closing this generator early (the loop does, once the
             # client-side stop scanner cuts) closes the response and with it the connection,
             # so the server stops generating.
             with CALLS.until(budget.deadline), self._client.stream("POST", url, json=body, extensions={"trace": self._sockets.trace}) as response:
-                watchdog.watch(response)
                 if response.status_code != 200:
                     raise self._status_error(response)
                 self._check_headers(response)
@@ -214,27 +213,21 @@ class ServerModel:
                         if shown := scrub.feed(piece.text):
                             yield shown
                     finished, had_choices = finished or piece.finished, had_choices or piece.had_choices
-        except ModelError:
-            if watchdog.fired:
-                raise budget.late() from None
-            raise
         except (httpx.ConnectError, httpx.ConnectTimeout) as e:
             if refused := certificate_refused(e):
                 raise ModelError(f"{self.where} is not trusted: its TLS certificate was refused ({refused}; SSL_CERT_FILE names a CA to trust)") from None
+            if failed := handshake_failed(e):
+                raise ModelError(f"the TLS handshake with {self.where} failed ({failed}): does it speak https://, or plain http://?") from None
             where = "set --base-url or HARNESS_BASE_URL, or --wait-for-server SECONDS while it starts"
             raise ModelError(f"cannot connect to {self.where}: is the server running? ({where})") from None
         except httpx.TimeoutException:
-            if watchdog.fired or budget.left() == 0:
+            if budget.left() == 0:  # the call's deadline ended the read or write (connection.Deadlines)
                 raise budget.late() from None
             what = "the server is stuck or too slow for this prompt"
             raise ModelError(f"{self.where} sent nothing for {self.timeout:g} s: {what}") from None
         except httpx.TransportError as e:
-            if watchdog.fired:
-                raise budget.late() from None
             what = f"({type(e).__name__}): did the server stop?"
             raise ModelError(f"the connection to {self.where} broke mid-stream {what}") from None
-        finally:
-            watchdog.cancel()
         if tail := scrub.finish():
             yield tail
         if events == 0 and text_chars == 0:  # llama.cpp's answer to a prompt longer than its context
