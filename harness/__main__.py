@@ -4,6 +4,7 @@ Nothing is imported before the guard, so a Ctrl-C at any moment of start-up, eve
 the CLI's own modules load, is one line and exit code 130, never a traceback.
 """
 
+import gc
 import os
 import sys
 
@@ -16,8 +17,16 @@ def main() -> None:
         if getattr(sys, name) is None:  # closed by the caller (`harness run x >&-`): read as /dev/null
             setattr(sys, name, open(os.devnull, mode, encoding="utf-8"))
     try:
-        from harness.cli import main as cli
-
+        # What the CLI's import makes (modules, classes, typer's objects) lives to the end of the
+        # process: collecting it finds nothing, so no collection runs while it loads, and then it
+        # is moved out of the collector's sight (gc.freeze), so that no collection during the
+        # command walks it again (with the freeze at exit below: 293M -> 258M for `--help`).
+        gc.disable()
+        try:
+            from harness.cli import main as cli
+        finally:
+            gc.freeze()
+            gc.enable()
         cli()
     except KeyboardInterrupt:
         print("interrupted", file=sys.stderr)
@@ -26,8 +35,6 @@ def main() -> None:
         # At exit the collector would walk every object once more, to free what the
         # process is dropping anyway (~10 ms); frozen, it skips them. Files are closed by
         # their `with`, and atexit hooks still run.
-        import gc
-
         gc.freeze()
 
 

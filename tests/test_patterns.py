@@ -54,4 +54,5 @@ def test_the_patterns_read_by_their_re_twin_read_every_blank_as_regex_does():
         text = f"x{chr(c)}<|a{chr(c)}b|> [INST] <|im_end|>"
         assert PATTERN.quick.sub(_break, text) == PATTERN.sub(_break, text), hex(c)
         assert bool(PATTERN.quick.search(f"<|a{chr(c)}|>")) is (not blanks.match(chr(c)) and chr(c) not in "|<>"), hex(c)
+        assert bool(PATTERN.quick.search(f"<\uff5ca{chr(c)}\uff5c>")) is (not blanks.match(chr(c)) and chr(c) not in "<>"), hex(c)
         assert _SPACE.quick.sub("", text) == _SPACE.sub("", text) == blanks.sub("", text), hex(c)

@@ -71,3 +71,20 @@ def test_a_live_run_loads_the_client_but_not_httpxs_own_command_line():
     modules = imported("run", "nimbus", "--model", "openai:m", "--base-url", "http://127.0.0.1:9/v1", "-f", "tagged", entry="harness.__main__")
     assert "httpx" in modules
     assert not modules & {"click", "pygments", "rich.syntax"}
+
+
+def test_the_command_freezes_what_start_up_made_and_leaves_the_collector_on():
+    # The CLI's modules, classes and typer's objects live to the end: no collection (nor the
+    # one at exit) walks them (gc.freeze), and the collector is on for the command's own work.
+    code = (
+        "import gc, sys\n"
+        "sys.argv = ['harness', 'list']\n"
+        "from harness.__main__ import main\n"
+        "try:\n"
+        "    main()\n"
+        "except SystemExit:\n"
+        "    pass\n"
+        "print(gc.isenabled(), gc.get_freeze_count() > 10_000, file=sys.stderr)\n"
+    )
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert "nimbus" in done.stdout and done.stderr.split() == ["True", "True"]

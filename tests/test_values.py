@@ -125,3 +125,25 @@ def test_value_refuses_what_it_would_get_wrong():
 
     with pytest.raises(TypeError, match="__post_init__"):
         value(Checked)
+
+
+def test_values_of_one_shape_share_code_but_keep_their_own_names_defaults_and_errors():
+    @value
+    class Left:
+        a: int
+        b: list = dataclasses.field(default_factory=list)
+
+    @value
+    class Right:
+        x: str
+        y: dict = dataclasses.field(default_factory=dict)
+
+    assert Left.__init__.__code__.co_code == Right.__init__.__code__.co_code  # one compile for both
+    assert Left(b=[1], a=2) == Left(2, [1]) and Right(x="s").y == {} and Left(1).b == [] and Right("s").y is not Right("s").y
+    assert str(inspect.signature(Right)) == "(x: 'str', y: 'dict' = <factory>) -> None"
+    with pytest.raises(TypeError, match=r"Right.__init__\(\) missing 1 required positional argument: 'x'"):
+        Right()
+    with pytest.raises(TypeError, match="unexpected keyword argument 'a'"):
+        Right(a=1)
+    with pytest.raises(TypeError, match="non-default argument 'late' follows default argument"):
+        value(type("Bad", (), {"__annotations__": {"early": "int", "late": "int"}, "early": 0, "__module__": __name__}))

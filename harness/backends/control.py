@@ -45,7 +45,7 @@ _WORDS = (
     "commit_before|commit_msg|commit_after|repo_name"
 )
 # DeepSeek's own: fullwidth bars, words joined by U+2581 (<｜end▁of▁sentence｜>, <｜User｜>).
-_WIDE = r"<\uff5c(?P<wide>[^\uff5c<>\s]{1,64})\uff5c>"
+_WIDE = rf"<\uff5c(?P<wide>[^\uff5c<>{_SPACE}]{{1,64}})\uff5c>"
 PATTERN = lazy(rf"{_BARRED}|{_WIDE}|<(?P<word>{_WORDS})>|\[(?P<inst>/?INST)\]")
 
 

@@ -10,7 +10,8 @@ cannot go below while typer is its command-line library (typer vendors click):
 
     python -c pass                   the interpreter alone
     python -c "import typer"         and typer
-    a one-command typer app --help   and typer's help, with harness's settings (no rich)
+    a two-command typer app --help   and typer's help, with harness's settings (no rich);
+                                     also with its start-up frozen, as harness/__main__.py does
 
 The harness commands are run as `python -m harness` (valgrind) and through the installed
 script beside this interpreter (hyperfine), as a user types them. Compile the bytecode
@@ -30,7 +31,16 @@ import time
 from pathlib import Path
 
 PYTHON = sys.executable
-MINIMAL = '''import typer
+MINIMAL = '''import gc
+import sys
+
+if sys.argv.pop(1) == "frozen":  # start-up as harness/__main__.py treats it
+    gc.disable()
+    import typer
+
+    gc.freeze()
+    gc.enable()
+import typer
 
 app = typer.Typer(rich_markup_mode=None, pretty_exceptions_enable=False)
 
@@ -79,7 +89,8 @@ def main() -> None:
         rows = {  # name: (the command valgrind counts, the command hyperfine times)
             "python -c pass": [PYTHON, "-c", "pass"],
             "python -c 'import typer'": [PYTHON, "-c", "import typer"],
-            "minimal typer app --help": [PYTHON, str(minimal), "--help"],
+            "minimal typer app --help": [PYTHON, str(minimal), "plain", "--help"],
+            "  its start-up frozen": [PYTHON, str(minimal), "frozen", "--help"],
             "harness --help": [PYTHON, "-m", "harness", "--help"],
             "harness run nimbus": [PYTHON, "-m", "harness", "run", "nimbus"],
         }
