@@ -285,19 +285,27 @@ def test_a_tool_module_imports_its_neighbours_absolutely_and_relatively(tmp_path
     assert result.exit_code == 0 and observation(result) == "code      | Observation: from the package: HI", result.output
 
 
-def test_two_folders_each_with_a_helpers_module_get_their_own_in_one_batch(tmp_path, monkeypatch):
+NEIGHBOURS = {  # a neighbour of the tool's module, and how the tool imports it
+    "module": ("helpers.py", "import helpers\n\ndef who(x):\n    \"\"\"Who.\"\"\"\n    return helpers.NAME\n"),
+    "package without __init__": ("lib/x.py", "from lib import x\n\ndef who(q):\n    \"\"\"Who.\"\"\"\n    return x.NAME\n"),
+}
+
+
+@pytest.mark.parametrize("layout", NEIGHBOURS)
+def test_two_folders_each_with_a_same_named_neighbour_get_their_own_in_one_batch(tmp_path, monkeypatch, layout):
     monkeypatch.chdir(tmp_path)
+    neighbour, source = NEIGHBOURS[layout]
     for name in ("a", "b"):
         folder = tmp_path / "runs" / name
-        folder.mkdir(parents=True)
-        (folder / "helpers.py").write_text(f'NAME = "{name}"\n', encoding="utf-8")
-        scenario(folder, "who", source='import helpers\n\ndef who(x):\n    """Who."""\n    return helpers.NAME\n')
+        (folder / neighbour).parent.mkdir(parents=True, exist_ok=True)
+        (folder / neighbour).write_text(f'NAME = "{name}"\n', encoding="utf-8")
+        scenario(folder, "who", source=source)
         (folder / "s.toml").rename(folder / f"{name}.toml")
     result = invoke("run", "runs", "--save-dir", "out")
     assert result.exit_code == 0, result.output
     for name in ("a", "b"):
         assert "code      | Observation: " + name + "\n" in (tmp_path / "out" / f"{name}.txt").read_text(encoding="utf-8")
-    assert "helpers" not in sys.modules  # neither folder's helpers is left where another import would find it
+    assert "helpers" not in sys.modules and "lib" not in sys.modules  # neither folder's is left where another import would find it
 
 
 def test_what_a_tool_imports_from_elsewhere_stays_imported_even_from_inside_its_folder(tmp_path, monkeypatch):
@@ -339,20 +347,6 @@ def test_in_a_batch_a_tools_own_threads_print_nowhere_raw(tmp_path, monkeypatch)
     result = subprocess.run([sys.executable, "-m", "harness", "run", ".", "--jobs", "3", "--report", "r.json"], capture_output=True, text=True, cwd=tmp_path)
     assert result.returncode == 0, result.stderr
     assert "worker" not in result.stdout and "worker" not in result.stderr and "\x1b[2J" not in result.stdout + result.stderr
-
-
-def test_a_package_folder_without_init_is_each_folders_own_in_one_batch(tmp_path, monkeypatch):
-    monkeypatch.chdir(tmp_path)
-    for name in ("a", "b"):
-        folder = tmp_path / "runs" / name
-        (folder / "lib").mkdir(parents=True)
-        (folder / "lib" / "x.py").write_text(f'V = "{name}"\n', encoding="utf-8")  # lib has no __init__.py
-        scenario(folder, "who", source='from lib import x\n\ndef who(q):\n    """Who."""\n    return x.V\n')
-        (folder / "s.toml").rename(folder / f"{name}.toml")
-    result = invoke("run", "runs", "--save-dir", "out")
-    assert result.exit_code == 0, result.output
-    for name in ("a", "b"):
-        assert "code      | Observation: " + name + "\n" in (tmp_path / "out" / f"{name}.txt").read_text(encoding="utf-8")
 
 
 def test_a_helpers_module_that_links_elsewhere_is_its_folders_own(tmp_path, monkeypatch):
