@@ -99,6 +99,9 @@ class Registry:
     def __getitem__(self, name: str) -> Tool:
         return self._tools[name]
 
+    def get(self, name: str) -> Tool | None:
+        return self._tools.get(name)
+
     def __iter__(self):
         return iter(self._tools.values())
 
