@@ -44,13 +44,14 @@ def judge_action(
 ) -> Rejection | None:
     if action is None:
         return why_not(dialect, tools, number, line)
-    if tools is not None and action.tool not in tools:
+    tool = None if tools is None else tools.get(action.tool)  # (looked up once for every check)
+    if tools is not None and tool is None:
         return notices.unknown_tool(number, action.tool, tools.names)
     if len(accepted) >= dialect.max_actions:
         return notices.too_many_actions(number, action.tool, dialect.max_actions)
-    if tools is not None and (rejection := misused(dialect, tools, number, action) or copied(dialect, tools, number, action, question)):
+    if tool is not None and (rejection := misused(dialect, tools, number, action) or copied(dialect, tool, number, action, question)):
         return rejection
-    trait = trait_of(tools, action.tool)
+    trait = "unknown" if tool is None else tool.trait  # (trait_of)
     for first, first_action, first_trait in accepted:
         if not compatible(first_trait, trait):
             return notices.incompatible_action(number, action.tool, trait, first, first_action.tool, first_trait)
@@ -152,15 +153,17 @@ def _plain(text: object) -> str:
     return _SPACE.quick.sub("", str(text)).strip("'\"`").casefold()
 
 
-def copied(dialect: Dialect, tools: Registry, number: int, action: Action, question: str) -> Rejection | None:
+def copied(dialect: Dialect, tool: Tool, number: int, action: Action, question: str) -> Rejection | None:
     """The tool list's example call, copied, for a question that never mentions its value
     (`calculator((2 + 3) * 4)` for the price of four lamps): a small model copies what it
     sees. However the value is written (quoted or not, by keyword, spaced or not) it is the
     same copy; an example the question does name (`(2 + 3) * 4`, asked about) runs, and so
     does a real one (a canned tool's first key: looking each key up may be the task)."""
-    tool = tools[action.tool]
-    example, values = tool.example, [*action.args, *action.kwargs.values()]
-    if example is None or tool.example_is_real or len(values) != 1 or len(str(values[0])) > 2 * len(example) + 8:
+    example = tool.example
+    if example is None or tool.example_is_real:
+        return None  # (the usual tool: nothing to copy)
+    values = [*action.args, *action.kwargs.values()]
+    if len(values) != 1 or len(str(values[0])) > 2 * len(example) + 8:
         return None  # (a long argument is no copy: it is not rewritten to be compared)
     if (value := _plain(values[0])) != _plain(example) or value in _SPACE.quick.sub("", question).casefold():
         return None

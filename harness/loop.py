@@ -20,11 +20,9 @@ from __future__ import annotations
 
 from collections.abc import Callable, Sequence
 from dataclasses import asdict, dataclass
-from typing import NamedTuple
-
 from harness.backends.control import neutralise
 from harness.backends.entry import encodable
-from harness.decisions import Action, Rejection
+from harness.decisions import Action, Rejection, Round
 from harness.dialects import Dialect
 from harness.events import (
     ActionParsed,
@@ -84,8 +82,7 @@ def run(setup: Setup, model: Model, emit: Emit = nobody) -> RunRecord:
             step += 1
             out.cue(dialect.cue(step))  # closing code's turn first, if a chat template frames it
             call = complete(model, step, setup, emit)
-            out.answered(call)  # the completion, verbatim, even when empty
-            decided = call.ended.round
+            decided = out.answered(step, call)  # the completion, verbatim, even when empty
             out.notices(step, decided.rejections)
             if decided.answer is not None:  # its lane opened: the user has it, the run is done
                 return out.stop(StopReason.FINAL_ANSWER, step, decided.answer)
@@ -172,20 +169,21 @@ class Writer:
         if text:
             self.code(text, framed=False)
 
-    def answered(self, call: Call) -> None:
-        """The model's completion goes into the buffer as it is; its facts into the record."""
-        ended, step = call.ended, call.ended.step
-        self.write(Author.MODEL, ended.text)
-        counted = None if call.tokens is None else asdict(call.tokens)
-        hidden = unseen(ended.text, ended.round) if ended.round.rejections else ()  # (a lane is denied with a rejection)
-        self._next_call((ended.cut, ended.cut_by, counted, hidden, call.messages))
-        self.sent += call.prompt_chars
-        if self.listening:
-            self.emit(ended)
-            self.emit(Usage(step, call.prompt_chars, len(ended.text), self.sent))
-        if call.tokens is not None:
-            t = call.tokens
-            self.tell(TokensCounted, step, t.prompt_tokens, t.evaluated_tokens, t.completion_tokens)
+    def answered(self, step: int, call: Call) -> Round:
+        """The model's completion goes into the buffer as it is; its facts into the record.
+        Returns what the reader decided on it."""
+        text, cut, cut_by, decided, prompt_chars, tokens, messages = call
+        self.write(Author.MODEL, text)
+        counted = None if tokens is None else asdict(tokens)
+        hidden = unseen(text, decided) if decided.rejections else ()  # (a lane is denied with a rejection)
+        self._next_call((cut, cut_by, counted, hidden, messages))
+        self.sent += prompt_chars
+        if self.listening:  # (the event is made only for a listener: the loop needs only `decided`)
+            self.emit(CompletionEnded(step, text, cut, cut_by, decided))
+            self.emit(Usage(step, prompt_chars, len(text), self.sent))
+        if tokens is not None:
+            self.tell(TokensCounted, step, tokens.prompt_tokens, tokens.evaluated_tokens, tokens.completion_tokens)
+        return decided
 
     def canceled(self, shown: str) -> None:
         """Ctrl-C mid-completion: what the user had seen of it stays in the buffer."""
@@ -245,11 +243,13 @@ def call_record(records: dict[tuple, CallRecord], *fields) -> CallRecord:
     return record
 
 
-class Call(NamedTuple):
-    ended: CompletionEnded
-    prompt_chars: int  # the whole buffer was sent
-    tokens: TokenUsage | None  # the model's own counts, if it gave them
-    messages: int | None = None  # a chat endpoint: the buffer was sent as this many messages
+# What one model call gave, as a plain tuple (made every step: a NamedTuple costs a class call):
+#   (text, cut, cut_by, decided, prompt_chars, tokens, messages)
+#   text, cut, cut_by, decided   as in CompletionEnded (decided: the Round)
+#   prompt_chars                 the whole buffer was sent
+#   tokens                       the model's own counts (a TokenUsage), if it gave them
+#   messages                     a chat endpoint: the buffer was sent as this many messages
+Call = tuple[str, str, str, Round, int, "TokenUsage | None", "int | None"]
 
 
 def complete(model: Model, step: int, setup: Setup, emit: Emit) -> Call:
@@ -270,7 +270,5 @@ def complete(model: Model, step: int, setup: Setup, emit: Emit) -> Call:
         if (close := getattr(chunks, "close", None)) is not None:
             close()
     if decided.prefix_rejected:  # nothing of it is kept: what was read is quoted in the notice
-        ended = CompletionEnded(step, "", text, "prefix", decided)
-    else:
-        ended = CompletionEnded(step, text, cut, "stop" if cut else "", decided)
-    return Call(ended, prompt_chars, tokens, sent)
+        return "", text, "prefix", decided, prompt_chars, tokens, sent
+    return text, cut, "stop" if cut else "", decided, prompt_chars, tokens, sent

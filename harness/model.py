@@ -80,16 +80,18 @@ class ScriptedModel:
 
     `watched=False` says nobody sees the stream (no listener: `harness run -f tagged`, `harness
     agent`). The chunks are then only a cost: 1.25 million trips through the loop for a
-    10 MB reply. So past its first 4,096 characters a completion comes 64 KB at a time. The
-    record is the same: the scanner and the lanes' gates decide the same for any chunking,
-    and the one read that stops on a chunk (a reply that does not begin with the required
-    prefix keeps what was read up to there) is decided within the first few characters.
+    10 MB reply, four for a 32-character one. So past its first `head` characters (by
+    default 4,096) a completion comes 64 KB at a time. The record is the same: the scanner
+    and the lanes' gates decide the same for any chunking, and the one read that stops on a
+    chunk (a reply that does not begin with the required prefix keeps what was read up to
+    there) is decided within the prefix's length: a run that knows its dialect gives that.
     """
 
-    def __init__(self, completions: Sequence[str], chunk_size: int = 8, watched: bool = True) -> None:
+    def __init__(self, completions: Sequence[str], chunk_size: int = 8, watched: bool = True, head: int = 4096) -> None:
         self.completions = list(completions)
         self.chunk_size = max(1, chunk_size)
         self.watched = watched
+        self.head = max(0, head)  # characters an unwatched completion begins with, chunk_size at a time
         self._sent: list[tuple[int, tuple[str, ...]]] = []  # (prompt_chars, stop) per call
 
     @property
@@ -112,17 +114,24 @@ class ScriptedModel:
             raise ModelExhausted(f"the script has {len(self.completions)} completions and all were used")
         sent.append((prompt_chars, stop if type(stop) is tuple else tuple(stop)))
         text, size = self.completions[len(sent) - 1], self.chunk_size
+        if not self.watched:
+            return _unwatched(text, size, self.head)
         if len(text) <= _LISTED:  # the usual reply: its chunks cut at once, quicker to go through than a generator
             return iter([text[i : i + size] for i in range(0, len(text), size)])
-        if not self.watched:
-            return _unwatched(text, size)
         return (text[i : i + size] for i in range(0, len(text), size))  # a 10 MB one: a chunk at a time
 
 
-def _unwatched(text: str, size: int) -> Iterator[str]:
-    """The first _LISTED characters `size` at a time, as watched, then _UNWATCHED at a time."""
-    head = -(-_LISTED // size) * size  # the end of the small chunks that cover them
-    yield from [text[i : i + size] for i in range(0, head, size)]
+def _unwatched(text: str, size: int, head: int) -> Iterator[str]:
+    """The first `head` characters `size` at a time, as watched, then _UNWATCHED at a time."""
+    head = -(-head // size) * size  # the end of the small chunks that cover them
+    pieces = [text[i : i + size] for i in range(0, min(head, len(text)), size)]
+    if len(text) <= head + _UNWATCHED:  # the usual reply: at most one big piece, cut at once
+        return iter(pieces + [text[head:]] if len(text) > head else pieces)
+    return _pieces(pieces, text, head)
+
+
+def _pieces(pieces: list[str], text: str, head: int) -> Iterator[str]:
+    yield from pieces
     for i in range(head, len(text), _UNWATCHED):
         yield text[i : i + _UNWATCHED]
 

@@ -121,7 +121,7 @@ def _usual(chunks: Iterator[Any], scanner: StopScanner, setup: Setup, emit: Emit
     dialect, tools, question, peek = setup.dialect, setup.tools, setup.question, setup.peek
     markers = dialect._starting  # first characters that may begin a marker (`Action`, `Final Answer:`)
     fed: list[str] = []  # what the scanner let through: the completion
-    lanes: list[list[int] | Lane] = []  # a thinking lane's [start, end], or an accepted Action line's Lane
+    lanes: list[list[int] | Lane | None] = []  # a thinking lane's [start, end], or an accepted Action line's Lane (None: nobody listens)
     actions: list = []  # (number, action, trait), as the Governor keeps them
     held: list[str] = []  # the current Action line's pieces, shown only once it is judged
     line, kind = "", None  # the current line while its kind is untold; then "thinking" or "action"
@@ -195,7 +195,7 @@ def _usual(chunks: Iterator[Any], scanner: StopScanner, setup: Setup, emit: Emit
         if judge_action(dialect, tools, actions, len(actions) + 1, action, text, question) is not None:
             raise _NotUsual
         actions.append((len(actions) + 1, action, trait_of(tools, action.tool)))
-        lanes.append(Lane(len(lanes), "action", "allowed", len(text), text))
+        lanes.append(Lane(len(lanes), "action", "allowed", len(text), text) if emit else None)  # (see the end)
         return text
 
     text, ending = "", False
@@ -249,8 +249,11 @@ def _usual(chunks: Iterator[Any], scanner: StopScanner, setup: Setup, emit: Emit
         if out and emit:
             emit(TextDelta(out))
     whole = "".join(fed)
+    # The lanes are for a listener (the live view draws them); the loop reads the actions and
+    # the answer, so with nobody listening they are not made.
+    shaped = tuple([Lane(i, "thinking", "allowed", x[1] - x[0], whole[x[0] : x[1]]) if type(x) is list else x for i, x in enumerate(lanes)]) if emit else ()
     decided = Round(  # (by position, as the Governor makes it)
-        tuple([Lane(i, "thinking", "allowed", x[1] - x[0], whole[x[0] : x[1]]) if type(x) is list else x for i, x in enumerate(lanes)]),
+        shaped,
         tuple([(n, a) for n, a, _ in actions]),
         None,
         False,

@@ -65,7 +65,8 @@ def build(scenario: Scenario, watched: bool = True) -> Built:
     buffer.append(Author.DEVELOPER, filled.text)
     modules = (sources.module_bytes(tool.fn) for tool, spec in zip(tools, scenario.tools) if spec.python)
     sha = sources.fingerprint([sources.canonical(scenario.loaded or scenario.to_meta()), template.read_bytes(), *modules])
-    model: Model = ScriptedModel(scenario.completions, scenario.chunk_size, watched)  # (watched: see ScriptedModel)
+    # (watched, head: see ScriptedModel; the one read that stops on a chunk is decided within the prefix)
+    model: Model = ScriptedModel(scenario.completions, scenario.chunk_size, watched, len(dialect.required_prefix or ""))
     if scenario.model_error is not None:
         model = FailingModel(model, *scenario.model_error)
     if scenario.interrupt is not None:

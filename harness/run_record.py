@@ -76,7 +76,7 @@ class RunRecord:
         if self.model:
             meta["model"] = self.model
         meta["cuts"] = {str(i): c.cut for i, c in enumerate(self.calls, 1) if c.cut}
-        meta["calls"] = [c.to_meta() for c in self.calls]
+        meta["calls"] = _metas(self.calls)
         if self.source is not None:
             meta["source"] = self.source.to_meta()
         if self.scenario is not None:
@@ -89,6 +89,19 @@ class RunRecord:
     def placed(self, target: Path) -> RunRecord:
         """The record as it is saved at `target`: its scenario named relative to that file's folder."""
         return self if self.source is None else replace(self, source=self.source.placed(target))
+
+
+def _metas(calls: tuple[CallRecord, ...]) -> list[dict[str, Any]]:
+    """Each call's metadata; the loop shares one CallRecord between the calls alike (most of
+    them), so each shared record's is made once (by identity: the calls hold them meanwhile)."""
+    made: dict[int, dict[str, Any]] = {}
+    out = []
+    for call in calls:
+        meta = made.get(id(call))
+        if meta is None:
+            meta = made[id(call)] = call.to_meta()
+        out.append(meta)
+    return out
 
 
 # --- reading a saved file back: every field checked -------------------------------------

@@ -50,6 +50,7 @@ class Tool:
     ends_run: bool = False  # a finish tool: its result is the final answer
     example: str | None = None  # the arguments of a concrete call, as the model should type them
     example_is_real: bool = False  # the example is a call that truly answers (a canned tool's key), not made up
+    quiet: bool = False  # harness's own code, which prints nothing: its prints are not caught (a cost every call)
 
     @property
     def signature(self) -> str:
@@ -98,6 +99,9 @@ class Registry:
     def __getitem__(self, name: str) -> Tool:
         return self._tools[name]
 
+    def get(self, name: str) -> Tool | None:
+        return self._tools.get(name)
+
     def __iter__(self):
         return iter(self._tools.values())
 
@@ -119,9 +123,10 @@ class Registry:
         # (str, bool) -> the text code splices in, and whether the tool succeeded
         """(observation text, ok). A failing tool is an observation, never a crash; what it
         prints goes into the observation, never onto harness's own output."""
-        outer, text = captured.start(), ""  # this run's own, whatever other runs' tools print
+        tool = self._tools[name]
+        outer, text = None if tool.quiet else captured.start(), ""  # this run's own, whatever other runs' tools print
         try:
-            result, ok = self._tools[name].call(args, kwargs), True
+            result, ok = tool.call(args, kwargs), True
         except ToolError as e:
             result, ok = f"Error: {message(e)}", False
         except KeyboardInterrupt:  # a real Ctrl-C: the loop cancels the run
@@ -129,7 +134,8 @@ class Registry:
         except BaseException as e:  # user code may raise anything, SystemExit too: the model reads it
             result, ok = f"Error: {describe(e)}", False
         finally:
-            text = captured.stop(outer)
+            if not tool.quiet:
+                text = captured.stop(outer)
         if text:
             result = text + ("" if text.endswith("\n") else "\n") + result
         return result, ok
@@ -206,7 +212,7 @@ def calculate(expression: str) -> str:
 
 
 def calculator() -> Tool:
-    return Tool("calculator", "Evaluate an arithmetic expression", ("expression",), calculate, "neutral", example="(2 + 3) * 4")
+    return Tool("calculator", "Evaluate an arithmetic expression", ("expression",), calculate, "neutral", example="(2 + 3) * 4", quiet=True)
 
 
 # --- canned tools --------------------------------------------------------------------
@@ -285,7 +291,7 @@ def canned(
 
     first = as_typed(next(iter(results)), params) if results else None
     example = first if first is not None and len(first) <= EXAMPLE_MAX else None
-    return Tool(name, description, params, lookup, trait, example=example, example_is_real=True)
+    return Tool(name, description, params, lookup, trait, example=example, example_is_real=True, quiet=True)
 
 
 BUILTINS: dict[str, Callable[[], Tool]] = {"calculator": calculator}  # the workspace tools: harness.workspace

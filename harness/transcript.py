@@ -160,11 +160,33 @@ def records(transcript: Transcript) -> list[str]:
     """One record line (without its newline) per line segment of each span."""
     out: list[str] = []
     for author, written in transcript._runs():
-        head, lines = _HEADS[author], written.split("\n")
-        bar, empty = head + "| ", head + "|"
-        out += [bar + text if text else empty for text in lines[:-1]]  # each ended with a newline: `|`
-        if lines[-1] or len(lines) == 1:  # the last did not: `\\` (an empty span still gets its record)
-            out.append(f"{head}\\ {lines[-1]}" if lines[-1] else head + "\\")
+        out += _span_records(author, written)
+    return out
+
+
+def _blocks(transcript: Transcript) -> list[str]:
+    """The records of each span, joined by newlines: `records`, one string per span. A span
+    without an empty line (most are) is written with one replace, not line by line."""
+    out: list[str] = []
+    for author, written in transcript._runs():
+        if not written or "\n\n" in written or written[0] == "\n":  # an empty record ("model    |"): line by line
+            out += _span_records(author, written)
+            continue
+        head = _HEADS[author]
+        last = written.rfind("\n") + 1  # where the line that does not end with a newline begins
+        block = head + "| " + written[: last - 1].replace("\n", "\n" + head + "| ") if last else ""
+        if last < len(written):
+            block += ("\n" if block else "") + head + "\\ " + written[last:]
+        out.append(block)
+    return out
+
+
+def _span_records(author: Author, written: str) -> list[str]:
+    head, lines = _HEADS[author], written.split("\n")
+    bar, empty = head + "| ", head + "|"
+    out = [bar + text if text else empty for text in lines[:-1]]  # each ended with a newline: `|`
+    if lines[-1] or len(lines) == 1:  # the last did not: `\\` (an empty span still gets its record)
+        out.append(f"{head}\\ {lines[-1]}" if lines[-1] else head + "\\")
     return out
 
 
@@ -173,7 +195,7 @@ def dumps(transcript: Transcript, meta: dict[str, Any] | None = None) -> str:
     lines = [HEADER]
     for key, value in (meta or {}).items():  # keys keep their order: it is meaningful (tool order)
         lines.append(f"# {key}: {json.dumps(value, ensure_ascii=False)}")
-    lines += records(transcript)
+    lines += _blocks(transcript)
     return "\n".join(lines) + "\n"
 
 

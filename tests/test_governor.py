@@ -11,7 +11,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from harness.dialects import DefaultDialect, GovernedDialect, ReactPaperDialect
-from harness.events import TextDelta
+from harness.events import CompletionEnded, TextDelta
 from harness.governor import Governor, read
 from harness.loop import Setup, complete
 from harness.transcript import Transcript
@@ -44,7 +44,8 @@ def streamed(dialect, text: str, sizes: list[int]):
             return iter(chunks)
 
     deltas = []
-    ended = complete(Chunked(), 1, Setup(Transcript(), dialect, TOOLS), deltas.append).ended
+    text, cut, cut_by, decided, *_ = complete(Chunked(), 1, Setup(Transcript(), dialect, TOOLS), deltas.append)
+    ended = CompletionEnded(1, text, cut, cut_by, decided)
     return ended, "".join(d.text for d in deltas if isinstance(d, TextDelta))
 
 

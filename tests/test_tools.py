@@ -77,3 +77,24 @@ def test_what_a_python_tool_returns_is_text_that_replays_never_a_repr_with_an_ad
     result, passed = Registry([from_function(lookup)]).run("lookup", ("k",), {})
     assert result.startswith(observation) and passed is ok
     assert " at 0x" not in result
+
+
+def test_a_users_tool_has_its_prints_caught_and_harnesss_own_tools_are_called_as_they_are(monkeypatch):
+    """Catching prints swaps sys.stdout under a lock on every call: worth it for user code,
+    a cost for harness's own tools, which print nothing."""
+    from harness import captured
+    from harness.tools import from_function
+
+    def shout(text):
+        """Say it loudly."""
+        print("loud")
+        return text
+
+    starts = []
+    real = captured.start
+    monkeypatch.setattr(captured, "start", lambda: starts.append(1) or real())
+    tools = Registry([from_function(shout), calculator(), canned("quota", "Look it up", {"nimbus": "99%"})])
+    assert tools.run("shout", ("hi",), {}) == ("loud\nhi", True)
+    assert tools.run("calculator", ("1 + 2",), {}) == ("3", True)
+    assert tools.run("quota", ("nimbus",), {}) == ("99%", True)
+    assert starts == [1]  # the user's tool only

@@ -68,6 +68,15 @@ def test_saving_and_loading_gives_back_the_same_spans_and_bytes(appends):
     assert loaded_meta == meta
 
 
+@given(st.lists(st.tuples(st.sampled_from(list(Author)), st.one_of(st.text(max_size=20), awkward_text)), max_size=12))
+def test_the_saved_file_holds_one_record_per_line_segment_of_each_span(appends):
+    """The file writes a span's records at once (one replace); they are the records all the same."""
+    t = Transcript()
+    for author, text in appends:
+        t.append(author, text)
+    assert dumps(t) == "\n".join(["# harness transcript v1", *records(t)]) + "\n"
+
+
 @pytest.mark.parametrize(
     ("text", "line"),
     [

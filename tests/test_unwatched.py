@@ -31,11 +31,12 @@ _LINES = [
 
 @st.composite
 def completions(draw) -> str:
-    """A completion longer than the 4,096 characters a watched stream starts with, its lines
-    drawn from every kind the reader tells apart, placed before and after that point."""
+    """A completion short or longer than the 4,096 characters a ScriptedModel starts with by
+    default (a scenario's run starts with its prefix's length only), its lines drawn from
+    every kind the reader tells apart, placed before and after those points."""
     lines = draw(st.lists(st.sampled_from(_LINES) | st.integers(1, 9_000).map(lambda n: "x" * n), min_size=1, max_size=12))
     text = "\n".join(lines)
-    if len(text) <= 4_096:
+    if len(text) <= 4_096 and draw(st.booleans()):
         text = "Thought: " + "y" * draw(st.integers(4_096 - len(text), 6_000)) + "\n" + text
     return text + draw(st.sampled_from(["", "\n", "\nFinal Answer: late\n"]))
 
@@ -75,3 +76,16 @@ def test_unwatched_a_long_completion_comes_in_big_chunks_after_its_start():
     assert {len(c) for c in chunks[:512]} == {8} and len(chunks) < 512 + 5
     watched = list(ScriptedModel([text], 8).stream("", ()))
     assert len(watched) == -(-len(text) // 8)  # watched, every chunk as the scenario cuts it
+
+
+def test_a_scenarios_unwatched_reply_comes_whole_after_its_prefix():
+    """Four trips through the reader for a 32-character reply cost more than the reply: a
+    scenario's run nobody watches reads its prefix as the scenario cuts it, then the rest."""
+    from harness.record import build
+
+    reply = "Thought: step 1\nAction: calculator(1)\n"
+    for dialect, first in (("governed", ["Thou", "ght:"]), ("default", [])):
+        scenario = Scenario(question="q", completions=(reply,), dialect=dialect, tools=(ToolSpec("calculator"),), chunk_size=4)
+        chunks = list(build(scenario, watched=False).model.stream("", ()))
+        assert chunks == first + [reply[len("".join(first)) :]]
+        assert list(build(scenario).model.stream("", ())) == [reply[i : i + 4] for i in range(0, len(reply), 4)]

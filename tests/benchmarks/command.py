@@ -2,6 +2,7 @@
 
     python tests/benchmarks/command.py            # N = 1,000 and 10,000, every dialect
     python tests/benchmarks/command.py --quick    # N = 1,000 only, one process per row
+    python tests/benchmarks/command.py --step-instructions   # machine instructions per step (valgrind)
 
 For each dialect a scenario of N scripted steps (`Thought: step i` / `Action: echo(i)`, a
 canned tool answering each, then the final answer; the model is sent the whole buffer on
@@ -14,7 +15,10 @@ less) of the whole process, each the best of 5 fresh processes; the sizes take t
 round runs N = 1, 1,000 and 10,000 once each), so that a busy spell of the machine falls on
 all of them alike. Start-up is the same
 command on a one-step scenario, and is subtracted: µs per step = (t(N) - t(1)) / N.
-t(10k)/t(1k) is taken on those start-up-free times: 10 means linear.
+t(10k)/t(1k) is taken on those start-up-free times: 10 means linear. With
+--step-instructions, only what a busy machine does not change: the machine instructions of
+one step through the command, (I(N = 2,000) - I(N = 1,000)) / 1,000, and
+(I(10k) - I(1)) / (I(1k) - I(1)) for how they grow, each dialect (valgrind's callgrind).
 
 Then `harness run nimbus` against `harness --help`, both to /dev/null: their machine
 instructions (valgrind, when installed; a busy machine does not change them) and their wall
@@ -79,7 +83,10 @@ def best(folder: Path, dialect: str, sizes: tuple[int, ...], rounds: int) -> dic
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--quick", action="store_true", help="N = 1,000 only, one process per row")
+    parser.add_argument("--step-instructions", action="store_true", help="only the instructions per step (valgrind)")
     args = parser.parse_args()
+    if args.step_instructions:
+        return step_instructions()
     sizes, rounds = ((1_000,), 1) if args.quick else ((1_000, 10_000), 5)
     with tempfile.TemporaryDirectory() as tmp:
         folder = Path(tmp)
@@ -116,6 +123,16 @@ def main() -> None:
          "--output", "null", f"{command} --help", f"{command} run nimbus"],
         check=True,
     )  # fmt: skip
+
+
+def step_instructions() -> None:
+    """Instructions per step through the command, and how they grow from 1,000 to 10,000 steps."""
+    print(f"{'dialect':<12} {'instructions/step':>18} {'I(10k)/I(1k)':>13}   (start-up subtracted)")
+    with tempfile.TemporaryDirectory() as tmp:
+        for dialect in DIALECTS:
+            counts = {n: instructions([*HARNESS, "run", str(scenario(Path(tmp), dialect, n)), "--format", "tagged"]) for n in (1, 1_000, 2_000, 10_000)}
+            per = (counts[2_000] - counts[1_000]) / 1_000
+            print(f"{dialect:<12} {per:18,.0f} {(counts[10_000] - counts[1]) / (counts[1_000] - counts[1]):13.2f}")
 
 
 def instructions(command: list[str]) -> int:

@@ -12,6 +12,7 @@ the floor a harness that shows its work is measured against.
 
     python tests/benchmarks/loop.py           # N = 1,000 and 10,000, three dialects
     python tests/benchmarks/loop.py --big     # and N = 100,000
+    python tests/benchmarks/loop.py --instructions   # machine instructions per step (valgrind)
 
 Each configuration runs in a fresh subprocess, so the peak RSS of one does not hide the
 next (resource.getrusage(RUSAGE_SELF).ru_maxrss, the whole interpreter included); times
@@ -19,6 +20,10 @@ are CPU seconds of that process (time.process_time), the best of ten runs at N =
 and of three at 10,000, so that a busy machine does not pass its other work off as the loop's. Then,
 at N = 1,000, the default dialect again with the JSON Lines event stream and with the
 non-live rich view, both written to /dev/null.
+
+With --instructions, what a busy machine does not change: the machine instructions of one
+step, counted by valgrind's callgrind as (I(N = 2,000) - I(N = 1,000)) / 1,000 over whole
+processes, for each dialect, nobody listening and a no-op listener.
 
 Not a test: it prints figures; nothing asserts on time.
 """
@@ -30,6 +35,7 @@ import json
 import os
 import re
 import resource
+import shutil
 import subprocess
 import sys
 import time
@@ -116,6 +122,9 @@ def repeat(n: int) -> int:
 
 
 def child(impl: str, dialect: str, n: int, view: str) -> None:
+    if impl == "once":  # one run, for the instruction count
+        harness_run(dialect, n, view)
+        return
     runs = [naive_run(dialect, n) if impl == "naive" else harness_run(dialect, n, view) for _ in range(repeat(n))]
     seconds, size = min(runs)  # the best run: the least disturbed by the rest of the machine
     peak_kb = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss  # Linux: kilobytes
@@ -134,14 +143,34 @@ def measure(impl: str, dialect: str, n: int, view: str = "none", processes: int 
     return best | {"peak_mb": max(r["peak_mb"] for r in runs)}
 
 
+def instructions(dialect: str, n: int, view: str) -> int:
+    """Machine instructions of a fresh process that makes one run of N steps."""
+    command = [sys.executable, __file__, "--child", "once", dialect, str(n), view]
+    done = subprocess.run(["valgrind", "--tool=callgrind", "--callgrind-out-file=/dev/null", *command], capture_output=True, text=True, check=True)
+    return int(done.stderr.split("Collected : ")[1].split()[0])
+
+
+def per_step_instructions() -> None:
+    if shutil.which("valgrind") is None:
+        print("valgrind is not installed (apt install valgrind): no instruction counts")
+        return
+    print(f"{'dialect':<12} {'nobody listening':>17} {'a no-op listener':>17}   (instructions per step)")
+    for dialect in DIALECTS:
+        row = [(instructions(dialect, 2_000, view) - instructions(dialect, 1_000, view)) / 1_000 for view in ("none", "noop")]
+        print(f"{dialect:<12} {row[0]:17,.0f} {row[1]:17,.0f}")
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--big", action="store_true", help="also N = 100,000")
+    parser.add_argument("--instructions", action="store_true", help="only the instructions per step (valgrind)")
     parser.add_argument("--child", nargs=4, help=argparse.SUPPRESS)
     args = parser.parse_args()
     if args.child:
         impl, dialect, n, view = args.child
         return child(impl, dialect, int(n), view)
+    if args.instructions:
+        return per_step_instructions()
 
     sizes = (1_000, 10_000, 100_000) if args.big else (1_000, 10_000)
     head = f"{'dialect':<12} {'N':>7} {'µs/step':>9} {'naive':>7} {'ratio':>7} {'t/t(1k)':>8} {'peak MB':>8} {'naive MB':>9} {'buffer MB':>10}"
