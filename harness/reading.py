@@ -25,7 +25,7 @@ from harness.decisions import Lane, Round
 from harness.events import Event, TextDelta
 from harness.governor import Governor
 from harness.judge import judge_action, trait_of
-from harness.model import Sent, TokenUsage
+from harness.model import ModelError, Sent, TokenUsage
 from harness.stop import StopScanner
 
 if TYPE_CHECKING:
@@ -66,6 +66,8 @@ class _Handover(NamedTuple):
 def read(chunks: Iterator[Any], stops: tuple[str, ...], setup: Setup, emit: Emit | None) -> Read:
     """All of one completion (`emit` None: nobody listens, no TextDelta is made)."""
     scanner, peek = StopScanner(stops), setup.peek
+    if peek > 0:  # a live run's --peek: what fails while it peeks ends the peek, not the call
+        chunks = _peeked(chunks, scanner)
     done = _usual(chunks, scanner, setup, emit)
     if type(done) is not _Handover:
         return done
@@ -86,6 +88,16 @@ def read(chunks: Iterator[Any], stops: tuple[str, ...], setup: Setup, emit: Emit
         # Keep the completion up to the last character the user saw.
         raise Canceled(governor.text[: governor.shown_end]) from None
     return governor.text, _cut(scanner, peek), governor.result(), tokens, sent
+
+
+def _peeked(chunks: Iterator[Any], scanner: StopScanner) -> Iterator[Any]:
+    """`chunks`, which end quietly at a ModelError (a time limit, a broken stream) that comes
+    once the stop was found: the reply was whole by then, and stands."""
+    try:
+        yield from chunks
+    except ModelError:
+        if not scanner.stopped:
+            raise
 
 
 def _cut(scanner: StopScanner, peek: int) -> str:

@@ -49,6 +49,31 @@ def test_peek_reads_past_the_stop_only_to_record_what_it_prevented():
     assert result.final_answer == "42"
 
 
+def test_a_call_that_fails_while_it_peeks_past_the_stop_stands_as_it_was_cut():
+    from harness.model import ModelError
+
+    class TimesOutWhilePeeking:  # a server whose stream passes --max-seconds after the stop, dripping
+        def __init__(self) -> None:
+            self.then = ScriptedModel(["Final Answer: 42\n"])
+            self.calls = 0
+
+        def stream(self, prompt, stop):
+            self.calls += 1
+            if self.calls > 1:
+                yield from self.then.stream(prompt, stop)
+                return
+            yield "Action: calculator(6 * 7)\nObservation:"
+            yield " 4"
+            raise ModelError("the call passed its time limit of 3 s")
+
+    for peek, reason in ((200, "final_answer"), (0, "final_answer")):
+        setup = agent()
+        setup.peek = peek
+        result = run(setup, TimesOutWhilePeeking())
+        assert (result.stop_reason.value, result.final_answer) == (reason, "42")
+        assert "Observation: 42" in result.transcript.text and result.calls[0].cut.startswith("Observation:")
+
+
 def test_without_the_stop_sequence_the_made_up_observation_is_the_models():
     a = agent()
     a.use_stop = False
