@@ -13,8 +13,7 @@ left pointing at a dead buffer (the summary is then lost). So while any thread c
 sys.stdout and sys.stderr are proxies that write to the buffer of the thread that prints,
 if it has one, and to the real stream otherwise; the last capture to end puts the real
 ones back. What a tool writes to stderr is its output too: it goes into the observation
-(where views show it, never obey it), not raw onto the user's terminal. Most tools print
-nothing, so a tool call's buffer is made only when it first writes (_PENDING until then).
+(where views show it, never obey it), not raw onto the user's terminal.
 
 A thread the tool started itself (a pool of its own) captures nothing, yet what it prints
 is the tool's too: while one call captures, it goes into that call's buffer; while several
@@ -28,16 +27,16 @@ from __future__ import annotations
 import io
 import sys
 import threading
+import weakref
 from collections.abc import Iterator
 from contextlib import contextmanager
 from typing import Any
 
 _lock = threading.Lock()
 _depth = 0  # captures in progress, in all threads
-_buffers: dict[int, Any] = {}  # thread ident -> its capture's buffer (or _PENDING), while it captures
-_runs: set[int] = set()  # threads that ran a tool: harness's, or the caller's own, never a tool's
+_buffers: dict[int, io.StringIO] = {}  # thread ident -> its capture's buffer, while it captures
+_runs: weakref.WeakSet[threading.Thread] = weakref.WeakSet()  # threads that ran a tool: harness's, or the caller's own (the thread, not its ident: idents are reused)
 _proxies: tuple[_PerThread, _PerThread] | None = None  # for (stdout, stderr)
-_PENDING = "pending"  # the thread captures, and has printed nothing yet
 
 
 class _Dropped:
@@ -54,15 +53,12 @@ class _PerThread:
 
     def _target(self) -> Any:
         me = threading.get_ident()
-        if me not in _buffers and me not in _runs and not _harnesss(threading.current_thread()):
+        if me not in _buffers and not _harnesss(thread := threading.current_thread()) and thread not in _runs:
             capturing = list(_buffers)  # a tool's own thread: the output is that tool's
             if len(capturing) != 1:
                 return _Dropped() if capturing else self.real
             me = capturing[0]
-        buffer = _buffers.get(me)
-        if buffer is _PENDING:
-            buffer = _buffers[me] = io.StringIO()
-        return buffer or self.real
+        return _buffers.get(me) or self.real
 
     def write(self, text: str) -> int:
         return self._target().write(text)
@@ -76,7 +72,7 @@ def _harnesss(thread: threading.Thread) -> bool:
     return thread is threading.main_thread() or thread.name.startswith("harness-")
 
 
-def start() -> io.StringIO | str | None:
+def start() -> io.StringIO | None:
     """Begin catching this thread's prints; what it returns is for `stop`."""
     global _depth, _proxies
     me = threading.get_ident()
@@ -86,13 +82,13 @@ def start() -> io.StringIO | str | None:
                 _proxies = (_PerThread(sys.stdout), _PerThread(sys.stderr))
             sys.stdout, sys.stderr = _proxies
         _depth += 1
-        _runs.add(me)
+        _runs.add(threading.current_thread())
     outer = _buffers.get(me)  # a tool that imports a tool module: nested
-    _buffers[me] = _PENDING
+    _buffers[me] = io.StringIO()  # made now: a tool's thread that prints never makes one, so none outlives its call
     return outer
 
 
-def stop(outer: io.StringIO | str | None) -> str:
+def stop(outer: io.StringIO | None) -> str:
     """Stop catching this thread's prints (`outer`: what `start` returned): what it printed."""
     global _depth
     me = threading.get_ident()
@@ -103,7 +99,7 @@ def stop(outer: io.StringIO | str | None) -> str:
         _depth -= 1
         if _depth == 0 and _proxies is not None:
             sys.stdout, sys.stderr = _proxies[0].real, _proxies[1].real
-    return "" if printed is _PENDING else printed.getvalue()
+    return printed.getvalue()
 
 
 @contextmanager
