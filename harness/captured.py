@@ -105,7 +105,7 @@ def stop(outer: io.StringIO | None) -> str:
 @contextmanager
 def printed_here() -> Iterator[io.StringIO]:
     outer = start()
-    _buffers[threading.get_ident()] = buffer = io.StringIO()
+    buffer = _buffers[threading.get_ident()]
     try:
         yield buffer
     finally:

@@ -13,8 +13,8 @@ from __future__ import annotations
 import os
 import sys
 import time
-from dataclasses import replace
 from collections.abc import Callable
+from dataclasses import replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated, Any
 
@@ -241,15 +241,14 @@ def refuse_single_run_options(format_given: bool, save: Path | None, live: bool,
     `batch_option`: the option that made one scenario a batch, if one did."""
     if save is not None and save_dir is not None:
         raise HarnessError("--save", "and --save-dir both say where to save; give one of them")
-    for given, option in ((save is not None, "--save"), (format_given, "--format"), (live, "--live"), (cost, "--cost")):
-        if given and batch_option:
-            raise HarnessError(option, f"shows one run, and {batch_option} makes this a batch (a summary of runs); give one of them")
     for given, option, instead in (
         (save is not None, "--save", "use --save-dir DIR"),
         (format_given, "--format", "several runs print a summary; --report FILE writes it as JSON"),
         (live, "--live", "several runs show progress on stderr"),
         (cost, "--cost", "run one scenario to see its cost"),
     ):
+        if given and batch_option:
+            raise HarnessError(option, f"shows one run, and {batch_option} makes this a batch (a summary of runs); give one of them")
         if given:
             raise HarnessError(option, f"goes with one scenario; {instead}")
 

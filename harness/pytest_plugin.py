@@ -117,9 +117,8 @@ class TranscriptItem(pytest.Item):
     def runtest(self) -> None:
         from harness.diff import transcript_diff
         from harness.errors import HarnessError
-        from harness.record import replay
-
         from harness.files import read_input
+        from harness.record import replay
 
         try:
             text = read_input(self.path)  # as every command reads one: "\r" kept, a FIFO refused, UTF-16 named

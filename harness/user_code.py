@@ -94,14 +94,15 @@ def _from_file(path: Path, module_name: str, field: str, folder: Path) -> Any:
 
     # Known by its path and its text: an edited file (in one long pytest session) is imported afresh.
     text = path.read_bytes()
-    key = hashlib.sha256(str(path.resolve()).encode() + b"\0" + text).hexdigest()[:16]
-    root = _as_package(folder)
+    key = hashlib.sha256(str(resolved(path)).encode() + b"\0" + text).hexdigest()[:16]
+    where = resolved(folder)  # (import_function resolved both already: no loop here)
+    root = _as_package(where)
     parent = module_name.rpartition(".")[0]
     name = f"{root}.{module_name}"
     with _ON_PATH:  # one thread imports it, another finds it imported
         if getattr(module := sys.modules.get(name), "__harness_text__", None) == key:
             return module
-        with _siblings(folder):
+        with _siblings(where):
             if parent:  # its packages (pkg/__init__.py), imported as Python imports them
                 _contained(lambda: importlib.import_module(f"{root}.{parent}"), module_name, field)
             module = importlib.util.module_from_spec(importlib.util.spec_from_file_location(name, path))
@@ -120,7 +121,7 @@ def _from_file(path: Path, module_name: str, field: str, folder: Path) -> Any:
     return module
 
 
-def _as_package(folder: Path) -> str:
+def _as_package(where: Path) -> str:
     """The scenario's folder as a package of its own (one a folder), so that a tool module
     in it imports its neighbours relatively (`from .util import x`, `from . import db`)
     without its names meeting another folder's."""
@@ -128,41 +129,42 @@ def _as_package(folder: Path) -> str:
     import importlib.machinery
     import types
 
-    where = str(folder.resolve())
-    root = "harness_tools_" + hashlib.sha256(where.encode()).hexdigest()[:16]
+    root = "harness_tools_" + hashlib.sha256(str(where).encode()).hexdigest()[:16]
     if root not in sys.modules:
         package = types.ModuleType(root)
         package.__spec__ = importlib.machinery.ModuleSpec(root, None, is_package=True)
-        package.__spec__.submodule_search_locations = package.__path__ = [where]
+        package.__spec__.submodule_search_locations = package.__path__ = [str(where)]
         package.__package__ = root
         sys.modules[root] = package
     return root
 
 
 @contextmanager
-def _siblings(folder: Path) -> Iterator[None]:
+def _siblings(where: Path) -> Iterator[None]:
     """While a tool module is imported, its folder is on sys.path (`import helpers` finds the
     helpers.py beside it, as `python tools.py` would); what it imported from there leaves
-    sys.modules afterwards (the tool keeps it), so that another folder's helpers.py is its own."""
-    where = folder.resolve()
+    sys.modules afterwards (the tool keeps it), so that another folder's helpers.py is its own.
+    `where`: the folder, resolved."""
     before = set(sys.modules)
     sys.path.insert(0, str(where))
     try:
         yield
     finally:
         # (first: a namespace package's __path__ is worked out anew from sys.path)
-        for name in [n for n in set(sys.modules) - before if n.partition(".")[0] not in before and _beside(sys.modules.get(n), where, n.partition(".")[0])]:
+        found = [name for name in set(sys.modules) - before if _beside(name, where, before)]
+        for name in found:
             sys.modules.pop(name, None)
         if str(where) in sys.path:  # (the module may have taken it off itself)
             sys.path.remove(str(where))
 
 
-def _beside(module: Any, where: Path, top: str) -> bool:
-    """Was `module` (new in this import, as was its top package `top`) found in `where`: a
+def _beside(name: str, where: Path, before: set[str]) -> bool:
+    """Was the module `name`, new in this import as was its top package, found in `where`: a
     file or a package (a folder without __init__.py too) at the top of it, by that name? As
     found, links not followed: a helpers.py that links elsewhere is this folder's."""
+    top, module = name.partition(".")[0], sys.modules.get(name)
     found = getattr(module, "__file__", None) or next(iter(getattr(module, "__path__", None) or ()), None)
-    if not found:
+    if top in before or not found:
         return False
     place = Path(found)
     return place.is_relative_to(where) and place.relative_to(where).parts[0].partition(".")[0] == top
