@@ -31,6 +31,7 @@ from concurrent.futures import Future, ThreadPoolExecutor
 from pathlib import Path
 from typing import Any
 
+from harness import captured
 from harness.model import Model
 from harness.run_record import RunRecord
 from harness.scenario import Scenario
@@ -112,7 +113,7 @@ def run_all(
 
     outcomes: list[Outcome | None] = [None] * len(jobs)
     interrupted = abandoned = False
-    pool = ThreadPoolExecutor(max_workers=max(1, workers), thread_name_prefix="harness-run")
+    pool = ThreadPoolExecutor(max_workers=max(1, workers), thread_name_prefix="harness-run", initializer=captured.ours)  # (its notes write through)
     try:
         # Each run, as it ends, puts its future here: waiting costs the same with 1,000 runs
         # queued as with one (concurrent.futures.wait hooks every pending future each time).

@@ -4,7 +4,7 @@ runs in several threads.
     with printed_here() as printed:      # a tool module's import
         fn()
     printed.getvalue()                   # what this thread printed meanwhile
-    outer = start() ... printed = stop(outer)   # the same without a generator (each tool call)
+    token = start() ... printed = stop(token)   # the same without a generator (each tool call)
 
 sys.stdout is one object for the whole process. Swapping it for a buffer around a tool's
 call is right for one run; with a batch's runs in threads (harness.batch) two swaps
@@ -15,11 +15,13 @@ if it has one, and to the real stream otherwise; the last capture to end puts th
 ones back. What a tool writes to stderr is its output too: it goes into the observation
 (where views show it, never obey it), not raw onto the user's terminal.
 
-A thread the tool started itself (a pool of its own) captures nothing, yet what it prints
-is the tool's too: while one call captures, it goes into that call's buffer; while several
-do (a batch), whose it is cannot be told, and it is dropped. Never raw onto harness's own
-output. Harness's threads (the main one, a batch's, any that ran a tool) write through:
-a batch's notes and progress, printed from its threads while another run's tool prints.
+A thread the tool started itself (a pool of its own) is that call's: a thread alive now
+that was not when the call began. What it prints while the call runs goes into the call's
+buffer; once the call has returned, it is dropped (never into a later call's observation,
+never raw onto harness's output: the proxies stay while such a thread lives). While
+several calls capture at once (a batch), a new thread could be any of theirs: it is
+dropped. Every other thread writes through: harness's own (the main one, a batch's
+workers, any that ran a tool) and the host program's, whose output is not harness's to take.
 """
 
 from __future__ import annotations
@@ -35,7 +37,9 @@ from typing import Any
 _lock = threading.Lock()
 _depth = 0  # captures in progress, in all threads
 _buffers: dict[int, io.StringIO] = {}  # thread ident -> its capture's buffer, while it captures
-_runs: weakref.WeakSet[threading.Thread] = weakref.WeakSet()  # threads that ran a tool: harness's, or the caller's own (the thread, not its ident: idents are reused)
+_began: dict[int, list[threading.Thread]] = {}  # thread ident -> the threads alive when its capture began
+_runs: weakref.WeakSet[threading.Thread] = weakref.WeakSet()  # threads that ran a tool, or a batch's workers (the thread, not its ident: idents are reused)
+_owner: weakref.WeakKeyDictionary[threading.Thread, io.StringIO | None] = weakref.WeakKeyDictionary()  # a tool's own thread -> its call's buffer (None: whose cannot be told)
 _proxies: tuple[_PerThread, _PerThread] | None = None  # for (stdout, stderr)
 
 
@@ -47,18 +51,22 @@ class _Dropped:
         pass
 
 
+_DROPPED = _Dropped()
+
+
 class _PerThread:
     def __init__(self, real: Any) -> None:
         self.real = real
 
     def _target(self) -> Any:
-        me = threading.get_ident()
-        if me not in _buffers and not _harnesss(thread := threading.current_thread()) and thread not in _runs:
-            capturing = list(_buffers)  # a tool's own thread: the output is that tool's
-            if len(capturing) != 1:
-                return _Dropped() if capturing else self.real
-            me = capturing[0]
-        return _buffers.get(me) or self.real
+        if (mine := _buffers.get(threading.get_ident())) is not None:
+            return mine
+        thread = threading.current_thread()
+        if thread in _runs or thread is threading.main_thread():
+            return self.real
+        if (owner := _owner.get(thread, False)) is False and (owner := _started_by(thread)) is False:
+            return self.real  # the host program's own thread
+        return owner if owner is not None and any(b is owner for b in list(_buffers.values())) else _DROPPED
 
     def write(self, text: str) -> int:
         return self._target().write(text)
@@ -67,38 +75,54 @@ class _PerThread:
         return getattr(self._target(), name)
 
 
-def _harnesss(thread: threading.Thread) -> bool:
-    """The main thread, or one of a batch's (harness.batch names them harness-run_N)."""
-    return thread is threading.main_thread() or thread.name.startswith("harness-")
+def _started_by(thread: threading.Thread) -> io.StringIO | None | bool:
+    """The buffer of the call that started `thread`, kept as its owner from now on (None: one
+    of several calls in progress could have; False: none did, it is the host program's)."""
+    with _lock:
+        calls = [_buffers[ident] for ident, alive in _began.items() if thread not in alive]
+        if not calls:
+            return False
+        owner = _owner[thread] = calls[0] if len(calls) == 1 else None
+    return owner
 
 
-def start() -> io.StringIO | None:
+def ours(thread: threading.Thread | None = None) -> None:
+    """Mark a thread of harness's own (a batch's worker): it writes through, always."""
+    _runs.add(thread or threading.current_thread())
+
+
+def start() -> tuple:
     """Begin catching this thread's prints; what it returns is for `stop`."""
     global _depth, _proxies
-    me = threading.get_ident()
+    me, thread = threading.get_ident(), threading.current_thread()
     with _lock:
-        if _depth == 0:
+        if _depth == 0 and not (_proxies is not None and sys.stdout is _proxies[0] and sys.stderr is _proxies[1]):
             if _proxies is None or _proxies[0].real is not sys.stdout or _proxies[1].real is not sys.stderr:  # made once per real stream
                 _proxies = (_PerThread(sys.stdout), _PerThread(sys.stderr))
             sys.stdout, sys.stderr = _proxies
         _depth += 1
-        _runs.add(threading.current_thread())
-    outer = _buffers.get(me)  # a tool that imports a tool module: nested
-    _buffers[me] = io.StringIO()  # made now: a tool's thread that prints never makes one, so none outlives its call
+        _runs.add(thread)
+        outer = _buffers.get(me), _began.get(me)  # a tool that imports a tool module: nested
+        _began[me] = threading.enumerate()  # a thread not among these, printing, is one this call started
+        _buffers[me] = io.StringIO()  # made now: a tool's thread that prints never makes one, so none outlives its call
     return outer
 
 
-def stop(outer: io.StringIO | None) -> str:
+def stop(outer: tuple) -> str:
     """Stop catching this thread's prints (`outer`: what `start` returned): what it printed."""
     global _depth
     me = threading.get_ident()
-    printed = _buffers.pop(me)
-    if outer is not None:
-        _buffers[me] = outer
     with _lock:
+        printed, began = _buffers.pop(me), _began.pop(me)
+        for thread in threading.enumerate():  # the threads it started that never printed are its too
+            if thread not in began and thread not in _runs and thread not in _owner:
+                _owner[thread] = printed
+        if outer[0] is not None:
+            _buffers[me], _began[me] = outer
         _depth -= 1
-        if _depth == 0 and _proxies is not None:
-            sys.stdout, sys.stderr = _proxies[0].real, _proxies[1].real
+        if _depth == 0 and _proxies is not None and not any(t.is_alive() for t in list(_owner)):
+            if sys.stdout is _proxies[0] and sys.stderr is _proxies[1]:  # (not a stream somebody set since)
+                sys.stdout, sys.stderr = _proxies[0].real, _proxies[1].real
     return printed.getvalue()
 
 

@@ -415,10 +415,73 @@ def test_a_batch_thread_writes_through_while_another_runs_tool_prints(capsys):
         print("note: from harness", file=sys.stderr)
         written.set()
 
-    threads = [threading.Thread(target=tool_run, name="harness-run_0"), threading.Thread(target=note, name="harness-run_1")]
+    threads = [threading.Thread(target=tool_run), threading.Thread(target=lambda: captured.ours() or note())]  # note: a batch worker
     for t in threads:
         t.start()
     for t in threads:
         t.join()
     out = capsys.readouterr()
     assert out.err == "note: from harness\n" and "from the tool" not in out.out
+
+
+LATE = (
+    "import threading, time\n\n"
+    "go = threading.Event()\n\n"
+    "def late(x):\n    \"\"\"Start a thread that prints later.\"\"\"\n"
+    "    if x == 1:\n"
+    "        threading.Thread(target=lambda: go.wait(5) and print('late from call 1', '\\x1b[2J')).start()\n"
+    "        threading.Thread(target=lambda: time.sleep(0.5) or print('after the run')).start()\n"
+    "        return 'first'\n"
+    "    go.set()\n    time.sleep(0.2)  # the first call's thread prints while this one runs\n"
+    "    return 'second'\n"
+)
+
+
+def test_a_thread_a_tool_started_prints_into_no_later_call_and_never_raw(tmp_path, monkeypatch):
+    # Whose a thread is, is decided by the call it was started in: once that call has
+    # returned, what its threads print is dropped, even after the run has ended.
+    monkeypatch.chdir(tmp_path)
+    path = scenario(tmp_path, "late", source=LATE)
+    text = path.read_text(encoding="utf-8").replace('"Action: late(\\"q\\")\\n"', '"Action: late(1)\\n", "Action: late(2)\\n"')
+    path.write_text(text, encoding="utf-8")
+    result = subprocess.run([sys.executable, "-m", "harness", "run", str(path), "-f", "json"], capture_output=True, text=True, cwd=tmp_path)
+    assert result.returncode == 0 and result.stderr == "", result.stderr
+    record = json.loads(result.stdout)  # nothing after the JSON either
+    observations = [s["text"] for s in record["spans"] if s["author"] == "code" and "Observation" in s["text"]]
+    assert observations == ["Observation: first\n", "Observation: second\n"]
+
+
+def test_a_tools_thread_named_like_harnesss_own_is_still_the_tools(tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    source = THREADED.replace("ThreadPoolExecutor(2)", "ThreadPoolExecutor(2, thread_name_prefix='harness-run')")
+    result = subprocess.run([sys.executable, "-m", "harness", "run", str(scenario(tmp_path, "par", source=source)), "-f", "json"], capture_output=True, text=True, cwd=tmp_path)
+    assert result.returncode == 0 and result.stderr == ""
+    observation = next(s["text"] for s in json.loads(result.stdout)["spans"] if s["author"] == "code" and "done" in s["text"])
+    assert "worker 0" in observation
+
+
+def test_the_host_programs_own_thread_prints_where_it_always_did_while_a_tool_runs(capsys):
+    # harness as a library: a thread of the program around it is not the tool's to capture.
+    import threading
+
+    from harness.tools import Registry, from_function
+
+    printing, printed = threading.Event(), threading.Event()
+
+    def host() -> None:
+        printing.wait(5)
+        print("from the host program")
+        printed.set()
+
+    def slow(x):
+        """Wait while the host prints."""
+        printing.set()
+        printed.wait(5)
+        print("from the tool")
+        return "ok"
+
+    thread = threading.Thread(target=host)
+    thread.start()
+    assert Registry([from_function(slow)]).run("slow", ("q",), {}) == ("from the tool\nok", True)
+    thread.join(5)
+    assert capsys.readouterr().out == "from the host program\n"
