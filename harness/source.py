@@ -111,13 +111,21 @@ def canonical(value: Any) -> str:
 
 
 def module_bytes(fn: Any) -> bytes:
-    """The text of the module a Python tool is defined in (edits to its helpers count too)."""
+    """The text of the module a Python tool is defined in (edits to its helpers count too),
+    then of the neighbours it imported from its folder (harness.user_code), each after a NUL."""
     own = getattr(fn, "__globals__", None)  # a function's own module, whatever sys.modules holds now
-    path = own.get("__file__") if own is not None else getattr(sys.modules.get(getattr(fn, "__module__", "") or ""), "__file__", None)
+    if own is None:
+        own = getattr(sys.modules.get(getattr(fn, "__module__", "") or ""), "__dict__", {})
+    path = own.get("__file__")
     try:
-        return Path(path).read_bytes() if path else b""
+        text = Path(path).read_bytes() if path else b""
     except OSError:
-        return b""
+        text = b""
+    for neighbour in own.get("__harness_neighbours__", ()):
+        from harness.user_code import neighbour_bytes
+
+        text += b"\0" + neighbour_bytes(neighbour)
+    return text
 
 
 def resolve(source: Source, where: str, transcript_folder: Path, root: Path, shipped: Path) -> Path:

@@ -90,19 +90,21 @@ def import_object(ref: str, root: Path, field: str) -> Any:
 
 
 def _from_file(path: Path, module_name: str, field: str, folder: Path) -> Any:
-    import hashlib
-
-    # Known by its path and its text: an edited file (in one long pytest session) is imported afresh.
     text = path.read_bytes()
-    key = hashlib.sha256(str(resolved(path)).encode() + b"\0" + text).hexdigest()[:16]
     where = resolved(folder)  # (import_function resolved both already: no loop here)
     root = _as_package(where)
     parent = module_name.rpartition(".")[0]
     name = f"{root}.{module_name}"
     with _ON_PATH:  # one thread imports it, another finds it imported
-        if getattr(module := sys.modules.get(name), "__harness_text__", None) == key:
+        # Known by its path, its text and its neighbours' texts: a tool module, or a helpers.py
+        # it imported from its folder, edited in one long pytest session is imported afresh.
+        module = sys.modules.get(name)
+        if module is not None and getattr(module, "__harness_text__", None) == _key(path, text, getattr(module, "__harness_neighbours__", ())):
             return module
-        with _siblings(where):
+        for stale in [n for n, m in sys.modules.items() if n.startswith(root + ".") and not hasattr(m, "__harness_text__")]:
+            del sys.modules[stale]  # its relative neighbours: imported afresh with it
+        before = set(sys.modules)
+        with _siblings(where) as found:
             if parent:  # its packages (pkg/__init__.py), imported as Python imports them
                 _contained(lambda: importlib.import_module(f"{root}.{parent}"), module_name, field)
             module = importlib.util.module_from_spec(importlib.util.spec_from_file_location(name, path))
@@ -111,14 +113,34 @@ def _from_file(path: Path, module_name: str, field: str, folder: Path) -> Any:
             # an import does it: under its own __future__ imports only, named by its file, and
             # in sys.modules while it runs (dataclasses looks itself up there).
             code = _contained(lambda: compile(text, module.__file__, "exec", dont_inherit=True), module_name, field)
-            module.__harness_text__ = key
             sys.modules[name] = module
             try:
                 _contained(lambda: exec(code, module.__dict__), module_name, field)
             except BaseException:
                 del sys.modules[name]
                 raise
+            found += [m for n in set(sys.modules) - before if n.startswith(root + ".") and n != name and (m := sys.modules[n])]
+        files = {str(f) for m in found if (f := getattr(m, "__file__", None)) and Path(f).is_relative_to(where)}
+        module.__harness_neighbours__ = tuple(sorted(files))
+        module.__harness_text__ = _key(path, text, module.__harness_neighbours__)
     return module
+
+
+def _key(path: Path, text: bytes, neighbours: tuple[str, ...]) -> str:
+    """What a tool module was imported from: its path, its text, its neighbours' texts."""
+    import hashlib
+
+    key = hashlib.sha256(str(resolved(path)).encode() + b"\0" + text)
+    for neighbour in neighbours:
+        key.update(b"\0" + neighbour.encode() + b"\0" + neighbour_bytes(neighbour))
+    return key.hexdigest()[:16]
+
+
+def neighbour_bytes(path: str) -> bytes:
+    try:
+        return Path(path).read_bytes()
+    except OSError:  # gone: that is a change too
+        return b"\0gone"
 
 
 def _as_package(where: Path) -> str:
@@ -140,20 +162,19 @@ def _as_package(where: Path) -> str:
 
 
 @contextmanager
-def _siblings(where: Path) -> Iterator[None]:
+def _siblings(where: Path) -> Iterator[list]:
     """While a tool module is imported, its folder is on sys.path (`import helpers` finds the
     helpers.py beside it, as `python tools.py` would); what it imported from there leaves
     sys.modules afterwards (the tool keeps it), so that another folder's helpers.py is its own.
-    `where`: the folder, resolved."""
-    before = set(sys.modules)
+    `where`: the folder, resolved. What it yields ends up holding those modules."""
+    before, found = set(sys.modules), []
     sys.path.insert(0, str(where))
     try:
-        yield
+        yield found
     finally:
         # (first: a namespace package's __path__ is worked out anew from sys.path)
-        found = [name for name in set(sys.modules) - before if _beside(name, where, before)]
-        for name in found:
-            sys.modules.pop(name, None)
+        for name in [name for name in set(sys.modules) - before if _beside(name, where, before)]:
+            found.append(sys.modules.pop(name))
         if str(where) in sys.path:  # (the module may have taken it off itself)
             sys.path.remove(str(where))
 

@@ -485,3 +485,28 @@ def test_the_host_programs_own_thread_prints_where_it_always_did_while_a_tool_ru
     assert Registry([from_function(slow)]).run("slow", ("q",), {}) == ("from the tool\nok", True)
     thread.join(5)
     assert capsys.readouterr().out == "from the host program\n"
+
+
+LAYOUTS = {  # how a tool imports its neighbour: the file edited, then the tool's source
+    "absolutely": ("helpers.py", "import helpers\n\ndef who(x):\n    \"\"\"Who.\"\"\"\n    return helpers.NAME\n"),
+    "relatively": ("util.py", "from .util import NAME\n\ndef who(x):\n    \"\"\"Who.\"\"\"\n    return NAME\n"),
+}
+
+
+@pytest.mark.parametrize("how", LAYOUTS)
+def test_a_neighbour_edited_in_one_long_process_is_imported_afresh_and_changes_the_recorded_hash(tmp_path, monkeypatch, how):
+    # A pytest session replays, the user edits helpers.py, the next replay in that session
+    # runs the new helpers; and the saved file's source hash says the source changed.
+    monkeypatch.chdir(tmp_path)
+    neighbour, source = LAYOUTS[how]
+    (tmp_path / neighbour).write_text('NAME = "before"\n', encoding="utf-8")
+    path = scenario(tmp_path, "who", source=source)
+    first = invoke("run", str(path), "-f", "tagged")
+    assert observation(first) == "code      | Observation: before", first.output
+    (tmp_path / neighbour).write_text('NAME = "after"\n', encoding="utf-8")
+    second = invoke("run", str(path), "-f", "tagged")
+    assert observation(second) == "code      | Observation: after", second.output
+    hashes = [next(line for line in r.stdout.splitlines() if line.startswith("# source:")) for r in (first, second)]
+    assert hashes[0] != hashes[1]
+    again = invoke("run", str(path), "-f", "tagged")  # nothing edited since: the same module, the same hash
+    assert observation(again) == "code      | Observation: after" and hashes[1] in again.stdout
