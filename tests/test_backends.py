@@ -342,6 +342,19 @@ def test_waiting_for_a_server_whose_certificate_is_refused_ends_at_once_saying_s
     assert "its TLS certificate was refused" in message and time.monotonic() - started < 30
 
 
+@pytest.mark.parametrize("reply", [Reply(chunks=sse(text("x")), pause=30), Reply(chunks=sse(text("Thought: slow"), text("", "stop")), drip=0.2), Reply(header_drip=0.2)], ids=["silent", "dripping body", "dripping headers"])
+def test_over_tls_the_time_limit_holds_as_on_plain_http(tls_server, monkeypatch, reply):
+    # The TLS stream is a wrapper of harness's bounded socket: each of its reads waits at most
+    # until the call's deadline too, and the message says it was the time limit.
+    fake, cert = tls_server
+    monkeypatch.setenv("HARNESS_API_KEY", KEY)
+    monkeypatch.setenv("SSL_CERT_FILE", str(cert))
+    fake.reply = reply
+    started = time.monotonic()
+    assert "time limit of 1.5 s" in failure(ServerModel("m", fake.url, max_seconds=1.5, timeout=60))
+    assert time.monotonic() - started < 4
+
+
 def test_behind_a_proxy_even_a_plain_http_servers_client_checks_certificates(monkeypatch):
     monkeypatch.setenv("HARNESS_API_KEY", KEY)
     monkeypatch.setenv("HTTPS_PROXY", "https://proxy.example:3128")  # the proxy itself may be TLS
