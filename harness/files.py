@@ -83,7 +83,7 @@ def _missing(path: Path) -> str:
         return "no such file"
 
 
-HEADER_LINE = re.compile(rb"# harness transcript v[0-9]{1,9}\r?(\n|\Z)")  # any version's
+HEADER_LINE = rb"# harness transcript v[0-9]{1,9}\r?(\n|\Z)"  # any version's (compiled by re when first matched)
 
 
 def is_transcript(path: Path) -> bool:
@@ -99,7 +99,7 @@ def is_transcript(path: Path) -> bool:
         return False
     if first.startswith(_UTF16):  # a transcript re-encoded (PowerShell's `>`): found, so that loading it says so
         first = first[2:].decode("utf-16-le" if first[0] == 0xFF else "utf-16-be", "ignore").encode()
-    return HEADER_LINE.match(first.removeprefix(b"\xef\xbb\xbf")) is not None
+    return re.match(HEADER_LINE, first.removeprefix(b"\xef\xbb\xbf")) is not None
 
 
 def check_target(path: Path, header: str, option: str) -> None:

@@ -131,3 +131,19 @@ def test_a_short_line_is_matched_by_re_exactly_as_by_regex(line, which, pattern)
     original = getattr(DIALECTS[which], pattern)
     ours, theirs = _quick(original).match(line), original.match(line)
     assert (ours and (ours.span(), ours.groups())) == (theirs and (theirs.span(), theirs.groups()))
+
+
+@pytest.mark.parametrize("name", sorted(DIALECTS))
+def test_each_shipped_dialects_action_pattern_has_the_groups_tool_then_args(name):
+    # (checked here, not as each shipped dialect class is made: that compiled two patterns at every start)
+    action = DIALECTS[name]._action
+    assert (action.groups, dict(action.groupindex)) == (2, {"tool": 1, "args": 2})
+
+
+def test_a_users_dialect_whose_action_pattern_lacks_the_groups_is_refused_as_it_is_made():
+    from harness.patterns import lazy
+
+    with pytest.raises(TypeError, match="must have exactly the groups"):
+
+        class Mine(DefaultDialect):
+            _action = lazy(r"^Do: (?P<args>.*)$")
