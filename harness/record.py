@@ -143,6 +143,12 @@ def scenario_of(record: RunRecord, source: str) -> Scenario:
         raise TranscriptFormatError(
             source, "names no source and stores no scenario: this file cannot be replayed (an Agent names its source with Agent(..., source='module:attribute'))"
         )
+    if python := [spec for spec in record.scenario.tools if spec.python is not None]:
+        raise TranscriptFormatError(
+            f"{source}: metadata scenario",
+            f"its stored copy names a Python tool ({python[0].name} = {python[0].python!r}): a saved file runs code only "
+            "through the scenario file it names as its source (save it again with harness run)",
+        )
     return record.scenario.but(completions=turns_of(record))
 
 

@@ -35,6 +35,10 @@ from harness.patterns import lazy
 from harness.values import value
 
 ORIGINS = ("transcript", "root", "shipped")
+# What a run may change of its scenario (--max-steps, --no-stop, the endpoint it reached, a
+# live run's Ctrl-C or model error): all a saved file's overrides may hold. Anything else
+# (a tool, a prompt) would be the file's own code or text, put over the scenario it names.
+RUN_CHANGES = ("max_steps", "use_stop", "endpoint", "interrupt", "model_error")
 AGENT_REF = lazy(r"[A-Za-z_][\w.]{0,199}:[A-Za-z_]\w{0,99}")  # module:attribute
 _SHA = lazy(r"[0-9a-f]{64}")
 _SHIPPED = lazy(r"[A-Za-z0-9][A-Za-z0-9_.-]{0,63}")  # a shipped scenario's name: a file name, no path
@@ -170,6 +174,8 @@ def from_meta(value: Any, where: str) -> Source:
         raise fail("scenario must be a relative path to a .toml file")
     if not isinstance(overrides, dict):
         raise fail("overrides must be a table of scenario fields")
+    if extra := sorted(set(overrides) - set(RUN_CHANGES), key=str):
+        raise fail(f"overrides may change only what a run changes ({', '.join(RUN_CHANGES)}), not {str(extra[0])[:80]!r}")
     return Source(scenario, origin, sha256=sha, overrides=overrides)
 
 

@@ -162,6 +162,27 @@ def test_a_file_without_a_source_line_still_loads_and_replays_from_its_stored_co
     assert invoke("show", "old.txt").exit_code == 0
 
 
+def test_a_file_whose_stored_copy_names_a_python_tool_is_refused_and_runs_nothing(tmp_path, monkeypatch):
+    # A saved file is data: mailed, added by a pull request. Its stored scenario copy naming
+    # `os:system` as a tool must not make `replay --check` (or the pytest plugin) run it.
+    monkeypatch.chdir(tmp_path)
+    pwned = tmp_path / "PWNED"
+    write(tmp_path / "mk.toml", f'question = "q"\ncompletions = ["Action: system(touch {pwned})\\n", "Final Answer: 4\\n"]\n[tools.system]\npython = "os:system"\n')
+    assert invoke("run", "mk.toml", "--save", "made.txt").exit_code == 0
+    pwned.unlink()  # (the recording ran it: the scenario on disk is the user's own code)
+    text = read(tmp_path / "made.txt")
+    write(tmp_path / "mail" / "stealth.txt", "".join(line for line in text.splitlines(True) if not line.startswith("# source:")))
+    for command in (["replay", "mail/stealth.txt", "--check"], ["replay", "mail/stealth.txt"]):
+        result = invoke(*command)
+        assert result.exit_code == 2, result.output
+        assert result.stderr == (
+            "error: mail/stealth.txt: metadata scenario: its stored copy names a Python tool (system = 'os:system'): a saved file "
+            "runs code only through the scenario file it names as its source (save it again with harness run)\n"
+        )
+    assert not pwned.exists()
+    assert invoke("show", "mail/stealth.txt").exit_code == 0  # it still shows: it is only text
+
+
 # --- a run made from Python ---------------------------------------------------------
 
 AGENT = '''from harness import Agent
@@ -447,6 +468,10 @@ def test_a_model_name_that_is_not_a_string_is_refused_in_one_line(tmp_path, monk
         ('{"agent": "os:path", "question": 1}', "an agent's question must be a string"),
         ('{"scenario": "nimbus", "from": "shipped", "sha256": "zz"}', "sha256 must be 64 hex digits"),
         ('{"scenario": "nimbus", "from": "shipped", "overrides": []}', "overrides must be a table of scenario fields"),
+        (  # a file that looks like a shipped scenario's run, carrying a tool of its own
+            '{"scenario": "nimbus", "from": "shipped", "overrides": {"tools": {"system": {"python": "os:system"}}}}',
+            "overrides may change only what a run changes (max_steps, use_stop, endpoint, interrupt, model_error), not 'tools'",
+        ),
     ],
 )
 def test_a_bad_source_line_is_refused_in_one_line_by_every_command(tmp_path, monkeypatch, source, says):
