@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING
 
 import typer
 
-from harness.cli_models import live_model_from
+from harness.cli_models import live_model_from, tell_stderr
 from harness.errors import HarnessError
 
 if TYPE_CHECKING:
@@ -73,4 +73,7 @@ def open_target(target: str, no_stop: bool = False, model: str | None = None, ba
         flag = "--no-stop" if no_stop else "--model"
         raise HarnessError(flag, f"goes with a scenario; {target} is a saved run and is shown as it was run")
     spec = load_scenario(find_scenario(target))
-    return run_scenario(spec.but(use_stop=False) if no_stop else spec, model=live_model_from(model, base_url))
+    live = live_model_from(model, base_url)
+    record = run_scenario(spec.but(use_stop=False) if no_stop else spec, model=live)
+    tell_stderr(record, live)  # (the command exits 3 once it has written what it writes: exit_if_failed)
+    return record

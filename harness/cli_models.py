@@ -73,6 +73,15 @@ class RunModels:
         getattr(self.first, "close", lambda: None)()
 
 
+MODEL_FAILED = 3  # the exit code of a run that ended in model_error: a live model or server failed
+
+
+def exit_if_failed(record: RunRecord, model: Any) -> None:
+    """After the output is written: exit 3 if a live `model` (or True) failed (tell_stderr said why)."""
+    if record.stop_reason == "model_error" and model not in (None, False):
+        raise typer.Exit(MODEL_FAILED)
+
+
 def tell_stderr(record: RunRecord, model: Any) -> None:
     """Whatever --format writes on stdout, why a live run failed, and what was dropped on
     arrival, are said on stderr: a CI log shows them even when stdout is the transcript."""

@@ -32,6 +32,7 @@ from harness.cli_models import (
     RunModels,
     Strict,
     WaitForServer,
+    exit_if_failed,
     live_model_from,
     tell_stderr,
 )
@@ -81,6 +82,8 @@ def replay(
     tell_stderr(result.record, live_model)
     if not check:
         show_record(format, result.record)
+    exit_if_failed(result.record, live_model)  # (a failed live call: 3, whatever --check would say)
+    if not check:
         return
     if result.matches:
         typer.echo(f"ok: replaying {path} gives the same transcript, byte for byte")

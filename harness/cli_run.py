@@ -22,6 +22,7 @@ from harness.cli_models import (
     ModelOption,
     Strict,
     WaitForServer,
+    exit_if_failed,
     live_model_from,
     seconds,
     tell_stderr,
@@ -29,7 +30,6 @@ from harness.cli_models import (
 from harness.cli_views import Format, FormatOption, call_lines, despite_a_closed_pipe, live_view, print_event, show_record
 from harness.errors import HarnessError
 
-MODEL_FAILED = 3  # the run ended in model_error: a live model or server failed
 
 
 def _scenario_names(incomplete: str) -> list[str]:
@@ -130,8 +130,7 @@ def run(
         typer.echo("\nThe model is sent the whole buffer on every call:\n" + cost_table(costs(record.transcript), [c.tokens for c in record.calls]))
     if record.stop_reason == "canceled" and spec.interrupt is None:
         raise typer.Exit(130)  # a real Ctrl-C; a scenario's scripted interrupt is a demo, not a failure
-    if record.stop_reason == "model_error" and live_model is not None:
-        raise typer.Exit(MODEL_FAILED)
+    exit_if_failed(record, live_model)
 
 
 def agent(

@@ -11,7 +11,7 @@ from typing import Annotated
 import typer
 
 from harness.cli_files import named, open_target, saved_run, write
-from harness.cli_models import BaseUrlOption, ModelOption
+from harness.cli_models import BaseUrlOption, ModelOption, exit_if_failed
 from harness.cli_views import Format, FormatOption, new_console, show_record
 from harness.errors import HarnessError
 
@@ -49,6 +49,7 @@ def step(
     if messages and frame is None:
         raise HarnessError("--messages", "goes with --frame K; while stepping, the m key shows them")
     record = open_target(target, no_stop, model, base_url)
+    live = model not in (None, "scripted")  # a live model that failed (said on stderr): exit 3 after the frames
     fs = frames(record)
     sent = SentMessages(record, fs)
     if not fs:
@@ -60,10 +61,11 @@ def step(
             raise HarnessError(f"{target}: --messages", "this run did not go through a chat endpoint: each call was sent the buffer as one text")
         console = new_console()
         console.print(sent_view(console, fs, frame, sent) if messages else frame_view(fs, frame, console))
-        return
+        return exit_if_failed(record, live)
     if not (sys.stdin.isatty() and sys.stdout.isatty()):
         raise HarnessError("harness step", "needs a terminal to read keys; use --frame K to print one frame")
     step_through(new_console(), fs, sent)
+    exit_if_failed(record, live)
 
 
 def export(
@@ -94,6 +96,7 @@ def export(
         write(html, page(record, title), PAGE_HEADER, "--html", outputs["html"])
     if markdown is not None:
         write(markdown, notes(record, title), NOTES_HEADER, "--markdown", outputs["markdown"])
+    exit_if_failed(record, model not in (None, "scripted"))  # a live model failed (said on stderr): the page shows where
 
 
 def list_scenarios() -> None:

@@ -197,3 +197,20 @@ def test_the_readme_s_batch_recording_runs_as_written_against_the_real_server(re
     for run in report["runs"]:
         saved = Path(run["transcript"]) if Path(run["transcript"]).is_absolute() else tmp_path / run["transcript"]
         assert replay(saved.read_text(encoding="utf-8"), str(saved)).matches  # offline: no server needed
+
+
+@pytest.mark.parametrize(
+    "command",
+    [["replay", "SAVED"], ["replay", "SAVED", "--check"], ["export", "calculator", "--html", "PAGE"], ["step", "calculator", "--frame", "0"]],
+    ids=["replay", "replay --check", "export", "step --frame"],
+)
+def test_every_command_that_runs_a_live_model_exits_3_with_its_error_line_when_it_fails(fake, tmp_path, command):
+    saved, page = tmp_path / "n.txt", tmp_path / "page.html"
+    assert invoke("run", "calculator", "--save", str(saved)).exit_code == 0
+    serve(fake, [sse(text("Thought: the"))])  # the stream ends without finishing: the call fails
+    args = [str(saved) if a == "SAVED" else str(page) if a == "PAGE" else a for a in command]
+    result = invoke(*args, "--model", "openai:m", "--base-url", fake.url)
+    assert result.exit_code == MODEL_FAILED, result.output
+    assert [line for line in result.stderr.splitlines() if line.startswith("error:")] == [line for line in result.stderr.splitlines() if line.startswith("error: model_error: ")] != []
+    if command[0] == "export":
+        assert page.is_file()  # written all the same: the page shows where it failed
