@@ -16,6 +16,7 @@ def main() -> None:
     for name, mode in (("stdin", "r"), ("stdout", "w"), ("stderr", "w")):
         if getattr(sys, name) is None:  # closed by the caller (`harness run x >&-`): read as /dev/null
             setattr(sys, name, open(os.devnull, mode, encoding="utf-8"))
+    own_stdout()
     try:
         # What the CLI's import makes (modules, classes, typer's objects) lives to the end of the
         # process: collecting it finds nothing, so no collection runs while it loads, and then it
@@ -36,6 +37,24 @@ def main() -> None:
         # process is dropping anyway (~10 ms); frozen, it skips them. Files are closed by
         # their `with`, and atexit hooks still run.
         gc.freeze()
+
+
+def own_stdout() -> None:
+    """harness's output (a transcript, JSON) goes through a copy of file descriptor 1, and fd 1
+    itself is pointed at /dev/null: what a tool writes there without Python's sys.stdout
+    (a subprocess it starts, os.write(1, ...)) goes nowhere, never into the middle of it."""
+    try:
+        sys.stdout.flush()
+        if sys.stdout.fileno() != 1:
+            return
+        mine = os.dup(1)  # (not inherited by a tool's subprocess)
+    except (OSError, ValueError, AttributeError):  # fd 1 closed, or stdout is no file
+        return
+    null = os.open(os.devnull, os.O_WRONLY)
+    os.dup2(null, 1)
+    os.close(null)
+    old = sys.stdout
+    sys.stdout = open(mine, "w", buffering=1 if old.line_buffering else -1, encoding=old.encoding, errors=old.errors)
 
 
 if __name__ == "__main__":

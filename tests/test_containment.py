@@ -510,3 +510,28 @@ def test_a_neighbour_edited_in_one_long_process_is_imported_afresh_and_changes_t
     assert hashes[0] != hashes[1]
     again = invoke("run", str(path), "-f", "tagged")  # nothing edited since: the same module, the same hash
     assert observation(again) == "code      | Observation: after" and hashes[1] in again.stdout
+
+
+SUBPROCESS = (
+    "import os, subprocess, sys\n\n"
+    "def sh(x):\n    \"\"\"Run a command.\"\"\"\n"
+    "    subprocess.run([sys.executable, '-c', 'print(\"from a subprocess\")'])\n"
+    "    os.write(1, b'written to fd 1\\n')\n"
+    "    return 'ok'\n"
+)
+
+
+@pytest.mark.parametrize("batch", [False, True], ids=["one run", "a batch"])
+def test_a_subprocess_or_a_raw_write_to_fd_1_never_lands_in_harnesss_output(tmp_path, monkeypatch, batch):
+    # Only sys.stdout is Python's to swap; harness's own output goes through a copy of fd 1,
+    # so what reaches fd 1 itself (a tool's `git status`, os.write(1, ...)) goes nowhere.
+    monkeypatch.chdir(tmp_path)
+    for name in ("a", "b") if batch else ("a",):
+        (tmp_path / name).mkdir()
+        scenario(tmp_path / name, "sh", source=SUBPROCESS)
+    args = ["run", ".", "--jobs", "2", "--report", "r.json"] if batch else ["run", "a/s.toml", "-f", "json"]
+    result = subprocess.run([sys.executable, "-m", "harness", *args], capture_output=True, text=True, cwd=tmp_path)
+    assert result.returncode == 0, result.stderr
+    assert "from a subprocess" not in result.stdout + result.stderr and "fd 1" not in result.stdout
+    if not batch:
+        assert json.loads(result.stdout)["final_answer"] == "done"
