@@ -407,7 +407,9 @@ def test_the_readmes_server_lines_work_pasted_one_by_one_into_a_fresh_shell(gguf
                 time.sleep(0.5)
             assert done == [f"__done_{n}__ rc=0"], f"line {n} failed: {line}\n{shown[-2000:]}"
         assert shown.count("ok: replaying") == 2, shown[-3000:]
-        assert len(shown.splitlines()) < 200  # the server's loading log went to server.log, not the terminal
+        # the server's loading log went to server.log, not the terminal (how long SmolLM2's
+        # answers are depends on the llama.cpp build: the pane's length says nothing)
+        assert "llama_model_loader" not in shown and "print_info:" not in shown
     finally:
         subprocess.run(["tmux", "kill-session", "-t", session], check=False)
 
