@@ -34,8 +34,9 @@ from harness.limits import Limits
 from harness.patterns import lazy
 from harness.prompts import data_dir
 from harness.tool_specs import ToolSpec, parse_tool
+from harness.tools import ToolError
 from harness.values import value
-from harness.workspace import TOOL_NAMES
+from harness.workspace import TOOL_NAMES, check_path
 
 _LIMITS = Limits()
 
@@ -186,6 +187,8 @@ def _parse(data: dict[str, Any], where: str, base: Path | None, check_files: boo
     prompt_file = data.get("prompt_file")
     if prompt_file is not None and not isinstance(prompt_file, str):
         raise fail("prompt_file", "must be a string")
+    if check_files and prompt_file is not None and "prompt" in data:  # (a saved file's metadata always holds both)
+        raise fail("prompt_file", "goes instead of prompt, not with it (a template is named one way: prompt, or prompt_file)")
     tools = data.get("tools", {})
     if not isinstance(tools, dict):
         raise fail("tools", "must be a table of [tools.NAME] tables")
@@ -194,6 +197,11 @@ def _parse(data: dict[str, Any], where: str, base: Path | None, check_files: boo
         not isinstance(workspace, dict) or not all(isinstance(v, str) for v in workspace.values())
     ):
         raise fail("workspace", "must be a table of file paths to their text")
+    for path in workspace or ():
+        try:
+            check_path(path)  # the workspace tools' own rule: a file they would refuse is never one of theirs
+        except ToolError as e:
+            raise fail("workspace", str(e)) from None
     for name in tools:
         if not _TOOL_NAME.quick.fullmatch(name):
             raise ScenarioError(f"{where}: tools", f"{name!r} is not a tool name (a letter or _, then letters, digits, _)")
