@@ -31,10 +31,10 @@ from harness.dialects import DIALECTS
 from harness.errors import HarnessError, ScenarioError
 from harness.files import read_input
 from harness.limits import Limits
-from harness.patterns import lazy
 from harness.prompts import data_dir
 from harness.tool_specs import ToolSpec, parse_tool
 from harness.tools import ToolError
+from harness.user_code import TOOL_NAME
 from harness.values import value
 from harness.workspace import TOOL_NAMES, check_path
 
@@ -147,8 +147,6 @@ def shipped_scenarios() -> list[Path]:
 
 _FIELDS = {f for f in Scenario.__dataclass_fields__ if f not in ("source", "base", "file", "loaded")}
 _META_FIELDS = [f for f in Scenario.__dataclass_fields__ if f in _FIELDS and f != "completions"]  # in order
-# What an Action line can name; read by re (.quick): bounded plain classes, which re reads as regex does.
-_TOOL_NAME = lazy(r"[A-Za-z_][A-Za-z0-9_]{0,63}")
 
 
 def _parse(data: dict[str, Any], where: str, base: Path | None, check_files: bool = True) -> Scenario:
@@ -203,7 +201,7 @@ def _parse(data: dict[str, Any], where: str, base: Path | None, check_files: boo
         except ToolError as e:
             raise fail("workspace", str(e)) from None
     for name in tools:
-        if not _TOOL_NAME.quick.fullmatch(name):
+        if not TOOL_NAME.quick.fullmatch(name):
             raise ScenarioError(f"{where}: tools", f"{name!r} is not a tool name (a letter or _, then letters, digits, _)")
         if name in TOOL_NAMES and workspace is None:
             raise fail(f"tools.{name}", "needs a [workspace] table of files to work on")

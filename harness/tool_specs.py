@@ -17,7 +17,7 @@ from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
-from harness.errors import ScenarioError
+from harness.errors import HarnessError, ScenarioError
 from harness.patterns import lazy
 from harness.tools import BUILTINS, TRAITS, Tool, canned, from_function
 from harness.user_code import import_function
@@ -50,7 +50,10 @@ class ToolSpec:
         if self.python is not None:
             where = f"{source}: tools.{self.name}.python" if source else f"tools.{self.name}.python"
             fn = import_function(self.python, base or Path.cwd(), where)
-            return from_function(fn, self.name, self.trait or "unknown", self.example)
+            try:
+                return from_function(fn, self.name, self.trait or "unknown", self.example)
+            except HarnessError as e:  # an async function: named by the scenario's field
+                raise HarnessError(where, e.message) from None
         if self.results is not None:
             tool = canned(self.name, self.description, self.results, self.params, self.default, self.trait or "unknown")
         elif self.name in TOOL_NAMES and workspace is not None:
