@@ -17,7 +17,7 @@ tools' modules; a replay imports the agent as it is now and feeds it the recorde
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
@@ -33,7 +33,7 @@ from harness.model import FailingModel, InterruptedModel, Model, ScriptedModel
 from harness.run_record import RunRecord
 from harness.tools import Registry, Tool, from_function
 from harness.transcript import Author, Transcript
-from harness.user_code import import_object
+from harness.user_code import import_object, tool_function
 
 
 @dataclass
@@ -45,6 +45,18 @@ class Agent:
     source: str | None = None  # "module:attribute" where this Agent can be imported: its runs replay
 
     def __post_init__(self) -> None:
+        """Bad arguments are refused here, not at the first run."""
+        if not isinstance(self.prompt, str):
+            raise HarnessError("Agent.prompt", f"must be the template's text (a str), not {type(self.prompt).__name__}")
+        if isinstance(self.tools, (str, bytes)) or not isinstance(self.tools, Iterable):
+            raise HarnessError("Agent.tools", f"must be a list of tools (Tools or functions), not {type(self.tools).__name__}")
+        if not isinstance(self.tools, Sequence):  # a generator or a set: read once, here, and kept
+            self.tools = tuple(self.tools)
+        for i, t in enumerate(self.tools):
+            try:  # a Tool's function too: an async one would never be awaited
+                tool_function(t.fn, t.name, "") if isinstance(t, Tool) else from_function(t)
+            except HarnessError as e:
+                raise HarnessError(f"Agent.tools[{i}]", e.message) from None
         if self.source is not None and not (isinstance(self.source, str) and sources.AGENT_REF.fullmatch(self.source)):
             raise HarnessError("Agent.source", f"{self.source!r} must read 'module:attribute' (an importable name of the Agent)")
 

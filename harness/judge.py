@@ -134,8 +134,9 @@ def misused(dialect: Dialect, tools: Registry, number: int, action: Action) -> R
     string may hold any text, and a file's content often does)."""
     if bare(action):
         inner = inner_call(dialect, tools, action.raw)
-        if inner and (early := split_call(action.raw, dialect.close)) is not None:  # `f('a') + f('b')`: f('a') first
-            inner = action.tool, dialect.signature(action.tool, (early[0].strip()[: notices.PREVIEW],))
+        if inner and (early := split_call(action.raw, dialect.close)) is not None:  # `f('a') + g('b')`: f('a') first
+            first = dialect.signature(action.tool, (early[0].strip()[: notices.PREVIEW],))
+            return notices.two_calls(number, action.tool, first, inner[0])  # inner[0]: g, the second call's tool
     elif not action.kwargs:  # JSON or literal values only: any text they hold is quoted
         return None
     else:

@@ -15,6 +15,7 @@ from __future__ import annotations
 from collections.abc import Iterator, Sequence
 from typing import TYPE_CHECKING, Protocol
 
+from harness.errors import HarnessError
 from harness.values import value
 
 if TYPE_CHECKING:
@@ -88,7 +89,11 @@ class ScriptedModel:
     """
 
     def __init__(self, completions: Sequence[str], chunk_size: int = 8, watched: bool = True, head: int = 4096) -> None:
+        if isinstance(completions, (str, bytes)):  # not a list of one: each character would be a completion
+            raise HarnessError("ScriptedModel.completions", f"is one {type(completions).__name__}; give a list of completions, one per call")
         self.completions = list(completions)
+        if (bad := next((i for i, c in enumerate(self.completions) if not isinstance(c, str)), None)) is not None:
+            raise HarnessError(f"ScriptedModel.completions[{bad}]", f"must be a str, not {type(self.completions[bad]).__name__}")
         self.chunk_size = max(1, chunk_size)
         self.watched = watched
         self.head = max(0, head)  # characters an unwatched completion begins with, chunk_size at a time

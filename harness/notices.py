@@ -73,6 +73,7 @@ def after_call(number: int, tool: str, args: str, after: str, close: str) -> Rej
 
 
 def nested_call(number: int, tool: str, inner: str, inner_call: str) -> Rejection:
+    """`calculator(price("lamp") * 4)`: `inner` (price) is called inside `tool`'s arguments."""
     return Rejection(
         "protocol_violation.nested_call",
         f"Action line {number} holds a call to {inner} as well as {tool}; one Action line runs one tool, "
@@ -81,6 +82,21 @@ def nested_call(number: int, tool: str, inner: str, inner_call: str) -> Rejectio
         number,
         tool,
         (f"{inner} called inside {tool}",),
+    )
+
+
+def two_calls(number: int, tool: str, first_call: str, second: str) -> Rejection:
+    """`alpha("x") + beta("y")`: a call to `tool`, then one to `second` after it (the same
+    code as a nested call: either way one line holds two)."""
+    both = f"two calls to {tool}" if second == tool else f"a call to {tool} as well as {second}"
+    return Rejection(
+        "protocol_violation.nested_call",
+        f"Action line {number} holds {both}; one Action line runs one tool, "
+        f"so nothing ran. Call {tool} first, on a line of its own: Action: {first_call} "
+        "Then use the result its observation gives you.",
+        number,
+        tool,
+        (f"{second} called after {tool}",),
     )
 
 

@@ -109,6 +109,8 @@ def _metas(calls: tuple[CallRecord, ...]) -> list[dict[str, Any]]:
 
 def load_record(text: str, source: str = "<transcript>", base: Path | None = None) -> RunRecord:
     """A saved file as a RunRecord; `base` is the folder a template or tool of its own is in."""
+    if not isinstance(text, str):  # bytes too: which encoding they are in is the caller's to say
+        raise TranscriptFormatError(f"{source}: load_record(text)", f"must be the saved file's text, a str, not {type(text).__name__}")
     transcript, meta = loads(text, source)
 
     def fail(key: str, message: str) -> TranscriptFormatError:

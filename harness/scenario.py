@@ -31,11 +31,12 @@ from harness.dialects import DIALECTS
 from harness.errors import HarnessError, ScenarioError
 from harness.files import read_input
 from harness.limits import Limits
-from harness.patterns import lazy
 from harness.prompts import data_dir
 from harness.tool_specs import ToolSpec, parse_tool
+from harness.tools import ToolError
+from harness.user_code import TOOL_NAME
 from harness.values import value
-from harness.workspace import TOOL_NAMES
+from harness.workspace import TOOL_NAMES, check_path
 
 _LIMITS = Limits()
 
@@ -146,8 +147,6 @@ def shipped_scenarios() -> list[Path]:
 
 _FIELDS = {f for f in Scenario.__dataclass_fields__ if f not in ("source", "base", "file", "loaded")}
 _META_FIELDS = [f for f in Scenario.__dataclass_fields__ if f in _FIELDS and f != "completions"]  # in order
-# What an Action line can name; read by re (.quick): bounded plain classes, which re reads as regex does.
-_TOOL_NAME = lazy(r"[A-Za-z_][A-Za-z0-9_]{0,63}")
 
 
 def _parse(data: dict[str, Any], where: str, base: Path | None, check_files: bool = True) -> Scenario:
@@ -186,6 +185,8 @@ def _parse(data: dict[str, Any], where: str, base: Path | None, check_files: boo
     prompt_file = data.get("prompt_file")
     if prompt_file is not None and not isinstance(prompt_file, str):
         raise fail("prompt_file", "must be a string")
+    if check_files and prompt_file is not None and "prompt" in data:  # (a saved file's metadata always holds both)
+        raise fail("prompt_file", "goes instead of prompt, not with it (a template is named one way: prompt, or prompt_file)")
     tools = data.get("tools", {})
     if not isinstance(tools, dict):
         raise fail("tools", "must be a table of [tools.NAME] tables")
@@ -194,8 +195,13 @@ def _parse(data: dict[str, Any], where: str, base: Path | None, check_files: boo
         not isinstance(workspace, dict) or not all(isinstance(v, str) for v in workspace.values())
     ):
         raise fail("workspace", "must be a table of file paths to their text")
+    for path in workspace or ():
+        try:
+            check_path(path)  # the workspace tools' own rule: a file they would refuse is never one of theirs
+        except ToolError as e:
+            raise fail("workspace", str(e)) from None
     for name in tools:
-        if not _TOOL_NAME.quick.fullmatch(name):
+        if not TOOL_NAME.quick.fullmatch(name):
             raise ScenarioError(f"{where}: tools", f"{name!r} is not a tool name (a letter or _, then letters, digits, _)")
         if name in TOOL_NAMES and workspace is None:
             raise fail(f"tools.{name}", "needs a [workspace] table of files to work on")

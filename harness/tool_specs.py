@@ -17,7 +17,7 @@ from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
-from harness.errors import ScenarioError
+from harness.errors import HarnessError, ScenarioError
 from harness.patterns import lazy
 from harness.tools import BUILTINS, TRAITS, Tool, canned, from_function
 from harness.user_code import import_function
@@ -50,7 +50,10 @@ class ToolSpec:
         if self.python is not None:
             where = f"{source}: tools.{self.name}.python" if source else f"tools.{self.name}.python"
             fn = import_function(self.python, base or Path.cwd(), where)
-            return from_function(fn, self.name, self.trait or "unknown", self.example)
+            try:
+                return from_function(fn, self.name, self.trait or "unknown", self.example)
+            except HarnessError as e:  # an async function: named by the scenario's field
+                raise HarnessError(where, e.message) from None
         if self.results is not None:
             tool = canned(self.name, self.description, self.results, self.params, self.default, self.trait or "unknown")
         elif self.name in TOOL_NAMES and workspace is not None:
@@ -61,38 +64,46 @@ class ToolSpec:
         return replace(tool, **{k: v for k, v in changes.items() if v is not None})
 
 
+_KINDS: dict[str, tuple[type, str]] = {  # each field's type, checked for any tool: a wrong one is never dropped
+    "description": (str, "must be a string: one line that tells the model what the tool does"),
+    "params": (list, "must be a list of parameter names (strings)"),
+    "results": (dict, "must be a table of strings, one per argument"),
+    "default": (str, "must be a string: the answer for any other argument"),
+    "trait": (str, f"must be one of {', '.join(TRAITS)}"),
+    "python": (str, "must read 'module:function' (a module beside the scenario, or an importable one)"),
+    "example": (str, "must be one line of at most 200 characters: a call's arguments"),
+}
+
+
 def parse_tool(name: str, spec: Any, where: str) -> ToolSpec:
     if not isinstance(spec, dict):
         raise ScenarioError(where, "must be a table")
-    for key in spec:
+    for key, given in spec.items():
         if key not in _TOOL_FIELDS:
             raise ScenarioError(f"{where}.{key}", f"unknown field (known: {', '.join(sorted(_TOOL_FIELDS))})")
-    trait = spec.get("trait")
+        kind, must = _KINDS[key]
+        items = given if key == "params" else given.values() if key == "results" else ()
+        if not isinstance(given, kind) or not all(isinstance(item, str) for item in items):
+            raise ScenarioError(f"{where}.{key}", must)
+    trait, example, python, results = (spec.get(k) for k in ("trait", "example", "python", "results"))
     if trait is not None and trait not in TRAITS:
-        raise ScenarioError(f"{where}.trait", f"must be one of {', '.join(TRAITS)}")
-    example = spec.get("example")
-    if example is not None and (not isinstance(example, str) or "\n" in example or len(example) > 200):
-        raise ScenarioError(f"{where}.example", "must be one line of at most 200 characters: a call's arguments")
-    python = spec.get("python")
+        raise ScenarioError(f"{where}.trait", _KINDS["trait"][1])
+    if example is not None and ("\n" in example or len(example) > 200):
+        raise ScenarioError(f"{where}.example", _KINDS["example"][1])
     if python is not None and (extra := sorted(set(spec) - {"python", "trait", "example"})):
         raise ScenarioError(f"{where}.{extra[0]}", "does not go with python: the function's docstring and parameters say it")
     if python is not None:
-        if not isinstance(python, str) or not _PYTHON_REF.fullmatch(python):
-            raise ScenarioError(f"{where}.python", "must read 'module:function' (a module beside the scenario, or an importable one)")
+        if not _PYTHON_REF.fullmatch(python):
+            raise ScenarioError(f"{where}.python", _KINDS["python"][1])
         return ToolSpec(name, trait=trait, python=python, example=example)
-    results = spec.get("results")
     if results is None:
         if name not in BUILTINS and name not in TOOL_NAMES:
             builtins = ", ".join([*BUILTINS, *TOOL_NAMES])
             raise ScenarioError(f"{where}.results", f"is required: {name!r} is not a built-in ({builtins})")
+        if extra := sorted(set(spec) - {"trait", "example"}):  # (it would be dropped: the built-in's own are used)
+            raise ScenarioError(f"{where}.{extra[0]}", f"does not go with the built-in {name}: it has its own description and parameters")
         return ToolSpec(name, trait=trait, example=example)
-    if not isinstance(results, dict) or not all(isinstance(v, str) for v in results.values()):
-        raise ScenarioError(f"{where}.results", "must be a table of strings, one per argument")
     description, params, default = spec.get("description"), spec.get("params", ["input"]), spec.get("default")
-    if not isinstance(description, str) or not description.strip():
+    if description is None or not description.strip():
         raise ScenarioError(f"{where}.description", "is required: one line that tells the model what the tool does")
-    if not isinstance(params, list) or not all(isinstance(p, str) for p in params):
-        raise ScenarioError(f"{where}.params", "must be a list of parameter names")
-    if default is not None and not isinstance(default, str):
-        raise ScenarioError(f"{where}.default", "must be a string")
     return ToolSpec(name, description, tuple(params), dict(results), default, trait, example=example)

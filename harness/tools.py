@@ -30,7 +30,7 @@ from functools import cached_property
 from typing import Any
 
 from harness import captured
-from harness.user_code import as_text, describe, message, what_it_holds
+from harness.user_code import as_text, describe, message, tool_function, what_it_holds
 from harness.values import value
 
 TRAITS = ("exploration", "exploitation", "neutral", "unknown")
@@ -85,6 +85,8 @@ class Tool:
             raise ToolError(f"{self.signature} was called with bad arguments ({e}); call it as {self.call_example}") from None
         result = self.fn(*args, **kwargs)
         if (text := as_text(result)) is None:  # a repr would hold an address: no replay would match
+            if inspect.iscoroutine(result):
+                result.close()  # never awaited: closed now, or Python's warning of it (naming this file) joins the observation
             raise ToolError(f"it returned {type(result).__name__} {what_it_holds(result)}, which is not text; return a str (or a number, a list or a dict of them)")
         return text
 
@@ -144,15 +146,15 @@ class Registry:
 # --- tools written as Python functions ---------------------------------------------------
 
 
-def from_function(
-    fn: Callable[..., Any], name: str | None = None, trait: str = "unknown", example: str | None = None
-) -> Tool:
+def from_function(fn: Callable[..., Any], name: str | None = None, trait: str = "unknown", example: str | None = None) -> Tool:
     """A plain function as a tool: `def search(query): "Search the web."` -> search(query).
-    `example` is a call's arguments as the model should write them (`'"harness"'`)."""
+    `name` is the tool's, if not the function's own (a lambda's `<lambda>` is none); an async
+    function is refused. `example` is a call's arguments as the model should write them (`'"harness"'`)."""
+    name = tool_function(fn, name, "from_function")  # a HarnessError unless harness can call it by that name
     doc = (inspect.getdoc(fn) or "").strip()
-    description = doc.splitlines()[0] if doc else f"the Python function {fn.__name__}"
+    description = doc.splitlines()[0] if doc else f"the Python function {getattr(fn, '__name__', name)}"
     params = tuple(p for p in inspect.signature(fn).parameters if p not in ("self", "cls"))
-    return Tool(name or fn.__name__, description, params, fn, trait, example=example)
+    return Tool(name, description, params, fn, trait, example=example)
 
 
 # --- calculator ----------------------------------------------------------------------

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import importlib
 import importlib.util
+import inspect
 import json
 import sys
 import threading
@@ -242,3 +243,29 @@ def as_text(value: Any) -> str | None:
 
 def what_it_holds(value: Any) -> str:
     return "holding something that is not JSON" if isinstance(value, (list, tuple, dict)) else "(an object)"
+
+
+TOOL_NAME = lazy(r"[A-Za-z_][A-Za-z0-9_]{0,63}")  # what an Action line can name (read by re: .quick)
+
+
+def tool_function(fn: Any, name: str | None, where: str) -> str:
+    """The name a function is called by as a tool (`name`, else its own), once it is one
+    harness can call: a plain function, not async (harness never awaits: its coroutine
+    would be the result, and Python's warning about it would land in the observation)."""
+    if not callable(fn):
+        raise HarnessError(where, f"must be a function, not {type(fn).__name__}")
+    shown = getattr(fn, "__qualname__", None) or type(fn).__name__
+    if inspect.isasyncgenfunction(fn):
+        raise HarnessError(where, f"{shown} is an async generator function; a tool is a plain function that returns its text")
+    called = None if inspect.isclass(fn) else getattr(fn, "__call__", None)  # an object with an async __call__ too
+    if inspect.iscoroutinefunction(fn) or inspect.iscoroutinefunction(called):
+        raise HarnessError(where, f"{shown} is an async function (async def); a tool is a plain function that returns its text")
+    rule = "a letter or _, then letters, digits, _"
+    if name is not None:
+        if not isinstance(name, str) or not TOOL_NAME.quick.fullmatch(name):
+            raise HarnessError(where, f"name={name!r:.80} is not a tool name ({rule})")
+        return name
+    own = getattr(fn, "__name__", None)
+    if not isinstance(own, str) or not TOOL_NAME.quick.fullmatch(own):  # `<lambda>`: no model could call it
+        raise HarnessError(where, f"the function's name is {own!r:.80}, not a tool name ({rule}); give it one: from_function(fn, name=\"...\")")
+    return own

@@ -34,7 +34,8 @@ def _preview(name: str) -> str:
     return repr(name) if len(name) <= _NAME_SHOWN else repr(name[:_NAME_SHOWN]) + f"… ({len(name)} characters)"
 
 
-def _check(path: object) -> str:
+def check_path(path: object) -> str:
+    """The path, if it is a relative file name; else a ToolError saying why not (scenarios check theirs too)."""
     if not isinstance(path, str) or not path.strip():
         raise ToolError("path must be a non-empty string")
     if path.startswith(("/", "\\")) or _DRIVE.match(path):
@@ -60,7 +61,7 @@ class Workspace:
         self.files = dict(files)  # path -> text; the caller's dict is never changed
 
     def _existing(self, path: object) -> str:
-        path = _check(path)
+        path = check_path(path)
         if path not in self.files:
             raise ToolError(f"no file named {_preview(path)} ({self._listing()})")
         return path
@@ -78,7 +79,7 @@ class Workspace:
         return self.files[self._existing(path)]
 
     def write_file(self, path: str, content: str) -> str:
-        path, content = _check(path), _text("content", content)
+        path, content = check_path(path), _text("content", content)
         verb = "Overwrote" if path in self.files else "Created"
         self.files[path] = content
         return f"{verb} {path} ({len(content)} characters)"

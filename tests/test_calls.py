@@ -149,6 +149,22 @@ def test_a_tool_inside_another_gets_a_notice_naming_the_inner_call(line, fix):
     assert fix in code_lines(record)[0]
 
 
+@pytest.mark.parametrize("line", ['Action: alpha("x") + beta("y")', "Action: alpha(x) and beta(y)"])
+def test_two_calls_of_two_tools_on_one_line_name_both_tools(line):
+    alpha = canned("alpha", "The first", {"x": "1"})
+    beta = canned("beta", "The second", {"y": "2"})
+    record = run(line + "\n", "Final Answer: x\n", tools=[alpha, beta])
+    notice = code_lines(record)[0]
+    assert record.calls[0].ran == () and record.calls[0].notices == ("protocol_violation.nested_call",)
+    assert "holds a call to alpha as well as beta;" in notice
+    assert "Call alpha first, on a line of its own: Action: alpha(" in notice
+
+
+def test_two_calls_of_one_tool_on_one_line_read_as_two_calls():
+    record = run("Action: price('lamp') + price('chair')\n", "Final Answer: x\n")
+    assert "Action line 1 holds two calls to price; one Action line runs one tool" in code_lines(record)[0]
+
+
 def test_an_expression_given_by_keyword_reaches_the_calculator_as_its_text():
     record = run("Action: calculator(expression=127 * 83)\n", "Final Answer: 10541\n")
     assert code_lines(record)[0] == "Observation: 10541\n"

@@ -151,6 +151,18 @@ def test_malformed_toml(tmp_path):
         ('question = "q"\n[tools.search]\ndescription = "x"\n', "tools.search.results: is required"),
         ('question = "q"\n[tools.search]\nresults = { a = "b" }\n', "tools.search.description: is required"),
         ('question = "q"\n[tools.calculator]\ntrait = "bold"\n', "tools.calculator.trait: must be one of"),
+        ('question = "q"\n[tools.calculator]\ndescription = 5\n', "tools.calculator.description: must be a string"),
+        ('question = "q"\n[tools.calculator]\ndescription = "d"\n', "tools.calculator.description: does not go with the built-in"),
+        ('question = "q"\n[tools.calculator]\nparams = "x"\n', "tools.calculator.params: must be a list of parameter names"),
+        ('question = "q"\n[tools.s]\ndescription = "d"\nresults = {}\nparams = [1]\n', "tools.s.params: must be a list of"),
+        ('question = "q"\n[tools.s]\ndescription = "d"\nresults = {}\ndefault = 0\n', "tools.s.default: must be a string"),
+        ('question = "q"\n[tools.s]\ndescription = "d"\nresults = {a = 1}\n', "tools.s.results: must be a table of strings"),
+        ('question = "q"\n[tools.s]\ndescription = "d"\nresults = {}\nexample = 3\n', "tools.s.example: must be one line"),
+        ('question = "q"\n[tools.s]\npython = "m:f"\ntrait = 1\n', "tools.s.trait: must be one of"),
+        ('question = "q"\nworkspace = {"../x" = "a"}\n', "workspace: '../x' has a '..' segment"),
+        ('question = "q"\nworkspace = {"/etc/x" = "a"}\n', "workspace: '/etc/x' is absolute"),
+        ('question = "q"\nworkspace = {"" = "a"}\n', "workspace: path must be a non-empty string"),
+        ('question = "q"\nworkspace = {"a/" = "a"}\n', "workspace: 'a/' is not a file name"),
     ],
 )
 def test_bad_scenario_fields_are_named(tmp_path, body, field):

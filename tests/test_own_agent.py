@@ -70,3 +70,19 @@ def test_a_python_tool_takes_no_description_params_or_results(tmp_path):
     path = scenario(tmp_path)
     path.write_text(path.read_text(encoding="utf-8") + 'description = "ignored?"\n', encoding="utf-8")
     one_line(invoke("run", str(path)), "tools.lookup.description", "does not go with python")
+
+
+@pytest.mark.parametrize("prompt", ['"default"', '"react-paper"'])
+def test_a_prompt_and_a_prompt_file_together_are_refused_naming_both(tmp_path, prompt):
+    one_line(invoke("run", str(scenario(tmp_path, prompt=prompt))), "s.toml: prompt_file", "instead of prompt")
+
+
+@pytest.mark.parametrize(
+    ("code", "kind"),
+    [("async def lookup(key):\n    return key\n", "an async function"),
+     ("async def lookup(key):\n    yield key\n", "an async generator function")],
+)
+def test_an_async_python_tool_is_refused_when_the_tool_is_made(tmp_path, code, kind):
+    path = scenario(tmp_path)
+    (tmp_path / "tools.py").write_text(code, encoding="utf-8")
+    one_line(invoke("run", str(path)), "s.toml: tools.lookup.python: lookup is " + kind)
