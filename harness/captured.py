@@ -86,6 +86,12 @@ def _started_by(thread: threading.Thread) -> io.StringIO | None | bool:
     return owner
 
 
+def still_running() -> list[threading.Thread]:
+    """The threads tools started that are alive and would keep the process from ending."""
+    with _lock:
+        return [t for t in list(_owner) if t.is_alive() and not t.daemon]
+
+
 def ours(thread: threading.Thread | None = None) -> None:
     """Mark a thread of harness's own (a batch's worker): it writes through, always."""
     _runs.add(thread or threading.current_thread())

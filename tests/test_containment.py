@@ -535,3 +535,13 @@ def test_a_subprocess_or_a_raw_write_to_fd_1_never_lands_in_harnesss_output(tmp_
     assert "from a subprocess" not in result.stdout + result.stderr and "fd 1" not in result.stdout
     if not batch:
         assert json.loads(result.stdout)["final_answer"] == "done"
+
+
+def test_a_thread_a_tool_leaves_running_does_not_keep_the_command_from_ending(tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    source = 'import threading, time\n\ndef nd(x):\n    """Start a thread that never ends."""\n    threading.Thread(target=lambda: time.sleep(3600)).start()\n    return "spawned"\n'
+    path = scenario(tmp_path, "nd", source=source)
+    result = subprocess.run([sys.executable, "-m", "harness", "run", str(path), "--save", "nd.txt", "-f", "tagged"], capture_output=True, text=True, cwd=tmp_path, timeout=60)
+    assert result.returncode == 0, result.stderr
+    assert "code      | Observation: spawned\n" in result.stdout and (tmp_path / "nd.txt").is_file()
+    assert "note: 1 thread(s) a tool started still run; harness ends without waiting for them\n" in result.stderr
