@@ -111,7 +111,7 @@ def gather(arguments: list[Path]) -> "list[Job]":
         for path in paths:
             if (key := same_file(path)) not in seen:
                 seen.add(key)
-                jobs.append(Job(str(path), None, saved=path))
+                jobs.append(Job(str(path), None, saved=path.absolute()))  # (a tool's os.chdir cannot lose the next)
     return jobs
 
 
@@ -127,8 +127,8 @@ def worker(check: bool, models: RunModels, root: Path) -> "Work":
         start, path = time.perf_counter(), job.saved
         assert path is not None
         try:
-            with models.one() as live, scenario_hint(path):  # a scripted replay takes no time to cancel: only a live one is wrapped
-                result = replay_text(read_text(path), str(path), model=None if live is None else wrap(live), root=root)
+            with models.one() as live, scenario_hint(Path(job.name)):  # a scripted replay takes no time to cancel: only a live one is wrapped
+                result = replay_text(read_text(path, job.name), job.name, model=None if live is None else wrap(live), base=path.parent, root=root)
         except HarnessError as e:  # the file, or the source it names, cannot be loaded
             return Outcome(job.name, seconds=time.perf_counter() - start, error=str(e))
         seconds = time.perf_counter() - start
@@ -136,7 +136,7 @@ def worker(check: bool, models: RunModels, root: Path) -> "Work":
         outcome = Outcome.of(job.name, result.record, seconds, None, None)
         if not check:
             return outcome
-        diff = "" if result.matches else transcript_diff(result.saved, result.fresh, str(path))
+        diff = "" if result.matches else transcript_diff(result.saved, result.fresh, job.name)
         return replace(outcome, same=result.matches, diff=diff)
 
     return work

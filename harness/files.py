@@ -31,10 +31,10 @@ _PEEK = 4096  # bytes read to recognise a header
 _NOT_REGULAR = "is not a regular file (a FIFO, a device or a socket); harness reads only regular files"
 
 
-def read_input(path: Path, error: type[HarnessError] = HarnessError) -> str:
+def read_input(path: Path, error: type[HarnessError] = HarnessError, shown: str | None = None) -> str:
     """A file the user gave as input, as text ("\\r" kept as it is); any problem is one
-    `error` naming the file."""
-    where = str(path)
+    `error` naming the file (as `shown`, if the user gave it so)."""
+    where = shown or str(path)
     try:
         mode = os.stat(path).st_mode  # follows a link: a link to a regular file is read
         if stat.S_ISDIR(mode):

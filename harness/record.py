@@ -234,6 +234,6 @@ def open_run(target: str) -> RunRecord:
     return run_scenario(load_scenario(find_scenario(target)))
 
 
-def read_text(path: Path) -> str:
+def read_text(path: Path, shown: str | None = None) -> str:
     """A saved transcript as text; only a regular file is read (harness/files.py)."""
-    return read_input(path)
+    return read_input(path, shown=shown)

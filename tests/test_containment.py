@@ -545,3 +545,16 @@ def test_a_thread_a_tool_leaves_running_does_not_keep_the_command_from_ending(tm
     assert result.returncode == 0, result.stderr
     assert "code      | Observation: spawned\n" in result.stdout and (tmp_path / "nd.txt").is_file()
     assert "note: 1 thread(s) a tool started still run; harness ends without waiting for them\n" in result.stderr
+
+
+def test_a_tool_that_changes_the_working_folder_loses_no_later_replay_of_a_batch(tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    path = scenario(tmp_path, "cd", source='import os\n\ndef cd(x):\n    """Go elsewhere."""\n    os.chdir("/")\n    return "moved"\n')
+    harness = [sys.executable, "-m", "harness"]
+    (tmp_path / "saved").mkdir()
+    for name, target in (("a1", str(path)), ("a2", "nimbus"), ("a3", "nimbus")):
+        done = subprocess.run([*harness, "run", target, "--save", f"saved/{name}.txt"], capture_output=True, text=True, cwd=tmp_path)
+        assert done.returncode == 0, done.stderr
+    result = subprocess.run([*harness, "replay", "saved", "--check"], capture_output=True, text=True, cwd=tmp_path)
+    assert result.returncode == 0, result.stdout + result.stderr
+    assert "no such file" not in result.stdout + result.stderr
