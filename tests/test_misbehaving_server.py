@@ -253,6 +253,37 @@ def test_a_bad_key_or_base_url_is_one_line_and_exit_2(tmp_path, key, base_url, s
     assert not (tmp_path / "x.txt").exists()
 
 
+@pytest.mark.parametrize("tail", ["?key=SECRETSECRET", "#SECRETSECRET", "?", "/?a=SECRETSECRET#b"])
+@pytest.mark.parametrize("source", ["--base-url", "HARNESS_BASE_URL"])
+def test_a_base_url_with_a_query_or_fragment_is_refused_naming_where_it_came_from(fake, tmp_path, tail, source):
+    # The call's path is appended to the base URL: a query would land inside the path
+    # ("/v1?key=K/completions") and a fragment is never sent. Neither is quoted back.
+    url = fake.url + tail
+    saved = tmp_path / "x.txt"
+    args = ["run", "calculator", "--model", "openai:m", "--save", str(saved)]
+    env = {**os.environ, "HARNESS_API_KEY": KEY, "NO_COLOR": "1", "COLUMNS": "200"}
+    env.pop("HARNESS_BASE_URL", None)
+    if source == "--base-url":
+        args += ["--base-url", url]
+    else:
+        env["HARNESS_BASE_URL"] = url
+    result = subprocess.run([sys.executable, "-m", "harness", *args], capture_output=True, env=env, timeout=30)
+    assert result.returncode == 2, result.stderr
+    lines = result.stderr.decode().splitlines()
+    assert len(lines) == 1 and lines[0].startswith(f"error: {source}: "), lines
+    assert "query" in lines[0] or "fragment" in lines[0]
+    assert b"SECRET" not in result.stdout + result.stderr
+    assert not saved.exists() and fake.requests == []
+
+
+def test_a_malformed_base_url_from_the_environment_is_named_as_the_environment(tmp_path):
+    env = {**os.environ, "HARNESS_API_KEY": KEY, "HARNESS_BASE_URL": "http://[::1/v1"}
+    result = subprocess.run([sys.executable, "-m", "harness", "run", "calculator", "--model", "openai:m"], capture_output=True, env=env, timeout=30)
+    assert result.returncode == 2
+    assert result.stderr.decode().splitlines() == [result.stderr.decode().strip()]
+    assert result.stderr.decode().startswith("error: HARNESS_BASE_URL: 'http://[::1/v1' is not a URL")
+
+
 def test_a_lone_surrogate_from_a_python_tool_is_written_as_the_replacement_character(tmp_path):
     (tmp_path / "tools.py").write_text('def odd(x):\n    """Odd text."""\n    return "a\\ud800b"\n', encoding="utf-8")
     completions = ["Thought: ask.\\nAction: odd(1)\\n", "Final Answer: done\\n"]
