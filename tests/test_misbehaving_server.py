@@ -182,6 +182,18 @@ def test_the_key_echoed_in_the_completion_is_scrubbed_even_split_across_events(f
     shows_and_replays(saved)
 
 
+@pytest.mark.parametrize("key", ["none", "EMPTY", "ollama", "lm-studio", "abc1234"])
+def test_a_placeholder_or_short_key_is_not_scrubbed_from_what_the_model_writes(fake, tmp_path, key):
+    # Local servers are given placeholder keys; the model's own words stay as it wrote them.
+    fake.serve(Reply(chunks=sse(text(f"Thought: {key} of the tools.\nFinal Answer: {key}\n"), text("", "stop"), "[DONE]")))
+    saved = tmp_path / "run.txt"
+    result = harness("run", "calculator", "--model", "openai:m", "--base-url", fake.url, "--save", str(saved), "-f", "tagged", key=key)
+    assert result.returncode == 0, result.stderr
+    assert fake.requests[0][0]["Authorization"] == f"Bearer {key}"
+    assert f"Thought: {key} of the tools." in saved.read_text() and f'# final_answer: "{key}"' in saved.read_text()
+    assert f"{key} of the tools".encode() in result.stdout and b"***" not in result.stdout + saved.read_bytes()
+
+
 @pytest.mark.parametrize(
     ("reply", "says"),
     [

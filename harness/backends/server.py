@@ -102,7 +102,7 @@ class ServerModel:
         self._key = _api_key()
         self._sockets = Sockets()  # every connection's, of this model and its others
         self._interrupted = threading.Event()  # Ctrl-C in a batch: no more waiting
-        self.entry = Entry([self._key, *url_secrets(self.base_url)])
+        self.entry = Entry(url_secrets(self.base_url), key=self._key)
         headers = {"Accept-Encoding": "identity"} | ({"Authorization": f"Bearer {self._key}"} if self._key else {})
         limit = httpx.Timeout(min(timeout, max_seconds), connect=min(connect_timeout, max_seconds))
         pool = httpx.Limits(max_connections=connections, max_keepalive_connections=connections) if connections else None
