@@ -20,6 +20,7 @@ from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 
+from harness.cli_files import output_path
 from harness.cli_models import CallOptions, RunModels
 from harness.errors import HarnessError
 from harness.values import value
@@ -30,9 +31,9 @@ if TYPE_CHECKING:  # imported when a batch runs: `harness --help` stays fast
 INTERRUPTED = 130
 
 Jobs = Annotated[int, typer.Option("--jobs", "-j", min=1, max=256, help="Several scenarios: how many run at once.")]
-SaveDir = Annotated[Path | None, typer.Option("--save-dir", help="Several scenarios: save each transcript as DIR/<scenario>.txt.")]
-Report = Annotated[Path | None, typer.Option("--report", help="Several scenarios: write the summary as JSON here.")]
-Junit = Annotated[Path | None, typer.Option("--junit", help="Several scenarios: write a JUnit XML report here, for CI.")]
+SaveDir = Annotated[Path | None, typer.Option("--save-dir", parser=output_path, metavar="<path>", help="Several scenarios: save each transcript as DIR/<scenario>.txt.")]
+Report = Annotated[Path | None, typer.Option("--report", parser=output_path, metavar="<path>", help="Several scenarios: write the summary as JSON here.")]
+Junit = Annotated[Path | None, typer.Option("--junit", parser=output_path, metavar="<path>", help="Several scenarios: write a JUnit XML report here, for CI.")]
 FailOn = Annotated[
     str | None,
     typer.Option("--fail-on", metavar="REASON,...", help="Several scenarios: exit 1 if a run ends so (stop reasons, or mismatch)."),

@@ -48,6 +48,16 @@ def is_folder(path: Path) -> bool:
     return os.path.isdir(path)
 
 
+def output_path(value: str | Path) -> Path:
+    """The value of an option that names an output (--save, --html, --save-dir, ...): an
+    empty one is refused as empty, where Path("") would be ".", the folder here."""
+    if isinstance(value, Path):
+        return value
+    if not value.strip():
+        raise typer.BadParameter("the argument is empty; give a path")
+    return Path(value)
+
+
 def saved_run(path: Path) -> RunRecord:
     """A saved transcript, read and checked; any problem is one line naming the file."""
     from harness.record import read_text

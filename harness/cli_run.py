@@ -12,7 +12,7 @@ from typing import Annotated
 import typer
 
 from harness.cli_batch import FailOn, Jobs, Junit, Report, SaveDir
-from harness.cli_files import is_folder, named, scenario_file, write
+from harness.cli_files import is_folder, named, output_path, scenario_file, write
 from harness.cli_models import (
     BaseUrlOption,
     CallOptions,
@@ -50,7 +50,7 @@ def run(
         ),
     ],
     format: FormatOption = Format.rich,
-    save: Annotated[Path | None, typer.Option(help="Also save the transcript (save format v1) to this file.")] = None,
+    save: Annotated[Path | None, typer.Option(parser=output_path, metavar="<path>", help="Also save the transcript (save format v1) to this file.")] = None,
     no_stop: Annotated[bool, typer.Option("--no-stop", help="Turn the stop sequences off: see what the model writes when nothing cuts it.")] = False,
     max_steps: Annotated[int | None, typer.Option(min=0, help="Model calls before the run stops (default: the scenario's).")] = None,
     live: Annotated[bool, typer.Option("--live", help="Draw the run as it streams, slowly enough to watch.")] = False,
@@ -135,7 +135,7 @@ def run(
 
 
 def agent(
-    transcript: Annotated[Path | None, typer.Option(help="Also save the run's transcript (save format v1) here.")] = None,
+    transcript: Annotated[Path | None, typer.Option(parser=output_path, metavar="<path>", help="Also save the run's transcript (save format v1) here.")] = None,
 ) -> None:
     """Read one run_agent request (JSON) on stdin; print one JSON answer on stdout."""
     from harness.protocol import BadRequest, answer, parse_request, scenario_for
