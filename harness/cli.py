@@ -56,7 +56,9 @@ class OneLineErrors(TyperGroup):
             code = super().main(*args, standalone_mode=False, **kwargs)
             sys.stdout.flush()  # here, not at exit: a full disk is one line too
         except typer.TyperException as e:  # click's usage errors: a bad option or argument
-            typer.echo(f"error: {e.format_message()}", err=True)
+            from harness.escape import one_line
+
+            typer.echo(f"error: {one_line(e.format_message())}", err=True)
             code = 2
         except HarnessError as e:  # it may quote a saved file's text: shown, never obeyed
             from harness.escape import one_line
@@ -64,7 +66,11 @@ class OneLineErrors(TyperGroup):
             typer.echo(f"error: {one_line(str(e))}", err=True)
             code = 2
         except UnicodeEncodeError as e:  # PYTHONIOENCODING=ascii, a C locale's terminal
-            typer.echo(f"error: the output cannot hold {e.object[e.start:e.end]!r} in {e.encoding}; use UTF-8 (PYTHONIOENCODING=utf-8)", err=True)
+            held = e.object[e.start : e.end]
+            if any(0xD800 <= ord(c) <= 0xDFFF for c in held):  # not text in any encoding: a name that is not UTF-8
+                typer.echo(f"error: the output would hold {held!r}, which is not text (a file name that is not UTF-8?)", err=True)
+            else:
+                typer.echo(f"error: the output cannot hold {held!r} in {e.encoding}; use UTF-8 (PYTHONIOENCODING=utf-8)", err=True)
             code = 2
         except BrokenPipeError:  # the reader left as the last output went out: it had all it wanted
             drop_unwritten()

@@ -20,6 +20,7 @@ from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 
+from harness.cli_files import output_path
 from harness.cli_models import CallOptions, RunModels
 from harness.errors import HarnessError
 from harness.values import value
@@ -30,9 +31,9 @@ if TYPE_CHECKING:  # imported when a batch runs: `harness --help` stays fast
 INTERRUPTED = 130
 
 Jobs = Annotated[int, typer.Option("--jobs", "-j", min=1, max=256, help="Several scenarios: how many run at once.")]
-SaveDir = Annotated[Path | None, typer.Option("--save-dir", help="Several scenarios: save each transcript as DIR/<scenario>.txt.")]
-Report = Annotated[Path | None, typer.Option("--report", help="Several scenarios: write the summary as JSON here.")]
-Junit = Annotated[Path | None, typer.Option("--junit", help="Several scenarios: write a JUnit XML report here, for CI.")]
+SaveDir = Annotated[Path | None, typer.Option("--save-dir", parser=output_path, metavar="<path>", help="Several scenarios: save each transcript as DIR/<scenario>.txt.")]
+Report = Annotated[Path | None, typer.Option("--report", parser=output_path, metavar="<path>", help="Several scenarios: write the summary as JSON here.")]
+Junit = Annotated[Path | None, typer.Option("--junit", parser=output_path, metavar="<path>", help="Several scenarios: write a JUnit XML report here, for CI.")]
 FailOn = Annotated[
     str | None,
     typer.Option("--fail-on", metavar="REASON,...", help="Several scenarios: exit 1 if a run ends so (stop reasons, or mismatch)."),
@@ -58,8 +59,9 @@ def gather(arguments: list[str]) -> list[Job]:
     """Names, files and folders (every *.toml under them, sorted), in the order given; a
     file given twice runs once. One that cannot be loaded is a Job with its error."""
     from harness.batch import Job
+    from harness.cli_files import is_folder, scenario_file
     from harness.files import same_file
-    from harness.scenario import find_scenario, load_scenario
+    from harness.scenario import load_scenario
 
     jobs, seen = [], set()
     for argument in arguments:
@@ -69,7 +71,7 @@ def gather(arguments: list[str]) -> list[Job]:
         folder = Path(argument)
         try:
             # every *.toml that is not a folder: a FIFO or a broken link is named, never skipped unsaid
-            paths = sorted(p for p in folder.rglob("*.toml") if not p.is_dir()) if folder.is_dir() else [find_scenario(argument)]
+            paths = sorted(p for p in folder.rglob("*.toml") if not p.is_dir()) if is_folder(folder) else [scenario_file(argument)]
         except HarnessError as e:
             jobs.append(Job(Path(argument).stem, None, str(e)))
             continue
@@ -110,6 +112,12 @@ def check(jobs: list[Job], options: Options) -> None:
         if same_file(path.parent) == same_file(options.save_dir) and path.suffix == ".txt":
             raise HarnessError(f"{option} {path}", f"lies in --save-dir {options.save_dir}, among the transcripts; write it elsewhere")
     folder = options.save_dir
+    try:
+        os.lstat(folder)  # a name too long to look up: one line here, not in every run
+    except FileNotFoundError:
+        pass
+    except OSError as e:
+        raise HarnessError(f"--save-dir {folder}", f"cannot look at the folder ({e.strerror or e})") from None
     if folder.is_symlink() and not folder.exists():
         raise HarnessError(f"--save-dir {folder}", "is a link that loops or leads nowhere")
     if folder.exists() and not folder.is_dir():
@@ -205,7 +213,7 @@ def run_batch(jobs: list[Job], work: Work, workers: int, what: str = "scenario",
 
 
 def run_many(arguments: list[str], options: Options) -> None:
-    from harness.batch_report import exit_code, write_reports
+    from harness.batch_report import exit_code, one_line, write_reports
 
     jobs = gather(arguments)
     check(jobs, options)
@@ -217,7 +225,7 @@ def run_many(arguments: list[str], options: Options) -> None:
     finally:
         models.close()
     for path in write_reports(ordered, options.report, options.junit, options.fail_on, not_started):
-        typer.echo(f"wrote {given.get(path, path)}", err=True)
+        typer.echo(f"wrote {one_line(str(given.get(path, path)))}", err=True)
     if interrupted:
         end_interrupted(ordered)
     raise typer.Exit(exit_code(ordered, options.fail_on))

@@ -21,7 +21,7 @@ from typing import TYPE_CHECKING, Annotated
 
 import typer
 
-from harness.cli_files import scenario_hint
+from harness.cli_files import is_folder, scenario_hint
 from harness.cli_models import (
     BaseUrlOption,
     CallOptions,
@@ -64,7 +64,7 @@ def replay(
         raise HarnessError("FILE", "an empty argument names no transcript")
     saved = [Path(f) for f in files]
     call = CallOptions(max_tokens, max_chars, max_seconds, strict, wait_for_server)
-    if len(saved) > 1 or saved[0].is_dir():
+    if len(saved) > 1 or is_folder(saved[0]):
         if format is not Format.rich:
             raise HarnessError("--format", "goes with one file; several replays print a summary")
         replay_many(saved, check, jobs, model, base_url, call)
@@ -86,7 +86,9 @@ def replay(
     if not check:
         return
     if result.matches:
-        typer.echo(f"ok: replaying {path} gives the same transcript, byte for byte")
+        from harness.escape import one_line
+
+        typer.echo(f"ok: replaying {one_line(str(path))} gives the same transcript, byte for byte")
         return
     diff = transcript_diff(result.saved, result.fresh, str(path))
     typer.echo(diff if diff.endswith("\n") else diff + "\n", nl=False)
@@ -103,7 +105,7 @@ def gather(arguments: list[Path]) -> "list[Job]":
     jobs, seen = [], set()
     for argument in arguments:
         paths = [argument]
-        if argument.is_dir():
+        if is_folder(argument):
             # a regular file that is a transcript; a FIFO or a broken or looping link is named, never skipped unsaid
             paths = sorted(p for p in argument.rglob("*.txt") if (is_transcript(p) if p.is_file() else not p.is_dir()))
             if not paths:

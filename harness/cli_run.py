@@ -12,7 +12,7 @@ from typing import Annotated
 import typer
 
 from harness.cli_batch import FailOn, Jobs, Junit, Report, SaveDir
-from harness.cli_files import named, write
+from harness.cli_files import is_folder, named, output_path, scenario_file, write
 from harness.cli_models import (
     BaseUrlOption,
     CallOptions,
@@ -50,7 +50,7 @@ def run(
         ),
     ],
     format: FormatOption = Format.rich,
-    save: Annotated[Path | None, typer.Option(help="Also save the transcript (save format v1) to this file.")] = None,
+    save: Annotated[Path | None, typer.Option(parser=output_path, metavar="<path>", help="Also save the transcript (save format v1) to this file.")] = None,
     no_stop: Annotated[bool, typer.Option("--no-stop", help="Turn the stop sequences off: see what the model writes when nothing cuts it.")] = False,
     max_steps: Annotated[int | None, typer.Option(min=0, help="Model calls before the run stops (default: the scenario's).")] = None,
     live: Annotated[bool, typer.Option("--live", help="Draw the run as it streams, slowly enough to watch.")] = False,
@@ -74,7 +74,7 @@ def run(
     batch = (save_dir, report, junit, fail_on)
     if len(scenarios) == 1:  # (among several, an empty one is a run that cannot start: cli_batch)
         named(scenarios[0], "SCENARIO", "scenario")
-    several = len(scenarios) > 1 or any(Path(s).is_dir() for s in scenarios)
+    several = len(scenarios) > 1 or any(is_folder(Path(s)) for s in scenarios)
     if several or any(o is not None for o in batch):
         from harness.cli_batch import Options, refuse_single_run_options, run_many
 
@@ -89,13 +89,13 @@ def run(
     scenario = scenarios[0]
     from harness.loop import nobody
     from harness.record import run_scenario
-    from harness.scenario import find_scenario, load_scenario
+    from harness.scenario import load_scenario
     from harness.transcript import HEADER
 
     if (live or delay is not None or cost) and format is not Format.rich:
         flag = "--cost" if cost else "--live"
         raise HarnessError(flag, "goes with the rich view; it cannot go with --format " + format.value)
-    spec = load_scenario(find_scenario(scenario))
+    spec = load_scenario(scenario_file(scenario))
     if max_steps is not None:
         spec = spec.but(max_steps=max_steps)
     if no_stop:
@@ -134,7 +134,7 @@ def run(
 
 
 def agent(
-    transcript: Annotated[Path | None, typer.Option(help="Also save the run's transcript (save format v1) here.")] = None,
+    transcript: Annotated[Path | None, typer.Option(parser=output_path, metavar="<path>", help="Also save the run's transcript (save format v1) here.")] = None,
 ) -> None:
     """Read one run_agent request (JSON) on stdin; print one JSON answer on stdout."""
     from harness.protocol import BadRequest, answer, parse_request, scenario_for

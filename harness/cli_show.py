@@ -10,7 +10,7 @@ from typing import Annotated
 
 import typer
 
-from harness.cli_files import named, open_target, saved_run, write
+from harness.cli_files import named, open_target, output_path, saved_run, write
 from harness.cli_models import BaseUrlOption, ModelOption, exit_if_failed
 from harness.cli_views import Format, FormatOption, new_console, show_record
 from harness.errors import HarnessError
@@ -70,19 +70,21 @@ def step(
 
 def export(
     target: Annotated[str, typer.Argument(help="A scenario (file or shipped name) or a saved transcript.")],
-    html: Annotated[Path | None, typer.Option("--html", help="Write one self-contained HTML stepper here.")] = None,
-    markdown: Annotated[Path | None, typer.Option("--markdown", help="Write the steps as Markdown, for course notes.")] = None,
+    html: Annotated[Path | None, typer.Option("--html", parser=output_path, metavar="<path>", help="Write one self-contained HTML stepper here.")] = None,
+    markdown: Annotated[Path | None, typer.Option("--markdown", parser=output_path, metavar="<path>", help="Write the steps as Markdown, for course notes.")] = None,
     no_stop: NoStopOption = False,
     model: ModelOption = None,
     base_url: BaseUrlOption = None,
 ) -> None:
     """Export a run as one HTML file that opens anywhere (a stepper, the facts, the cost), or as Markdown."""
-    from harness.files import check_target
+    from harness.files import check_target, same_file
     from harness.render.html import PAGE_HEADER, page
     from harness.render.markdown import NOTES_HEADER, notes
 
     if html is None and markdown is None:
         raise HarnessError("harness export", "say where: --html FILE and/or --markdown FILE")
+    if html is not None and markdown is not None and same_file(html) == same_file(markdown):  # one would replace the other
+        raise HarnessError(f"--markdown {markdown}", "is the file --html writes too; give each its own")
     if html is not None:
         check_target(html, PAGE_HEADER, "--html")
     if markdown is not None:

@@ -7,6 +7,7 @@ that medium:
     for_terminal("a\\x1b]0;PWNED\\x07b")  ->  "a␛]0;PWNED␇b"      (shown, not obeyed)
     for_html("<img src=x>")             ->  "&lt;img src=x&gt;"
     for_script_json({"a": "</script>"}) ->  '{"a": "\\u003c/script\\u003e"}'
+    for_terminal("bn/x\\udcffy.toml")      ->  "bn/x\\xffy.toml"   (a file name that is not UTF-8)
 
 The terminal loses nothing a reader needs: every control character is drawn as a
 visible stand-in, so a forged row or a hidden title change shows up as text. The
@@ -39,9 +40,26 @@ _TERMINAL = (
 _SCRIPT_JSON = {c: f"\\u{c:04x}" for c in (*map(ord, "<>&\u2028\u2029"), 0x7F, *range(0x80, 0xA0), *_BIDI)}
 
 
+# A lone surrogate is not text: no output can encode it. One comes from a file name that is
+# not UTF-8 (Python holds its byte 0xff as "\udcff"), and is shown as that byte: \xff.
+_SURROGATE = lazy(r"[\ud800-\udfff]")
+
+
+def _surrogate(match: Any) -> str:
+    code = ord(match[0])
+    return f"\\x{code - 0xDC00:02x}" if 0xDC80 <= code <= 0xDCFF else f"\\u{code:04x}"
+
+
 def for_terminal(text: str) -> str:
     """Text a terminal shows but never obeys: one pass, linear, idempotent."""
-    return text.translate(_TERMINAL)
+    text = text.translate(_TERMINAL)
+    if text.isascii():
+        return text
+    try:
+        text.encode("utf-8")  # in C; the pattern is compiled only for a text that needs it
+    except UnicodeEncodeError:
+        return _SURROGATE.sub(_surrogate, text)
+    return text
 
 
 def one_line(text: str) -> str:

@@ -79,10 +79,28 @@ def pytest_configure(config: pytest.Config) -> None:
         raise pytest.UsageError("--harness-record and --harness-update: choose one (record runs the model again)")
     if config.getoption("harness_base_url") and not config.getoption("harness_record"):
         raise pytest.UsageError("--harness-base-url goes with --harness-record openai:NAME")
+    _check_base_url(config)
     for folder in config.getini("harness_transcripts"):
         if not folder.is_dir():  # a typo would otherwise collect nothing, silently
             raise pytest.UsageError(f"harness_transcripts: {folder} is not a folder")
     config.pluginmanager.register(_Rewrites(config), "harness-rewrites")
+
+
+def _check_base_url(config: pytest.Config) -> None:
+    """A bad base URL is one usage line naming where it came from, before any test runs."""
+    import os
+
+    from harness.backends.urls import check_base_url
+    from harness.errors import HarnessError
+
+    url, where = config.getoption("harness_base_url"), "--harness-base-url"
+    if not url and str(config.getoption("harness_record")).startswith(("openai:", "chat:")):  # only these talk to a server
+        url, where = os.environ.get("HARNESS_BASE_URL"), "HARNESS_BASE_URL"
+    if url:
+        try:
+            check_base_url(url.rstrip("/"), where)
+        except HarnessError as error:
+            raise pytest.UsageError(str(error)) from None
 
 
 def pytest_collect_file(file_path: Path, parent: pytest.Collector) -> TranscriptFile | None:

@@ -87,8 +87,18 @@ class RunRecord:
         return replace(self, **changes)
 
     def placed(self, target: Path) -> RunRecord:
-        """The record as it is saved at `target`: its scenario named relative to that file's folder."""
-        return self if self.source is None else replace(self, source=self.source.placed(target))
+        """The record as it is saved at `target`: its scenario named relative to that file's folder.
+        A name that is not UTF-8 (Python holds its bytes as lone surrogates) cannot be saved:
+        a saved file is UTF-8 text, and a replay finds the scenario by that name."""
+        if self.source is None:
+            return self
+        placed = self.source.placed(target)
+        try:
+            str(placed.scenario).encode("utf-8")
+        except UnicodeEncodeError:
+            why = "its file name is not UTF-8, and a saved run names its scenario in UTF-8 text; rename the file to save its run"
+            raise HarnessError(str(self.source.scenario), why) from None
+        return replace(self, source=placed)
 
 
 def _metas(calls: tuple[CallRecord, ...]) -> list[dict[str, Any]]:

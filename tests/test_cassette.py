@@ -404,6 +404,20 @@ def test_harness_record_runs_each_source_live_and_the_plain_run_replays_it_offli
     pytester.runpytest().assert_outcomes(passed=1)  # offline: no server now, the recorded turns and counts
 
 
+@pytest.mark.parametrize("source", ["--harness-base-url", "HARNESS_BASE_URL"])
+def test_a_recording_base_url_with_a_query_is_a_usage_error_naming_where_it_came_from(pytester, project, monkeypatch, source):
+    url = "http://127.0.0.1:9/v1?key=SECRETSECRET"
+    if source == "HARNESS_BASE_URL":
+        monkeypatch.setenv("HARNESS_BASE_URL", url)
+        result = pytester.runpytest("--harness-record", "openai:fake")
+    else:
+        monkeypatch.delenv("HARNESS_BASE_URL", raising=False)
+        result = pytester.runpytest("--harness-record", "openai:fake", "--harness-base-url", url)
+    assert result.ret == pytest.ExitCode.USAGE_ERROR
+    assert f"{source}: 'http://127.0.0.1:9/v1…' has a ?query" in result.stderr.str()
+    assert "SECRET" not in result.stdout.str() + result.stderr.str()
+
+
 def test_record_and_update_do_not_go_together(pytester, project):
     result = pytester.runpytest("--harness-record", "scripted", "--harness-update")
     assert result.ret == pytest.ExitCode.USAGE_ERROR

@@ -445,7 +445,8 @@ def test_a_thread_a_tool_started_prints_into_no_later_call_and_never_raw(tmp_pat
     text = path.read_text(encoding="utf-8").replace('"Action: late(\\"q\\")\\n"', '"Action: late(1)\\n", "Action: late(2)\\n"')
     path.write_text(text, encoding="utf-8")
     result = subprocess.run([sys.executable, "-m", "harness", "run", str(path), "-f", "json"], capture_output=True, text=True, cwd=tmp_path)
-    assert result.returncode == 0 and result.stderr == "", result.stderr
+    still = "note: 1 thread(s) a tool started still run; harness ends without waiting for them\n"  # (if it has not printed yet)
+    assert result.returncode == 0 and result.stderr in ("", still), result.stderr
     record = json.loads(result.stdout)  # nothing after the JSON either
     observations = [s["text"] for s in record["spans"] if s["author"] == "code" and "Observation" in s["text"]]
     assert observations == ["Observation: first\n", "Observation: second\n"]

@@ -42,6 +42,13 @@ def test_every_control_character_is_shown_as_a_visible_stand_in():
     assert controls(shown) == [] and len(shown) > len(C0) + 1 + len(C1) + len(BIDI)
 
 
+def test_a_lone_surrogate_from_a_file_name_that_is_not_utf8_is_shown_as_its_byte():
+    assert for_terminal("bn/x\udcffy.toml") == "bn/x\\xffy.toml"  # how Python holds the byte 0xff of a name
+    assert for_terminal("a\ud800b") == "a\\ud800b"
+    assert for_terminal(for_terminal("x\udcff")) == "x\\xff"
+    for_terminal("é\udcff").encode("utf-8")  # every output can hold it
+
+
 def test_newlines_tabs_and_ordinary_text_pass_unchanged_and_escaping_twice_changes_nothing():
     text = "Thought: ünïcode → 日本語 ✂ ␛ \\x1b\tcolumn\nnext line\n"
     assert for_terminal(text) == text

@@ -96,6 +96,25 @@ def test_no_output_option_replaces_a_file_that_merely_mentions_harness(tmp_path,
     assert os.listdir(tmp_path) == ["transcript.py"]  # no temporary file left
 
 
+def test_export_to_one_file_as_html_and_markdown_is_refused_before_anything_is_written(tmp_path):
+    out = tmp_path / "o.html"
+    for markdown in (out, tmp_path / "." / "o.html"):
+        one_line_error(invoke("export", "nimbus", "--html", str(out), "--markdown", str(markdown)), f"--markdown {markdown}", "--html writes too")
+        assert os.listdir(tmp_path) == []
+
+
+@pytest.mark.parametrize(
+    "args",
+    [["run", "nimbus", "--save"], ["export", "nimbus", "--html"], ["export", "nimbus", "--markdown"], ["run", "nimbus", "calculator", "--save-dir"],
+     ["run", "nimbus", "calculator", "--report"], ["run", "nimbus", "calculator", "--junit"]],
+    ids=lambda args: args[-1],
+)  # fmt: skip
+def test_an_empty_output_argument_is_called_empty_never_taken_for_the_folder_here(tmp_path, monkeypatch, args):
+    monkeypatch.chdir(tmp_path)
+    one_line_error(invoke(*args, ""), f"'{args[-1]}'", "the argument is empty")
+    assert os.listdir(tmp_path) == []  # --save-dir '' once saved every run here
+
+
 def test_the_real_source_file_is_refused():
     before = (ROOT / "harness" / "transcript.py").read_bytes()
     one_line_error(invoke("run", "nimbus", "--save", str(ROOT / "harness" / "transcript.py")), "not overwriting")

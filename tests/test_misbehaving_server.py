@@ -182,6 +182,18 @@ def test_the_key_echoed_in_the_completion_is_scrubbed_even_split_across_events(f
     shows_and_replays(saved)
 
 
+@pytest.mark.parametrize("key", ["none", "EMPTY", "ollama", "lm-studio", "abc1234"])
+def test_a_placeholder_or_short_key_is_not_scrubbed_from_what_the_model_writes(fake, tmp_path, key):
+    # Local servers are given placeholder keys; the model's own words stay as it wrote them.
+    fake.serve(Reply(chunks=sse(text(f"Thought: {key} of the tools.\nFinal Answer: {key}\n"), text("", "stop"), "[DONE]")))
+    saved = tmp_path / "run.txt"
+    result = harness("run", "calculator", "--model", "openai:m", "--base-url", fake.url, "--save", str(saved), "-f", "tagged", key=key)
+    assert result.returncode == 0, result.stderr
+    assert fake.requests[0][0]["Authorization"] == f"Bearer {key}"
+    assert f"Thought: {key} of the tools." in saved.read_text() and f'# final_answer: "{key}"' in saved.read_text()
+    assert f"{key} of the tools".encode() in result.stdout and b"***" not in result.stdout + saved.read_bytes()
+
+
 @pytest.mark.parametrize(
     ("reply", "says"),
     [
@@ -251,6 +263,37 @@ def test_a_bad_key_or_base_url_is_one_line_and_exit_2(tmp_path, key, base_url, s
     lines = result.stderr.decode().splitlines()
     assert len(lines) == 1 and lines[0].startswith(says), lines
     assert not (tmp_path / "x.txt").exists()
+
+
+@pytest.mark.parametrize("tail", ["?key=SECRETSECRET", "#SECRETSECRET", "?", "/?a=SECRETSECRET#b"])
+@pytest.mark.parametrize("source", ["--base-url", "HARNESS_BASE_URL"])
+def test_a_base_url_with_a_query_or_fragment_is_refused_naming_where_it_came_from(fake, tmp_path, tail, source):
+    # The call's path is appended to the base URL: a query would land inside the path
+    # ("/v1?key=K/completions") and a fragment is never sent. Neither is quoted back.
+    url = fake.url + tail
+    saved = tmp_path / "x.txt"
+    args = ["run", "calculator", "--model", "openai:m", "--save", str(saved)]
+    env = {**os.environ, "HARNESS_API_KEY": KEY, "NO_COLOR": "1", "COLUMNS": "200"}
+    env.pop("HARNESS_BASE_URL", None)
+    if source == "--base-url":
+        args += ["--base-url", url]
+    else:
+        env["HARNESS_BASE_URL"] = url
+    result = subprocess.run([sys.executable, "-m", "harness", *args], capture_output=True, env=env, timeout=30)
+    assert result.returncode == 2, result.stderr
+    lines = result.stderr.decode().splitlines()
+    assert len(lines) == 1 and lines[0].startswith(f"error: {source}: "), lines
+    assert "query" in lines[0] or "fragment" in lines[0]
+    assert b"SECRET" not in result.stdout + result.stderr
+    assert not saved.exists() and fake.requests == []
+
+
+def test_a_malformed_base_url_from_the_environment_is_named_as_the_environment(tmp_path):
+    env = {**os.environ, "HARNESS_API_KEY": KEY, "HARNESS_BASE_URL": "http://[::1/v1"}
+    result = subprocess.run([sys.executable, "-m", "harness", "run", "calculator", "--model", "openai:m"], capture_output=True, env=env, timeout=30)
+    assert result.returncode == 2
+    assert result.stderr.decode().splitlines() == [result.stderr.decode().strip()]
+    assert result.stderr.decode().startswith("error: HARNESS_BASE_URL: 'http://[::1/v1' is not a URL")
 
 
 def test_a_lone_surrogate_from_a_python_tool_is_written_as_the_replacement_character(tmp_path):

@@ -18,7 +18,13 @@ Two rules, in this order:
    *before* any cutting, so no prefix of a secret survives a message cut at 200
    characters. In a stream a secret may arrive split across chunks, so the stream holds
    back a tail that could still become one, as the stop scanner does. Secrets shorter than
-   4 characters are not scrubbed from text (they would erase ordinary words).
+   4 characters are not scrubbed from text (they would erase ordinary words). Nor is an
+   API key shorter than 8 characters or a well-known placeholder (`none`, `EMPTY`,
+   `ollama`, `lm-studio`, ...: what local servers are given): it guards nothing, and
+   scrubbing it would turn a model's "none" into "***".
+
+    Entry(key="none").scrub("none of them")           ->  "none of them"
+    Entry(key="sk-abc123secret").scrub("sk-abc123secret")  ->  "***"
 """
 
 from __future__ import annotations
@@ -29,6 +35,11 @@ from harness.patterns import lazy
 
 MASK = "***"
 MIN_SECRET = 4
+MIN_KEY = 8  # a shorter API key is a placeholder, not a secret
+PLACEHOLDER_KEYS = frozenset(
+    ("none", "empty", "test", "dummy", "fake", "ollama", "lm-studio", "llama", "vllm", "no-key", "nokey",
+     "not-needed", "placeholder", "changeme", "password", "secret", "sk-no-key-required", "sk-xxx")
+)  # compared without case
 REPLACEMENT = "\ufffd"  # what a lone surrogate becomes
 _SURROGATE = lazy(r"[\ud800-\udfff]")
 
@@ -50,8 +61,14 @@ def one_line(value: object, limit: int = 200) -> str:
     return text if len(text) <= limit else text[: limit - 1] + "…"
 
 
+def is_secret_key(key: str) -> bool:
+    """Whether an API key is worth scrubbing: not a placeholder, nor shorter than MIN_KEY."""
+    return len(key) >= MIN_KEY and key.lower() not in PLACEHOLDER_KEYS
+
+
 class Entry:
-    def __init__(self, secrets: Iterable[str] = ()) -> None:
+    def __init__(self, secrets: Iterable[str] = (), key: str = "") -> None:
+        secrets = [*secrets, *([key] if is_secret_key(key) else [])]
         # Longest first, so that "user:password" is replaced whole before "password".
         self.secrets = sorted({s for s in secrets if len(s) >= MIN_SECRET}, key=len, reverse=True)
 

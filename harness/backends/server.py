@@ -80,7 +80,9 @@ class ServerModel:
         connections: int | None = None,  # calls at once over this model and its others (default: httpx's)
     ) -> None:
         self.model = model
-        self.base_url = check_base_url((base_url or os.environ.get("HARNESS_BASE_URL") or DEFAULT_BASE_URL).rstrip("/"))
+        # A bad URL's message names where it came from: the flag, or the environment.
+        where = "--base-url" if base_url else "HARNESS_BASE_URL" if os.environ.get("HARNESS_BASE_URL") else "the default base URL"
+        self.base_url = check_base_url((base_url or os.environ.get("HARNESS_BASE_URL") or DEFAULT_BASE_URL).rstrip("/"), where)
         self.where = hidden(self.base_url)  # the base URL as messages show it: no user:password
         host = urlsplit(self.base_url).hostname or ""
         self.strict = strict if strict is not None else host == "api.openai.com" or host.endswith(".openai.com")
@@ -100,7 +102,7 @@ class ServerModel:
         self._key = _api_key()
         self._sockets = Sockets()  # every connection's, of this model and its others
         self._interrupted = threading.Event()  # Ctrl-C in a batch: no more waiting
-        self.entry = Entry([self._key, *url_secrets(self.base_url)])
+        self.entry = Entry(url_secrets(self.base_url), key=self._key)
         headers = {"Accept-Encoding": "identity"} | ({"Authorization": f"Bearer {self._key}"} if self._key else {})
         limit = httpx.Timeout(min(timeout, max_seconds), connect=min(connect_timeout, max_seconds))
         pool = httpx.Limits(max_connections=connections, max_keepalive_connections=connections) if connections else None
