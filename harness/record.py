@@ -100,6 +100,10 @@ def run_scenario(
         setup.peek, setup.send_stop = peek, peek == 0
         # How this run reached the model, written down for its replay.
         scenario = scenario.but(endpoint="chat" if hasattr(model, "stream_spans") else "completions")
+        if hasattr(model, "stream_spans"):  # what a chat endpoint refuses, refused before any view shows a byte
+            from harness.backends.messages import messages
+
+            messages(setup.transcript.spans)
     record = run(setup, wrap(model or scripted) if wrap else model or scripted, emit)
     last = record.transcript.last_author
     if record.stop_reason is StopReason.CANCELED and scenario.interrupt is None and last is Author.MODEL:

@@ -92,6 +92,7 @@ def test_a_chat_run_with_a_chatml_template_is_one_line_exit_2(fake, tmp_path):
     result = runner.invoke(app, ["run", "live-distance", "--model", "chat:m", "--base-url", fake.url, "--save", str(tmp_path / "x.txt")])
     assert result.exit_code == 2 and result.stderr.startswith("error: --model chat:NAME: the prompt template writes the control token")
     assert fake.requests == [] and not (tmp_path / "x.txt").exists()
+    assert result.stdout == ""  # refused before the view printed the prompt it refuses (the rich format did)
 
 
 def saved_chat_run(tmp_path, thought: str = "Thought: add.\n"):
