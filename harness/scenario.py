@@ -114,7 +114,7 @@ def find_scenario(name: str) -> Path:
     if path.exists() or path.is_symlink():  # a FIFO, a device, a broken or looping link too: load_scenario says which, unopened
         return path
     shipped = data_dir("transcripts") / f"{name}.toml"
-    if path.suffix == "" and shipped.is_file():
+    if path.suffix == "" and path.name == name and shipped.is_file():  # a bare name: `./nimbus` is a path, and not there
         return shipped
     raise ScenarioError(name, "no such file, and no shipped scenario has that name (see `harness list`)")
 

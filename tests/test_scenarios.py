@@ -70,3 +70,14 @@ def test_event_sequence_matches_its_snapshot(name, text_snapshot):
     lines: list[str] = []
     run_scenario(load_scenario(next(p for p in SCENARIOS if p.stem == name)), lambda e: lines.append(event_line(e)))
     assert "\n".join(lines) + "\n" == text_snapshot
+
+
+@pytest.mark.parametrize("name", ["./nimbus", "x/../nimbus", "../transcripts/nimbus"])
+def test_a_path_is_never_taken_for_a_shipped_scenarios_name(name, tmp_path, monkeypatch):
+    from harness.errors import ScenarioError
+    from harness.scenario import find_scenario
+
+    monkeypatch.chdir(tmp_path)
+    with pytest.raises(ScenarioError, match="no such file, and no shipped scenario has that name"):
+        find_scenario(name)
+    assert find_scenario("nimbus").name == "nimbus.toml"
