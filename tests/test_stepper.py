@@ -20,7 +20,7 @@ from harness.errors import HarnessError
 from harness.render.frames import cost_table, costs, frames
 from harness.record import open_run
 from harness.render.keys import KeyReader, split_keys
-from harness.render.stepper import HELP, Screen, screen_lines, step_through
+from harness.render.stepper import HELP, Screen, keys_line, screen_lines, step_through
 
 runner = CliRunner()
 ROOT = Path(__file__).parent.parent
@@ -139,7 +139,7 @@ def test_a_screen_is_the_frame_fitted_to_the_window():
     # A small window: the end of the buffer (the newest part), the facts and the keys still show.
     plain = [line.plain for line in screen_lines(Console(width=60, height=16), fs, 3)]
     assert len(plain) == 16 and max(map(len, plain)) <= 60
-    assert plain[0].startswith("Step 3 of 5") and plain[-1] == HELP[:60]
+    assert plain[0].startswith("Step 3 of 5") and plain[-1] == keys_line(60) and plain[-1].startswith("q: quit")
     assert plain[2].startswith("↑ ") and plain[2].endswith("lines above (PgUp ↑)")
     assert any(line.startswith("model     ▶ ") for line in plain) and any(line.startswith("why ") for line in plain)
     # A final answer of 300 lines (shown in the facts) takes at most a third of the screen.
@@ -313,7 +313,7 @@ def test_a_small_terminal_wraps_every_row_with_its_author_and_scrolls(tmux, widt
         return term.expect(drawn(model), f"{tmux_keys} at {width}×{height}")
 
     shown = term.expect(drawn(model), "step 0")
-    assert shown[0].startswith("Step 0 of 5") and shown[-1] == HELP[:width]
+    assert shown[0].startswith("Step 0 of 5") and shown[-1] == keys_line(width) and "q: quit" in shown[-1]
     shown = press("\x1b[C", tmux_keys=("Right",))
     rows = buffer_rows(shown)
     assert all(AUTHORED.match(line) or NOTE.match(line) for line in rows), rows  # no row without its author
@@ -535,7 +535,6 @@ def test_the_m_key_shows_a_chat_call_s_messages_in_a_real_terminal(tmp_path, tmu
     role on every line (a wrapped line too), the hostile thought shown and not obeyed; m
     again brings the buffer back; a run that did not go through chat says so in one line."""
     from harness.render.sent import NOT_CHAT, SentMessages
-    from harness.render.stepper import HELP_CHAT
 
     saved = chat_run(tmp_path)
     record = open_run(str(saved))
@@ -550,7 +549,7 @@ def test_the_m_key_shows_a_chat_call_s_messages_in_a_real_terminal(tmp_path, tmu
         return term.expect(drawn(model), f"{tmux_key} at step {model.k}")
 
     shown = term.expect(drawn(model), "step 0")
-    assert shown[-1] == HELP_CHAT[:width].rstrip() and "m: messages" in shown[-1]
+    assert shown[-1] == keys_line(width, chat=True) and "m: messages" in shown[-1] and "q: quit" in shown[-1]
     press("\x1b[F", "End")  # the last step: the model's final answer, call 2
     shown = press("m", "m")
     assert shown[1] == "what was sent: call 2, 3 messages by the chat rule (m: back"

@@ -59,6 +59,8 @@ KEYS = {
 }
 HELP = "→ Enter space: next  ← Bksp: back  Home End  PgUp PgDn ↑ ↓: scroll  q: quit"
 HELP_CHAT = "→ Enter space: next  ← Bksp: back  m: messages  Home End  PgUp PgDn ↑ ↓  q: quit"  # a chat run's: m early, in view on a narrow screen
+NARROW = "q: quit  → next  ← back  PgUp PgDn"  # a screen narrower than the keys: how to leave comes first
+NARROW_CHAT = "q: quit  → next  ← back  m: messages"
 WHEEL_AS_ARROWS = ("\x1b[?1007h", "\x1b[?1007l")  # xterm's alternate scroll: the wheel sends ↑ ↓
 
 
@@ -178,11 +180,17 @@ class Screen:
         if self.showing_sent:
             second = self.sent.heading_line(self.k) if self.sent else Text(NOT_CHAT, style="dim")
         lines = [header(self.frames, self.k), second, above, *window, Text(), *facts]
-        keys = HELP_CHAT if self.sent is not None and self.sent.chat else HELP
+        keys = keys_line(width, self.sent is not None and self.sent.chat)
         lines += [Text()] * (height - 1 - len(lines)) + [Text(keys, style="dim")]
         for line in lines:
             line.truncate(width)
         return lines[:height]
+
+
+def keys_line(width: int, chat: bool = False) -> str:
+    """The keys, in full if they fit, else the few that matter, `q: quit` first."""
+    full = HELP_CHAT if chat else HELP
+    return full if len(full) <= width else NARROW_CHAT if chat else NARROW
 
 
 def step_through(console: Console, frames: list[Frame], sent: SentMessages | None = None) -> None:
