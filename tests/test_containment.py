@@ -288,6 +288,7 @@ def test_a_tool_module_imports_its_neighbours_absolutely_and_relatively(tmp_path
 NEIGHBOURS = {  # a neighbour of the tool's module, and how the tool imports it
     "module": ("helpers.py", "import helpers\n\ndef who(x):\n    \"\"\"Who.\"\"\"\n    return helpers.NAME\n"),
     "package without __init__": ("lib/x.py", "from lib import x\n\ndef who(q):\n    \"\"\"Who.\"\"\"\n    return x.NAME\n"),
+    "relatively": ("util.py", "from .util import NAME\n\ndef who(x):\n    \"\"\"Who.\"\"\"\n    return NAME\n"),
 }
 
 
@@ -329,10 +330,14 @@ THREADED = (
 )
 
 
+def command(folder: Path, *args: str) -> subprocess.CompletedProcess:
+    """`harness ARGS` as a process of its own, in `folder`: what reaches its stdout and stderr."""
+    return subprocess.run([sys.executable, "-m", "harness", *args], capture_output=True, text=True, cwd=folder, timeout=120)
+
 def test_what_a_tools_own_threads_print_is_its_output_never_harnesss(tmp_path, monkeypatch):
     monkeypatch.chdir(tmp_path)
     path = scenario(tmp_path, "par", source=THREADED)
-    result = subprocess.run([sys.executable, "-m", "harness", "run", str(path), "-f", "json"], capture_output=True, text=True, cwd=tmp_path)
+    result = command(tmp_path, "run", str(path), "-f", "json")
     assert result.returncode == 0 and result.stderr == ""
     record = json.loads(result.stdout)  # nothing but the JSON on stdout
     observation = next(s["text"] for s in record["spans"] if s["author"] == "code" and "done" in s["text"])
@@ -344,7 +349,7 @@ def test_in_a_batch_a_tools_own_threads_print_nowhere_raw(tmp_path, monkeypatch)
     for name in ("a", "b", "c"):
         (tmp_path / name).mkdir()
         scenario(tmp_path / name, "par", source=THREADED)
-    result = subprocess.run([sys.executable, "-m", "harness", "run", ".", "--jobs", "3", "--report", "r.json"], capture_output=True, text=True, cwd=tmp_path)
+    result = command(tmp_path, "run", ".", "--jobs", "3", "--report", "r.json")
     assert result.returncode == 0, result.stderr
     assert "worker" not in result.stdout and "worker" not in result.stderr and "\x1b[2J" not in result.stdout + result.stderr
 
@@ -444,7 +449,7 @@ def test_a_thread_a_tool_started_prints_into_no_later_call_and_never_raw(tmp_pat
     path = scenario(tmp_path, "late", source=LATE)
     text = path.read_text(encoding="utf-8").replace('"Action: late(\\"q\\")\\n"', '"Action: late(1)\\n", "Action: late(2)\\n"')
     path.write_text(text, encoding="utf-8")
-    result = subprocess.run([sys.executable, "-m", "harness", "run", str(path), "-f", "json"], capture_output=True, text=True, cwd=tmp_path)
+    result = command(tmp_path, "run", str(path), "-f", "json")
     still = "note: 1 thread(s) a tool started still run; harness ends without waiting for them\n"  # (if it has not printed yet)
     assert result.returncode == 0 and result.stderr in ("", still), result.stderr
     record = json.loads(result.stdout)  # nothing after the JSON either
@@ -455,7 +460,7 @@ def test_a_thread_a_tool_started_prints_into_no_later_call_and_never_raw(tmp_pat
 def test_a_tools_thread_named_like_harnesss_own_is_still_the_tools(tmp_path, monkeypatch):
     monkeypatch.chdir(tmp_path)
     source = THREADED.replace("ThreadPoolExecutor(2)", "ThreadPoolExecutor(2, thread_name_prefix='harness-run')")
-    result = subprocess.run([sys.executable, "-m", "harness", "run", str(scenario(tmp_path, "par", source=source)), "-f", "json"], capture_output=True, text=True, cwd=tmp_path)
+    result = command(tmp_path, "run", str(scenario(tmp_path, "par", source=source)), "-f", "json")
     assert result.returncode == 0 and result.stderr == ""
     observation = next(s["text"] for s in json.loads(result.stdout)["spans"] if s["author"] == "code" and "done" in s["text"])
     assert "worker 0" in observation
@@ -488,18 +493,13 @@ def test_the_host_programs_own_thread_prints_where_it_always_did_while_a_tool_ru
     assert capsys.readouterr().out == "from the host program\n"
 
 
-LAYOUTS = {  # how a tool imports its neighbour: the file edited, then the tool's source
-    "absolutely": ("helpers.py", "import helpers\n\ndef who(x):\n    \"\"\"Who.\"\"\"\n    return helpers.NAME\n"),
-    "relatively": ("util.py", "from .util import NAME\n\ndef who(x):\n    \"\"\"Who.\"\"\"\n    return NAME\n"),
-}
-
-
-@pytest.mark.parametrize("how", LAYOUTS)
+@pytest.mark.parametrize("how", NEIGHBOURS)
 def test_a_neighbour_edited_in_one_long_process_is_imported_afresh_and_changes_the_recorded_hash(tmp_path, monkeypatch, how):
     # A pytest session replays, the user edits helpers.py, the next replay in that session
     # runs the new helpers; and the saved file's source hash says the source changed.
     monkeypatch.chdir(tmp_path)
-    neighbour, source = LAYOUTS[how]
+    neighbour, source = NEIGHBOURS[how]
+    (tmp_path / neighbour).parent.mkdir(parents=True, exist_ok=True)
     (tmp_path / neighbour).write_text('NAME = "before"\n', encoding="utf-8")
     path = scenario(tmp_path, "who", source=source)
     first = invoke("run", str(path), "-f", "tagged")
@@ -531,7 +531,7 @@ def test_a_subprocess_or_a_raw_write_to_fd_1_never_lands_in_harnesss_output(tmp_
         (tmp_path / name).mkdir()
         scenario(tmp_path / name, "sh", source=SUBPROCESS)
     args = ["run", ".", "--jobs", "2", "--report", "r.json"] if batch else ["run", "a/s.toml", "-f", "json"]
-    result = subprocess.run([sys.executable, "-m", "harness", *args], capture_output=True, text=True, cwd=tmp_path)
+    result = command(tmp_path, *args)
     assert result.returncode == 0, result.stderr
     assert "from a subprocess" not in result.stdout + result.stderr and "fd 1" not in result.stdout
     if not batch:
@@ -542,7 +542,7 @@ def test_a_thread_a_tool_leaves_running_does_not_keep_the_command_from_ending(tm
     monkeypatch.chdir(tmp_path)
     source = 'import threading, time\n\ndef nd(x):\n    """Start a thread that never ends."""\n    threading.Thread(target=lambda: time.sleep(3600)).start()\n    return "spawned"\n'
     path = scenario(tmp_path, "nd", source=source)
-    result = subprocess.run([sys.executable, "-m", "harness", "run", str(path), "--save", "nd.txt", "-f", "tagged"], capture_output=True, text=True, cwd=tmp_path, timeout=60)
+    result = command(tmp_path, "run", str(path), "--save", "nd.txt", "-f", "tagged")
     assert result.returncode == 0, result.stderr
     assert "code      | Observation: spawned\n" in result.stdout and (tmp_path / "nd.txt").is_file()
     assert "note: 1 thread(s) a tool started still run; harness ends without waiting for them\n" in result.stderr
@@ -551,11 +551,10 @@ def test_a_thread_a_tool_leaves_running_does_not_keep_the_command_from_ending(tm
 def test_a_tool_that_changes_the_working_folder_loses_no_later_replay_of_a_batch(tmp_path, monkeypatch):
     monkeypatch.chdir(tmp_path)
     path = scenario(tmp_path, "cd", source='import os\n\ndef cd(x):\n    """Go elsewhere."""\n    os.chdir("/")\n    return "moved"\n')
-    harness = [sys.executable, "-m", "harness"]
     (tmp_path / "saved").mkdir()
     for name, target in (("a1", str(path)), ("a2", "nimbus"), ("a3", "nimbus")):
-        done = subprocess.run([*harness, "run", target, "--save", f"saved/{name}.txt"], capture_output=True, text=True, cwd=tmp_path)
+        done = command(tmp_path, "run", target, "--save", f"saved/{name}.txt")
         assert done.returncode == 0, done.stderr
-    result = subprocess.run([*harness, "replay", "saved", "--check"], capture_output=True, text=True, cwd=tmp_path)
+    result = command(tmp_path, "replay", "saved", "--check")
     assert result.returncode == 0, result.stdout + result.stderr
     assert "no such file" not in result.stdout + result.stderr
