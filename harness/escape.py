@@ -90,8 +90,10 @@ _MARKDOWN = {ord(c): "\\" + c for c in "\\`[]!"} | {ord("<"): "&lt;", ord("&"): 
 def for_markdown(text: str) -> str:
     """Untrusted text inside a Markdown line: shown as it is, never rendered as markup, and
     kept on its line (a line break shown as ␊: else a final answer's `~~~` or `## Step 9`
-    on a line of its own would open a fence or a heading of the notes)."""
-    return for_terminal(text).translate(_MARKDOWN).replace("\n", "␊").replace("\r", "␍")
+    on a line of its own would open a fence or a heading of the notes). A URL stays text
+    too: `https\\://` and `www\\.` read the same, but GFM makes no link of them."""
+    shown = for_terminal(text).translate(_MARKDOWN).replace("\n", "␊").replace("\r", "␍")
+    return shown.replace("://", "\\://").replace("www.", "www\\.") if "://" in shown or "www." in shown else shown
 
 
 # JSON: json.dumps escapes C0 characters but writes C1 controls (0x9b is a one-byte CSI),

@@ -439,6 +439,18 @@ def test_markdown_notes_show_control_characters_and_keep_cut_html_inert(tmp_path
     assert "<img" not in text.split("```")[-1]  # outside the code blocks, HTML is text
 
 
+def test_a_url_in_model_text_is_no_link_in_the_notes(tmp_path):
+    # GitHub's Markdown makes a link of a bare http:// or www. in text: notes handed out to
+    # a class must not turn a model's (or a hostile tool's) URL into something to click.
+    path = tmp_path / "m.toml"
+    path.write_text('question = "q"\ncompletions = ["Final Answer: visit https://evil.example/y or www.evil.example now\\n"]\n', encoding="utf-8")
+    notes = tmp_path / "n.md"
+    assert invoke("export", str(path), "--markdown", str(notes)).exit_code == 0
+    outside = notes.read_text(encoding="utf-8").split("```")[-1]  # past the last code block: the facts
+    assert "visit https\\://evil.example/y or www\\.evil.example now" in outside
+    assert "https://evil" not in outside and "www.evil" not in outside
+
+
 def test_a_python_tool_cannot_be_reached_through_a_link_out_of_the_folder(tmp_path):
     (tmp_path / "other").mkdir()
     (tmp_path / "other" / "mod.py").write_text("def f(x):\n    'x'\n    return 'outside'\n", encoding="utf-8")
