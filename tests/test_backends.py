@@ -491,3 +491,19 @@ def test_a_server_without_a_count_endpoint_is_asked_once(server):
 def test_https_to_a_plain_http_server_says_the_handshake_failed(server):
     says = failure(ServerModel("m", server.url.replace("http://", "https://"), max_seconds=5))
     assert "TLS handshake" in says and "plain http://" in says and "is the server running" not in says
+
+
+@pytest.mark.parametrize("no_proxy, through", [("", True), ("127.0.0.1", False)])
+def test_a_call_that_cannot_connect_says_when_it_went_through_a_proxy(monkeypatch, no_proxy, through):
+    # A dead proxy named in the environment looks like a dead server unless the message says so.
+    import socket
+
+    monkeypatch.setenv("HARNESS_API_KEY", KEY)
+    monkeypatch.setenv("http_proxy", "http://127.0.0.1:9")  # nothing listens on the discard port
+    monkeypatch.setenv("NO_PROXY", no_proxy)
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    message = failure(ServerModel("m", f"http://127.0.0.1:{port}/v1", max_seconds=5))
+    assert message.startswith(f"cannot connect to http://127.0.0.1:{port}/v1")
+    assert ("through the proxy a *_proxy variable names" in message) is through

@@ -61,8 +61,20 @@ def tls(base_url: str) -> ssl.SSLContext | bool:
     server, or behind a proxy (which may be https://). A plain http:// server (one on this
     machine) never needs TLS, and loading the bundle costs ~50 ms of every start: its client
     gets a context with no certificates, which would refuse any peer."""
-    proxied = any(os.environ.get(name) or os.environ.get(name.upper()) for name in PROXIES)
-    return True if proxied or base_url.lower().startswith("https:") else ssl.SSLContext(ssl.PROTOCOL_TLS_CLIENT)
+    return True if proxied() or base_url.lower().startswith("https:") else ssl.SSLContext(ssl.PROTOCOL_TLS_CLIENT)
+
+
+def proxied(url: str | None = None) -> bool:
+    """Is a proxy set (http_proxy, https_proxy, all_proxy, in either case), one that NO_PROXY
+    does not skip for `url`'s host? httpx goes through it."""
+    if not any(os.environ.get(name) or os.environ.get(name.upper()) for name in PROXIES):
+        return False
+    if url is None:
+        return True
+    from urllib.parse import urlsplit
+    from urllib.request import proxy_bypass_environment  # (only here: a failed call's message)
+
+    return not proxy_bypass_environment(urlsplit(url).hostname or "")
 
 
 def read_bounded(client: Any, method: str, url: str, seconds: float, limit: int, **request: Any) -> tuple[int, bytes]:

@@ -39,7 +39,7 @@ import httpx
 
 from harness.backends import wire
 from harness.backends.bounds import DEFAULTS, Bounds, Budget
-from harness.backends.connection import CALLS, Sockets, certificate_refused, drain, handshake_failed, read_bounded, tls
+from harness.backends.connection import CALLS, Sockets, certificate_refused, drain, handshake_failed, proxied, read_bounded, tls
 from harness.backends.counts import PromptCounter
 from harness.backends.entry import Entry
 from harness.backends.urls import check_base_url, hidden, url_secrets
@@ -221,7 +221,8 @@ class ServerModel:
             if failed := handshake_failed(e):
                 raise ModelError(f"the TLS handshake with {self.where} failed ({failed}): does it speak https://, or plain http://?") from None
             where = "set --base-url or HARNESS_BASE_URL, or --wait-for-server SECONDS while it starts"
-            raise ModelError(f"cannot connect to {self.where}: is the server running? ({where})") from None
+            through = " through the proxy a *_proxy variable names (is the proxy up? NO_PROXY=127.0.0.1 skips it)" if proxied(self.base_url) else ""
+            raise ModelError(f"cannot connect to {self.where}{through}: is the server running? ({where})") from None
         except httpx.TimeoutException:
             if budget.left() == 0:  # the call's deadline ended the read or write (connection.Deadlines)
                 raise budget.late() from None
