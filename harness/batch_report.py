@@ -27,6 +27,15 @@ ANSWER_WIDTH = 40  # characters of the final answer in the table
 ERRORS = ("model_error", "canceled")
 
 
+NAME_WIDTH = 60  # characters of a run's name in the table (the reports keep it whole)
+
+
+def named(name: str) -> str:
+    """A run's name for the table: its end, where a path's file name is, if it is long."""
+    shown = one_line(name)
+    return shown if len(shown) <= NAME_WIDTH else "…" + shown[-(NAME_WIDTH - 1) :]
+
+
 def shortened(text: str | None, width: int = ANSWER_WIDTH) -> str:
     """The first line of an answer, at most `width` characters, shown and never obeyed."""
     if text is None:
@@ -68,7 +77,7 @@ def summary(outcomes: Sequence[Outcome], not_started: int = 0, what: str = "scen
         reason = o.stop_reason or "not run"
         ran = not o.error
         steps, seconds = (str(o.steps), f"{o.seconds:.2f}") if ran else ("-", "-")
-        row = (one_line(o.name), reason, steps, shortened(o.final_answer), seconds, _tokens(o))
+        row = (named(o.name), reason, steps, shortened(o.final_answer), seconds, _tokens(o))
         rows.append(row + tuple(mark(o) for _, mark in marks))
     widths = [max(len(r[i]) for r in rows) for i in range(len(rows[0]))]
     right = {2, 4, 5}  # numbers line up on the right
