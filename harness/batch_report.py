@@ -27,7 +27,7 @@ ANSWER_WIDTH = 40  # characters of the final answer in the table
 ERRORS = ("model_error", "canceled")
 
 
-NAME_WIDTH = 60  # characters of a run's name in the table (the reports keep it whole)
+NAME_WIDTH = 120  # characters of a run's name in the table (the reports keep it whole)
 
 
 def named(name: str) -> str:
