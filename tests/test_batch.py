@@ -335,13 +335,11 @@ def test_a_file_name_cannot_forge_a_row_of_the_summary_or_a_line_of_progress(tmp
 
 
 def test_a_long_name_keeps_the_summary_narrow_and_its_end_in_view(tmp_path):
-    deep = tmp_path / ("x" * 100) / ("y" * 100)
-    deep.mkdir(parents=True)
-    scenario(deep, "the-end")
+    scenario(tmp_path, "x" * 232 + "-the-end")  # (a file name of 245 bytes: most file systems hold 255)
     scenario(tmp_path, "b")
     rows = invoke("run", str(tmp_path)).stdout.splitlines()
     row = next(r for r in rows if "the-end" in r)
-    assert max(map(len, rows)) < 200 and row.startswith("…y") and "/the-end.toml " in row
+    assert max(map(len, rows)) < 200 and row.startswith("…x") and "x-the-end " in row
 
 
 def test_a_tab_in_an_answer_cannot_move_the_summary_s_columns(tmp_path):
