@@ -122,7 +122,8 @@ def stop(outer: tuple) -> str:
         printed, began = _buffers.pop(me), _began.pop(me)
         for thread in threading.enumerate():  # the threads it started that never printed are its too
             if thread not in began and thread not in _runs and thread not in _owner:
-                _owner[thread] = printed
+                # (unless a call still running began before it too: then whose it is cannot be told)
+                _owner[thread] = None if any(thread not in alive for alive in _began.values()) else printed
         if outer[0] is not None:
             _buffers[me], _began[me] = outer
         _depth -= 1
