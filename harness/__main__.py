@@ -24,7 +24,10 @@ def main() -> None:
         # command walks it again (with the freeze at exit below: 293M -> 258M for `--help`).
         gc.disable()
         try:
+            from harness import captured
             from harness.cli import main as cli
+
+            captured.contain()  # the command: every thread but harness's own is a tool's
         finally:
             gc.freeze()
             gc.enable()
@@ -45,14 +48,29 @@ def main() -> None:
 
 def without_waiting(code: object) -> None:
     """A thread a tool started and left running would keep the command from ever ending (a CI
-    job that hangs): with everything written and said, the process ends without it."""
-    captured = sys.modules.get("harness.captured")  # (not loaded: no tool ran)
-    if captured is None or not (left := captured.still_running()):
+    job that hangs). The process ends as usual (atexit hooks, a pool's workers let go); if
+    such a thread still runs GRACE seconds on, it ends without it, saying so on stderr."""
+    import threading
+
+    from harness import captured
+
+    if not captured.still_running():
         return
-    print(f"note: {len(left)} thread(s) a tool started still run; harness ends without waiting for them", file=sys.stderr)
-    sys.stdout.flush()
-    sys.stderr.flush()
-    os._exit(code if isinstance(code, int) else 0 if code is None else 1)
+
+    def end() -> None:
+        captured.ours()  # (this thread's note goes to the real stderr)
+        left = len(captured.still_running())
+        print(f"note: {left} thread(s) a tool started still ran {GRACE:g} s after the run; harness ended without them", file=sys.stderr)
+        for stream in (sys.stdout, sys.stderr):
+            getattr(stream, "real", stream).flush()
+        os._exit(code if isinstance(code, int) else 0 if code is None else 1)
+
+    timer = threading.Timer(GRACE, end)
+    timer.daemon = True  # (it never keeps the process itself)
+    timer.start()
+
+
+GRACE = 2.0  # seconds a tool's thread may go on after the run before the command ends without it
 
 
 def own_stdout() -> None:
@@ -61,7 +79,7 @@ def own_stdout() -> None:
     (a subprocess it starts, os.write(1, ...)) goes nowhere, never into the middle of it."""
     try:
         sys.stdout.flush()
-        if sys.stdout.fileno() != 1:
+        if sys.stdout.fileno() != 1 or os.isatty(1):  # a terminal is no data channel, and sizes the views
             return
         mine = os.dup(1)  # (not inherited by a tool's subprocess)
     except (OSError, ValueError, AttributeError):  # fd 1 closed, or stdout is no file
@@ -71,6 +89,7 @@ def own_stdout() -> None:
     os.close(null)
     old = sys.stdout
     sys.stdout = open(mine, "w", buffering=1 if old.line_buffering else -1, encoding=old.encoding, errors=old.errors)
+    sys.stdout.reconfigure(write_through=old.write_through)  # (python -u, PYTHONUNBUFFERED: as it was)
 
 
 if __name__ == "__main__":

@@ -11,17 +11,24 @@ call is right for one run; with a batch's runs in threads (harness.batch) two sw
 interleave, a tool's print lands in another run's observation, and sys.stdout can be
 left pointing at a dead buffer (the summary is then lost). So while any thread captures,
 sys.stdout and sys.stderr are proxies that write to the buffer of the thread that prints,
-if it has one, and to the real stream otherwise; the last capture to end puts the real
-ones back. What a tool writes to stderr is its output too: it goes into the observation
-(where views show it, never obey it), not raw onto the user's terminal.
+if it has one, and to the real stream otherwise. What a tool writes to stderr is its
+output too: it goes into the observation (where views show it, never obey it), not raw
+onto the user's terminal.
 
-A thread the tool started itself (a pool of its own) is that call's: a thread alive now
-that was not when the call began. What it prints while the call runs goes into the call's
-buffer; once the call has returned, it is dropped (never into a later call's observation,
-never raw onto harness's output: the proxies stay while such a thread lives). While
-several calls capture at once (a batch), a new thread could be any of theirs: it is
-dropped. Every other thread writes through: harness's own (the main one, a batch's
-workers, any that ran a tool) and the host program's, whose output is not harness's to take.
+A thread the tool started itself is that call's: a thread that is alive now and was not
+when the call began. What it prints while the call runs goes into the call's buffer; while
+several calls capture at once (a batch), a new thread could be any of theirs, and it is
+dropped. A pool's worker (concurrent.futures) serves whichever call submits to it: while
+one call captures, what it prints is that call's.
+
+Two ways to tell. In the `harness` command (`contain()`, from harness.__main__) every thread
+but harness's own is a tool's, and whose is decided as it starts: the call that was
+capturing in the thread that started it, or, for a thread started by a tool's thread, that
+thread's call. Once that call has returned, what it prints is dropped for the rest of the
+process (the proxies stay). In a program that calls harness, its own threads are not
+harness's to silence and no start is watched: a thread is taken for a call's if it prints
+while that call runs and was not alive when it began, and the proxies go when the last
+capture ends.
 """
 
 from __future__ import annotations
@@ -34,12 +41,15 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from typing import Any
 
-_lock = threading.Lock()
+_lock = threading.RLock()  # (re-entrant: a print from code that runs while it is held cannot hang)
 _depth = 0  # captures in progress, in all threads
+_contained = False  # the harness command: every thread but harness's own is a tool's
 _buffers: dict[int, io.StringIO] = {}  # thread ident -> its capture's buffer, while it captures
-_began: dict[int, list[threading.Thread]] = {}  # thread ident -> the threads alive when its capture began
-_runs: weakref.WeakSet[threading.Thread] = weakref.WeakSet()  # threads that ran a tool, or a batch's workers (the thread, not its ident: idents are reused)
-_owner: weakref.WeakKeyDictionary[threading.Thread, io.StringIO | None] = weakref.WeakKeyDictionary()  # a tool's own thread -> its call's buffer (None: whose cannot be told)
+_began: dict[int, list[threading.Thread] | None] = {}  # ident -> the threads alive when its capture began (None: it alone)
+# Threads by ident, with the thread kept to tell a reused ident from its first owner:
+_harnesss: dict[int, threading.Thread] = {}  # threads that ran a tool, and a batch's workers
+_owner: dict[int, tuple[threading.Thread, io.StringIO | None]] = {}  # a tool's thread -> its call's buffer (None: cannot be told)
+_born: weakref.WeakKeyDictionary[threading.Thread, io.StringIO | None] = weakref.WeakKeyDictionary()  # the command: whose each new thread is
 _proxies: tuple[_PerThread, _PerThread] | None = None  # for (stdout, stderr)
 
 
@@ -59,14 +69,13 @@ class _PerThread:
         self.real = real
 
     def _target(self) -> Any:
-        if (mine := _buffers.get(threading.get_ident())) is not None:
+        me = threading.get_ident()
+        if (mine := _buffers.get(me)) is not None:
             return mine
         thread = threading.current_thread()
-        if thread in _runs or thread is threading.main_thread():
+        if _harnesss.get(me) is thread or thread is threading.main_thread():
             return self.real
-        if (owner := _owner.get(thread, False)) is False and (owner := _started_by(thread)) is False:
-            return self.real  # the host program's own thread
-        return owner if owner is not None and any(b is owner for b in list(_buffers.values())) else _DROPPED
+        return _whose(me, thread, self.real)
 
     def write(self, text: str) -> int:
         return self._target().write(text)
@@ -75,42 +84,74 @@ class _PerThread:
         return getattr(self._target(), name)
 
 
-def _started_by(thread: threading.Thread) -> io.StringIO | None | bool:
-    """The buffer of the call that started `thread`, kept as its owner from now on (None: one
-    of several calls in progress could have; False: none did, it is the host program's)."""
+def _whose(me: int, thread: threading.Thread, real: Any) -> Any:
+    """Where a thread that is neither capturing nor harness's writes."""
     with _lock:
-        calls = [_buffers[ident] for ident, alive in _began.items() if thread not in alive]
-        if not calls:
-            return False
-        owner = _owner[thread] = calls[0] if len(calls) == 1 else None
-    return owner
+        if _is_worker(thread) and len(_buffers) == 1:
+            return next(iter(_buffers.values()))  # a pool's worker, doing the one call's work
+        if _contained:  # whose it is was told as it started (`contain`)
+            return _live(_born.get(thread))
+        known = _owner.get(me)
+        if known is None or known[0] is not thread:  # not known yet: did a call in progress start it?
+            calls = [_buffers[ident] for ident, alive in _began.items() if alive is not None and thread not in alive or alive is None and ident != me]
+            if not calls:
+                return real  # the program's own thread
+            known = _owner[me] = (thread, calls[0] if len(calls) == 1 else None)
+        return _live(known[1])
+
+
+def _live(buffer: io.StringIO | None) -> Any:
+    """A call's buffer while it captures; once it has returned (or whose cannot be told), nowhere."""
+    return buffer if buffer is not None and any(b is buffer for b in _buffers.values()) else _DROPPED
+
+
+def _is_worker(thread: threading.Thread) -> bool:
+    futures = sys.modules.get("concurrent.futures.thread")
+    return futures is not None and getattr(thread, "_target", None) is futures._worker
+
+
+def contain() -> None:
+    """The harness command: no thread is another program's. Each thread is told, as it starts,
+    whose it is: the call capturing in the thread that starts it, or that thread's own call."""
+    global _contained
+    if _contained:
+        return
+    _contained, started = True, threading.Thread.start
+
+    def start(thread: threading.Thread) -> None:
+        parent = threading.current_thread()
+        with _lock:
+            _born[thread] = _buffers.get(threading.get_ident()) or _born.get(parent)
+        started(thread)
+
+    threading.Thread.start = start  # (the command's process only: harness.__main__)
 
 
 def still_running() -> list[threading.Thread]:
-    """The threads tools started that are alive and would keep the process from ending."""
-    with _lock:
-        return [t for t in list(_owner) if t.is_alive() and not t.daemon]
+    """Threads other than harness's that would keep the process from ending (the command's)."""
+    return [t for t in threading.enumerate() if not t.daemon and t is not threading.main_thread() and _harnesss.get(t.ident or 0) is not t]
 
 
-def ours(thread: threading.Thread | None = None) -> None:
-    """Mark a thread of harness's own (a batch's worker): it writes through, always."""
-    _runs.add(thread or threading.current_thread())
+def ours() -> None:
+    """Mark this thread as harness's own (a batch's worker): it writes through, always."""
+    thread = threading.current_thread()
+    _harnesss[thread.ident or 0] = thread
 
 
 def start() -> tuple:
     """Begin catching this thread's prints; what it returns is for `stop`."""
     global _depth, _proxies
     me, thread = threading.get_ident(), threading.current_thread()
+    alive = threading.enumerate() if not _contained and threading.active_count() > 1 else None  # (most runs: one thread, nothing to list)
     with _lock:
-        if _depth == 0 and not (_proxies is not None and sys.stdout is _proxies[0] and sys.stderr is _proxies[1]):
+        if not (_proxies is not None and sys.stdout is _proxies[0] and sys.stderr is _proxies[1]):
             if _proxies is None or _proxies[0].real is not sys.stdout or _proxies[1].real is not sys.stderr:  # made once per real stream
                 _proxies = (_PerThread(sys.stdout), _PerThread(sys.stderr))
             sys.stdout, sys.stderr = _proxies
         _depth += 1
-        _runs.add(thread)
+        _harnesss[me] = thread
         outer = _buffers.get(me), _began.get(me)  # a tool that imports a tool module: nested
-        _began[me] = threading.enumerate()  # a thread not among these, printing, is one this call started
-        _buffers[me] = io.StringIO()  # made now: a tool's thread that prints never makes one, so none outlives its call
+        _began[me], _buffers[me] = alive, io.StringIO()  # made now: a tool's thread never makes one, so none outlives its call
     return outer
 
 
@@ -119,15 +160,12 @@ def stop(outer: tuple) -> str:
     global _depth
     me = threading.get_ident()
     with _lock:
-        printed, began = _buffers.pop(me), _began.pop(me)
-        for thread in threading.enumerate():  # the threads it started that never printed are its too
-            if thread not in began and thread not in _runs and thread not in _owner:
-                # (unless a call still running began before it too: then whose it is cannot be told)
-                _owner[thread] = None if any(thread not in alive for alive in _began.values()) else printed
+        printed = _buffers.pop(me)
+        _began.pop(me)
         if outer[0] is not None:
             _buffers[me], _began[me] = outer
         _depth -= 1
-        if _depth == 0 and _proxies is not None and not any(t.is_alive() for t in list(_owner)):
+        if _depth == 0 and not _contained and _proxies is not None:
             if sys.stdout is _proxies[0] and sys.stderr is _proxies[1]:  # (not a stream somebody set since)
                 sys.stdout, sys.stderr = _proxies[0].real, _proxies[1].real
     return printed.getvalue()

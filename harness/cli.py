@@ -36,7 +36,9 @@ __all__ = ["MODEL_FAILED", "app", "main"]
 def drop_unwritten() -> None:
     """What is left in stdout's buffer goes to /dev/null at exit: nothing left to fail there."""
     try:
-        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        null = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(null, sys.stdout.fileno())
+        os.close(null)
     except (OSError, ValueError):  # no file descriptor under it (typer's test runner)
         pass
 

@@ -147,10 +147,13 @@ def scenario_of(record: RunRecord, source: str) -> Scenario:
         raise TranscriptFormatError(
             source, "names no source and stores no scenario: this file cannot be replayed (an Agent names its source with Agent(..., source='module:attribute'))"
         )
-    if python := [spec for spec in record.scenario.tools if spec.python is not None]:
+    # A file alone brings no code and reads no other file: those come only through the scenario it names.
+    python = [spec for spec in record.scenario.tools if spec.python is not None]
+    if python or record.scenario.prompt_file is not None:
+        what = f"a Python tool ({python[0].name} = {python[0].python[:80]!r})" if python else f"a prompt_file ({record.scenario.prompt_file[:80]!r})"
         raise TranscriptFormatError(
             f"{source}: metadata scenario",
-            f"its stored copy names a Python tool ({python[0].name} = {python[0].python!r}): a saved file runs code only "
+            f"its stored copy names {what}: a saved file runs code and reads files only "
             "through the scenario file it names as its source (save it again with harness run)",
         )
     return record.scenario.but(completions=turns_of(record))

@@ -99,11 +99,11 @@ def _from_file(path: Path, module_name: str, field: str, folder: Path) -> Any:
     with _ON_PATH:  # one thread imports it, another finds it imported
         # Known by its path, its text and its neighbours' texts: a tool module, or a helpers.py
         # it imported from its folder, edited in one long pytest session is imported afresh.
-        module = sys.modules.get(name)
-        if module is not None and getattr(module, "__harness_text__", None) == _key(path, text, getattr(module, "__harness_neighbours__", ())):
+        known = _own(module := sys.modules.get(name))
+        if known.get("__harness_text__") == _key(path, text, known.get("__harness_neighbours__", ())):
             return module
-        for stale in [n for n, m in sys.modules.items() if n.startswith(root + ".") and not hasattr(m, "__harness_text__")]:
-            del sys.modules[stale]  # its relative neighbours: imported afresh with it
+        for stale in known.get("__harness_relatives__", ()):
+            sys.modules.pop(stale, None)  # the relative neighbours it imported: imported afresh with it
         before = set(sys.modules)
         with _siblings(where) as found:
             if parent:  # its packages (pkg/__init__.py), imported as Python imports them
@@ -120,9 +120,11 @@ def _from_file(path: Path, module_name: str, field: str, folder: Path) -> Any:
             except BaseException:
                 del sys.modules[name]
                 raise
-            found += [m for n in set(sys.modules) - before if n.startswith(root + ".") and n != name and (m := sys.modules[n])]
-        files = {str(f) for m in found if (f := getattr(m, "__file__", None)) and Path(f).is_relative_to(where)}
+            relatives = [n for n in set(sys.modules) - before if n.startswith(root + ".") and n != name]
+            found += [sys.modules[n] for n in relatives]
+        files = {f for m in found if isinstance(f := _own(m).get("__file__"), str) and Path(f).is_relative_to(where)}
         module.__harness_neighbours__ = tuple(sorted(files))
+        module.__harness_relatives__ = tuple(relatives)
         module.__harness_text__ = _key(path, text, module.__harness_neighbours__)
     return module
 
@@ -180,12 +182,20 @@ def _siblings(where: Path) -> Iterator[list]:
             sys.path.remove(str(where))
 
 
+def _own(module: Any) -> dict:
+    """A module's own names (its __dict__), asking no module __getattr__ of user code."""
+    try:
+        return object.__getattribute__(module, "__dict__") if module is not None else {}
+    except Exception:  # (sys.modules may hold anything)
+        return {}
+
+
 def _beside(name: str, where: Path, before: set[str]) -> bool:
     """Was the module `name`, new in this import as was its top package, found in `where`: a
     file or a package (a folder without __init__.py too) at the top of it, by that name? As
     found, links not followed: a helpers.py that links elsewhere is this folder's."""
-    top, module = name.partition(".")[0], sys.modules.get(name)
-    found = getattr(module, "__file__", None) or next(iter(getattr(module, "__path__", None) or ()), None)
+    top, known = name.partition(".")[0], _own(sys.modules.get(name))
+    found = known.get("__file__") or next(iter(known.get("__path__") or ()), None)
     if top in before or not found:
         return False
     place = Path(found)

@@ -177,10 +177,25 @@ def test_a_file_whose_stored_copy_names_a_python_tool_is_refused_and_runs_nothin
         assert result.exit_code == 2, result.output
         assert result.stderr == (
             "error: mail/stealth.txt: metadata scenario: its stored copy names a Python tool (system = 'os:system'): a saved file "
-            "runs code only through the scenario file it names as its source (save it again with harness run)\n"
+            "runs code and reads files only through the scenario file it names as its source (save it again with harness run)\n"
         )
     assert not pwned.exists()
     assert invoke("show", "mail/stealth.txt").exit_code == 0  # it still shows: it is only text
+
+
+def test_a_file_whose_stored_copy_names_a_prompt_file_is_refused_and_reads_nothing(tmp_path, monkeypatch):
+    # Its prompt_file would read any file beside the transcript (an .env) into the buffer, the
+    # output and, with --model, the request.
+    monkeypatch.chdir(tmp_path)
+    write(tmp_path / "p.txt", "Question: $question\n")
+    write(tmp_path / "mk.toml", 'question = "q"\nprompt_file = "p.txt"\ncompletions = ["Final Answer: 4\\n"]\n')
+    assert invoke("run", "mk.toml", "--save", "made.txt").exit_code == 0
+    text = read(tmp_path / "made.txt").replace('"prompt_file": "p.txt"', '"prompt_file": ".env"')
+    write(tmp_path / "mail" / ".env", "SECRET_TOKEN=abc123\n")
+    write(tmp_path / "mail" / "evil.txt", "".join(line for line in text.splitlines(True) if not line.startswith("# source:")))
+    result = invoke("replay", "mail/evil.txt", "-f", "tagged")
+    assert result.exit_code == 2 and "its stored copy names a prompt_file ('.env')" in result.stderr
+    assert "abc123" not in result.output
 
 
 # --- a run made from Python ---------------------------------------------------------

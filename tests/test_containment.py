@@ -8,6 +8,7 @@ from __future__ import annotations
 import json
 import os
 import subprocess
+import time
 import sys
 from pathlib import Path
 
@@ -450,8 +451,7 @@ def test_a_thread_a_tool_started_prints_into_no_later_call_and_never_raw(tmp_pat
     text = path.read_text(encoding="utf-8").replace('"Action: late(\\"q\\")\\n"', '"Action: late(1)\\n", "Action: late(2)\\n"')
     path.write_text(text, encoding="utf-8")
     result = command(tmp_path, "run", str(path), "-f", "json")
-    still = "note: 1 thread(s) a tool started still run; harness ends without waiting for them\n"  # (if it has not printed yet)
-    assert result.returncode == 0 and result.stderr in ("", still), result.stderr
+    assert result.returncode == 0 and result.stderr == "", result.stderr  # (what it printed after the run: dropped)
     record = json.loads(result.stdout)  # nothing after the JSON either
     observations = [s["text"] for s in record["spans"] if s["author"] == "code" and "Observation" in s["text"]]
     assert observations == ["Observation: first\n", "Observation: second\n"]
@@ -545,7 +545,7 @@ def test_a_thread_a_tool_leaves_running_does_not_keep_the_command_from_ending(tm
     result = command(tmp_path, "run", str(path), "--save", "nd.txt", "-f", "tagged")
     assert result.returncode == 0, result.stderr
     assert "code      | Observation: spawned\n" in result.stdout and (tmp_path / "nd.txt").is_file()
-    assert "note: 1 thread(s) a tool started still run; harness ends without waiting for them\n" in result.stderr
+    assert "note: 1 thread(s) a tool started still ran 2 s after the run; harness ended without them\n" in result.stderr
 
 
 def test_a_tool_that_changes_the_working_folder_loses_no_later_replay_of_a_batch(tmp_path, monkeypatch):
@@ -558,3 +558,86 @@ def test_a_tool_that_changes_the_working_folder_loses_no_later_replay_of_a_batch
     result = command(tmp_path, "replay", "saved", "--check")
     assert result.returncode == 0, result.stdout + result.stderr
     assert "no such file" not in result.stdout + result.stderr
+
+
+POOL = (
+    "from concurrent.futures import ThreadPoolExecutor\n\n"
+    "POOL = ThreadPoolExecutor(1)  # made once, as the module is imported: its worker serves every call\n\n"
+    "def work(x):\n    \"\"\"Work in the pool.\"\"\"\n"
+    "    POOL.submit(print, 'worker says', x).result()\n"
+    "    return 'done'\n"
+)
+
+
+def test_a_pool_the_tool_module_keeps_prints_into_each_call_that_uses_it(tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    path = scenario(tmp_path, "work", source=POOL)
+    path.write_text(path.read_text(encoding="utf-8").replace('"Action: work(\\"q\\")\\n"', '"Action: work(1)\\n", "Action: work(2)\\n"'), encoding="utf-8")
+    result = command(tmp_path, "run", str(path), "-f", "json")
+    assert result.returncode == 0 and result.stderr == "", result.stderr  # its idle worker ends with the process, unsaid
+    observations = [s["text"] for s in json.loads(result.stdout)["spans"] if s["author"] == "code" and "done" in s["text"]]
+    assert observations == ["Observation: worker says 1\ndone\n", "Observation: worker says 2\ndone\n"]
+
+
+GRANDCHILD = (
+    "import threading, time\n\n"
+    "go = threading.Event()\n\n"
+    "def late(x):\n    \"\"\"A thread that, once the call is over, starts one that prints.\"\"\"\n"
+    "    if x == 1:\n"
+    "        def later():\n"
+    "            go.wait(5)\n"
+    "            threading.Thread(target=lambda: print('from a thread of a thread', '\\x1b]0;PWNED\\x07')).start()\n"
+    "        threading.Thread(target=later, daemon=True).start()\n"
+    "        return 'first'\n"
+    "    go.set()\n    time.sleep(0.3)\n    return 'second'\n"
+)
+
+
+def test_a_thread_started_by_a_tools_thread_after_its_call_prints_nowhere(tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    path = scenario(tmp_path, "late", source=GRANDCHILD)
+    path.write_text(path.read_text(encoding="utf-8").replace('"Action: late(\\"q\\")\\n"', '"Action: late(1)\\n", "Action: late(2)\\n"'), encoding="utf-8")
+    result = command(tmp_path, "run", str(path), "-f", "json")
+    assert result.returncode == 0 and "PWNED" not in result.stdout + result.stderr
+    observations = [s["text"] for s in json.loads(result.stdout)["spans"] if s["author"] == "code" and "Observation" in s["text"]]
+    assert observations == ["Observation: first\n", "Observation: second\n"]
+
+
+def test_two_tool_modules_of_one_folder_share_their_relative_neighbour(tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "db.py").write_text("ITEMS = []\n", encoding="utf-8")
+    (tmp_path / "add.py").write_text('from .db import ITEMS\n\ndef add(x):\n    """Add."""\n    ITEMS.append(x)\n    return "added"\n', encoding="utf-8")
+    source = 'from .db import ITEMS\n\ndef count(x):\n    """Count."""\n    return f"{len(ITEMS)} items"\n'
+    path = scenario(tmp_path, "count", source=source)
+    text = path.read_text(encoding="utf-8").replace('"Action: count(\\"q\\")\\n"', '"Action: add(1)\\n", "Action: count(1)\\n"')
+    path.write_text(text + '[tools.add]\npython = "add:add"\n', encoding="utf-8")
+    result = invoke("run", str(path), "-f", "tagged")
+    assert result.exit_code == 0 and "code      | Observation: 1 items\n" in result.stdout, result.output
+
+
+def test_in_a_program_that_calls_harness_a_thread_it_starts_during_a_tool_call_prints_on_afterwards(capsys):
+    import threading
+
+    from harness.tools import Registry, from_function
+
+    started, go = threading.Event(), threading.Event()
+    host: list[threading.Thread] = []
+
+    def slow(x):
+        """Wait while the program around starts a thread of its own."""
+        started.set()
+        go.wait(5)
+        return "ok"
+
+    def program() -> None:  # the host program, in another thread, starts a logger mid-call
+        started.wait(5)
+        host.append(threading.Thread(target=lambda: (time.sleep(0.2), print("host log line"))))
+        host[0].start()
+        go.set()
+
+    other = threading.Thread(target=program)
+    other.start()
+    assert Registry([from_function(slow)]).run("slow", ("q",), {}) == ("ok", True)
+    other.join(5)
+    host[0].join(5)
+    assert capsys.readouterr().out == "host log line\n" and type(sys.stdout).__name__ != "_PerThread"
