@@ -87,9 +87,11 @@ def own_stdout() -> None:
     null = os.open(os.devnull, os.O_WRONLY)
     os.dup2(null, 1)
     os.close(null)
-    old = sys.stdout
-    sys.stdout = open(mine, "w", buffering=1 if old.line_buffering else -1, encoding=old.encoding, errors=old.errors)
-    sys.stdout.reconfigure(write_through=old.write_through)  # (python -u, PYTHONUNBUFFERED: as it was)
+    import io
+
+    old = sys.stdout  # buffered as it was: `python -u` and PYTHONUNBUFFERED leave its bytes unbuffered
+    binary = open(mine, "wb", buffering=0 if isinstance(getattr(old, "buffer", None), io.RawIOBase) else -1)
+    sys.stdout = io.TextIOWrapper(binary, old.encoding, old.errors, line_buffering=old.line_buffering, write_through=old.write_through)
 
 
 if __name__ == "__main__":

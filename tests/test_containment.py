@@ -641,3 +641,13 @@ def test_in_a_program_that_calls_harness_a_thread_it_starts_during_a_tool_call_p
     other.join(5)
     host[0].join(5)
     assert capsys.readouterr().out == "host log line\n" and type(sys.stdout).__name__ != "_PerThread"
+
+
+@pytest.mark.parametrize("unbuffered", [False, True])
+def test_the_commands_own_stdout_is_buffered_as_pythons_was(tmp_path, unbuffered):
+    # python -u / PYTHONUNBUFFERED stream `-f events` to a pipe line by line: the copy of fd 1
+    # harness writes through keeps that (its bytes unbuffered, its text written through).
+    code = "import sys; from harness.__main__ import own_stdout; own_stdout(); print(type(sys.stdout.buffer).__name__, sys.stdout.write_through)"
+    env = {**os.environ, "PYTHONUNBUFFERED": "1"} if unbuffered else {k: v for k, v in os.environ.items() if k != "PYTHONUNBUFFERED"}
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env, cwd=tmp_path)
+    assert done.stdout == ("FileIO True\n" if unbuffered else "BufferedWriter False\n"), done.stderr
