@@ -335,6 +335,17 @@ def command(folder: Path, *args: str) -> subprocess.CompletedProcess:
     """`harness ARGS` as a process of its own, in `folder`: what reaches its stdout and stderr."""
     return subprocess.run([sys.executable, "-m", "harness", *args], capture_output=True, text=True, cwd=folder, timeout=120)
 
+
+def called_twice(folder: Path, tool: str, source: str) -> tuple[subprocess.CompletedProcess, list[str]]:
+    """A scenario calling `tool(1)` then `tool(2)`, run by the command as JSON: the process and
+    the observations (its stdout holds the JSON alone)."""
+    path = scenario(folder, tool, source=source)
+    text = path.read_text(encoding="utf-8").replace(f'"Action: {tool}(\\"q\\")\\n"', f'"Action: {tool}(1)\\n", "Action: {tool}(2)\\n"')
+    path.write_text(text, encoding="utf-8")
+    result = command(folder, "run", str(path), "-f", "json")
+    spans = json.loads(result.stdout)["spans"] if result.returncode == 0 else []
+    return result, [s["text"] for s in spans if s["author"] == "code" and s["text"].startswith("Observation")]
+
 def test_what_a_tools_own_threads_print_is_its_output_never_harnesss(tmp_path, monkeypatch):
     monkeypatch.chdir(tmp_path)
     path = scenario(tmp_path, "par", source=THREADED)
@@ -441,20 +452,6 @@ LATE = (
     "    go.set()\n    time.sleep(0.2)  # the first call's thread prints while this one runs\n"
     "    return 'second'\n"
 )
-
-
-def test_a_thread_a_tool_started_prints_into_no_later_call_and_never_raw(tmp_path, monkeypatch):
-    # Whose a thread is, is decided by the call it was started in: once that call has
-    # returned, what its threads print is dropped, even after the run has ended.
-    monkeypatch.chdir(tmp_path)
-    path = scenario(tmp_path, "late", source=LATE)
-    text = path.read_text(encoding="utf-8").replace('"Action: late(\\"q\\")\\n"', '"Action: late(1)\\n", "Action: late(2)\\n"')
-    path.write_text(text, encoding="utf-8")
-    result = command(tmp_path, "run", str(path), "-f", "json")
-    assert result.returncode == 0 and result.stderr == "", result.stderr  # (what it printed after the run: dropped)
-    record = json.loads(result.stdout)  # nothing after the JSON either
-    observations = [s["text"] for s in record["spans"] if s["author"] == "code" and "Observation" in s["text"]]
-    assert observations == ["Observation: first\n", "Observation: second\n"]
 
 
 def test_a_tools_thread_named_like_harnesss_own_is_still_the_tools(tmp_path, monkeypatch):
@@ -569,16 +566,6 @@ POOL = (
 )
 
 
-def test_a_pool_the_tool_module_keeps_prints_into_each_call_that_uses_it(tmp_path, monkeypatch):
-    monkeypatch.chdir(tmp_path)
-    path = scenario(tmp_path, "work", source=POOL)
-    path.write_text(path.read_text(encoding="utf-8").replace('"Action: work(\\"q\\")\\n"', '"Action: work(1)\\n", "Action: work(2)\\n"'), encoding="utf-8")
-    result = command(tmp_path, "run", str(path), "-f", "json")
-    assert result.returncode == 0 and result.stderr == "", result.stderr  # its idle worker ends with the process, unsaid
-    observations = [s["text"] for s in json.loads(result.stdout)["spans"] if s["author"] == "code" and "done" in s["text"]]
-    assert observations == ["Observation: worker says 1\ndone\n", "Observation: worker says 2\ndone\n"]
-
-
 GRANDCHILD = (
     "import threading, time\n\n"
     "go = threading.Event()\n\n"
@@ -591,16 +578,6 @@ GRANDCHILD = (
     "        return 'first'\n"
     "    go.set()\n    time.sleep(0.3)\n    return 'second'\n"
 )
-
-
-def test_a_thread_started_by_a_tools_thread_after_its_call_prints_nowhere(tmp_path, monkeypatch):
-    monkeypatch.chdir(tmp_path)
-    path = scenario(tmp_path, "late", source=GRANDCHILD)
-    path.write_text(path.read_text(encoding="utf-8").replace('"Action: late(\\"q\\")\\n"', '"Action: late(1)\\n", "Action: late(2)\\n"'), encoding="utf-8")
-    result = command(tmp_path, "run", str(path), "-f", "json")
-    assert result.returncode == 0 and "PWNED" not in result.stdout + result.stderr
-    observations = [s["text"] for s in json.loads(result.stdout)["spans"] if s["author"] == "code" and "Observation" in s["text"]]
-    assert observations == ["Observation: first\n", "Observation: second\n"]
 
 
 def test_two_tool_modules_of_one_folder_share_their_relative_neighbour(tmp_path, monkeypatch):
@@ -651,3 +628,21 @@ def test_the_commands_own_stdout_is_buffered_as_pythons_was(tmp_path, unbuffered
     env = {**os.environ, "PYTHONUNBUFFERED": "1"} if unbuffered else {k: v for k, v in os.environ.items() if k != "PYTHONUNBUFFERED"}
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env, cwd=tmp_path)
     assert done.stdout == ("FileIO True\n" if unbuffered else "BufferedWriter False\n"), done.stderr
+
+
+@pytest.mark.parametrize(
+    "tool, source, observations",
+    [
+        ("late", LATE, ["Observation: first\n", "Observation: second\n"]),  # printed after its call, and after the run
+        ("late", GRANDCHILD, ["Observation: first\n", "Observation: second\n"]),  # started by a tool's thread, after its call
+        ("work", POOL, ["Observation: worker says 1\ndone\n", "Observation: worker says 2\ndone\n"]),  # a pool's worker serves each call
+    ],
+    ids=["a late thread", "a thread of a thread", "a module's pool"],
+)
+def test_whose_a_thread_is_is_decided_as_it_starts_and_its_late_prints_go_nowhere(tmp_path, monkeypatch, tool, source, observations):
+    # In the command, a thread is the call's that was capturing in the thread that started it:
+    # what it prints once that call has returned is dropped, never raw and never the next call's.
+    monkeypatch.chdir(tmp_path)
+    result, seen = called_twice(tmp_path, tool, source)
+    assert result.returncode == 0 and result.stderr == "", result.stderr  # (an idle pool's worker ends with the process, unsaid)
+    assert seen == observations and "PWNED" not in result.stdout and "\x1b[2J" not in result.stdout
