@@ -38,6 +38,8 @@ def main() -> None:
             raise
     except KeyboardInterrupt:
         print("interrupted", file=sys.stderr)
+        if (captured := sys.modules.get("harness.captured")) is not None and captured.still_running():
+            end_now(130)  # a tool's thread would hold the exit: not after a Ctrl-C
         sys.exit(130)
     finally:
         # At exit the collector would walk every object once more, to free what the
@@ -57,17 +59,31 @@ def without_waiting(code: object) -> None:
     if not captured.still_running():
         return
 
+    import atexit
+    import signal
+
+    signal.signal(signal.SIGINT, lambda *_: (print("interrupted", file=sys.stderr), end_now(130)))  # Ctrl-C while it waits: at once
+
     def end() -> None:
         captured.ours()  # (this thread's note goes to the real stderr)
-        left = len(captured.still_running())
-        print(f"note: {left} thread(s) a tool started still ran {GRACE:g} s after the run; harness ended without them", file=sys.stderr)
-        for stream in (sys.stdout, sys.stderr):
-            getattr(stream, "real", stream).flush()
-        os._exit(code if isinstance(code, int) else 0 if code is None else 1)
+        if left := len(captured.still_running()):  # (they may have ended as it fired: then exit goes on)
+            print(f"note: {left} thread(s) a tool started still ran {GRACE:g} s after the run; harness ended without them", file=sys.stderr)
+            end_now(code)
 
     timer = threading.Timer(GRACE, end)
     timer.daemon = True  # (it never keeps the process itself)
     timer.start()
+    atexit.register(timer.cancel)  # the threads ended, exit's hooks begin: nothing cuts them short
+
+
+def end_now(code: object) -> None:
+    """End the process at once, what was written flushed (atexit hooks do not run)."""
+    for stream in (sys.stdout, sys.stderr):
+        try:
+            getattr(stream, "real", stream).flush()
+        except (OSError, ValueError):  # a reader gone, a stream closed: nothing more to say
+            pass
+    os._exit(code if isinstance(code, int) else 0 if code is None else 1)
 
 
 GRACE = 2.0  # seconds a tool's thread may go on after the run before the command ends without it
@@ -79,7 +95,7 @@ def own_stdout() -> None:
     (a subprocess it starts, os.write(1, ...)) goes nowhere, never into the middle of it."""
     try:
         sys.stdout.flush()
-        if sys.stdout.fileno() != 1 or os.isatty(1):  # a terminal is no data channel, and sizes the views
+        if sys.stdout.fileno() != 1:
             return
         mine = os.dup(1)  # (not inherited by a tool's subprocess)
     except (OSError, ValueError, AttributeError):  # fd 1 closed, or stdout is no file

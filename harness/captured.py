@@ -18,8 +18,8 @@ onto the user's terminal.
 A thread the tool started itself is that call's: a thread that is alive now and was not
 when the call began. What it prints while the call runs goes into the call's buffer; while
 several calls capture at once (a batch), a new thread could be any of theirs, and it is
-dropped. A pool's worker (concurrent.futures) serves whichever call submits to it: while
-one call captures, what it prints is that call's.
+dropped. A pool's job (concurrent.futures) is the call's that submitted it, whichever
+worker runs it: submit is wrapped to say so, once the module is loaded.
 
 Two ways to tell. In the `harness` command (`contain()`, from harness.__main__) every thread
 but harness's own is a tool's, and whose is decided as it starts: the call that was
@@ -50,6 +50,8 @@ _began: dict[int, list[threading.Thread] | None] = {}  # ident -> the threads al
 _harnesss: dict[int, threading.Thread] = {}  # threads that ran a tool, and a batch's workers
 _owner: dict[int, tuple[threading.Thread, io.StringIO | None]] = {}  # a tool's thread -> its call's buffer (None: cannot be told)
 _born: weakref.WeakKeyDictionary[threading.Thread, io.StringIO | None] = weakref.WeakKeyDictionary()  # the command: whose each new thread is
+_working: dict[int, io.StringIO] = {}  # a pool's worker -> the buffer of the call whose job it runs
+_jobs_owned = False  # ThreadPoolExecutor.submit is wrapped (`_own_jobs`)
 _proxies: tuple[_PerThread, _PerThread] | None = None  # for (stdout, stderr)
 
 
@@ -87,8 +89,8 @@ class _PerThread:
 def _whose(me: int, thread: threading.Thread, real: Any) -> Any:
     """Where a thread that is neither capturing nor harness's writes."""
     with _lock:
-        if _is_worker(thread) and len(_buffers) == 1:
-            return next(iter(_buffers.values()))  # a pool's worker, doing the one call's work
+        if (job := _working.get(me)) is not None:
+            return _live(job)  # a pool's worker, running a call's job
         if _contained:  # whose it is was told as it started (`contain`)
             return _live(_born.get(thread))
         known = _owner.get(me)
@@ -105,9 +107,29 @@ def _live(buffer: io.StringIO | None) -> Any:
     return buffer if buffer is not None and any(b is buffer for b in _buffers.values()) else _DROPPED
 
 
-def _is_worker(thread: threading.Thread) -> bool:
-    futures = sys.modules.get("concurrent.futures.thread")
-    return futures is not None and getattr(thread, "_target", None) is futures._worker
+def _own_jobs() -> None:
+    """A pool's job is the call's that submits it (or whose thread submits it), not the call's
+    that happens to capture while a worker runs it: ThreadPoolExecutor.submit says whose."""
+    global _jobs_owned
+    _jobs_owned, pool = True, sys.modules["concurrent.futures.thread"].ThreadPoolExecutor
+    submit = pool.submit
+
+    def owned(self: Any, fn: Any, /, *args: Any, **kwargs: Any) -> Any:
+        owner = _buffers.get(threading.get_ident()) or _born.get(threading.current_thread())
+        if owner is None:  # not a tool's (harness's own batch, a program's pool): as it was
+            return submit(self, fn, *args, **kwargs)
+
+        def job(*a: Any, **k: Any) -> Any:
+            worker = threading.get_ident()
+            _working[worker] = owner
+            try:
+                return fn(*a, **k)
+            finally:
+                _working.pop(worker, None)
+
+        return submit(self, job, *args, **kwargs)
+
+    pool.submit = owned
 
 
 def contain() -> None:
@@ -143,6 +165,8 @@ def start() -> tuple:
     global _depth, _proxies
     me, thread = threading.get_ident(), threading.current_thread()
     alive = threading.enumerate() if not _contained and threading.active_count() > 1 else None  # (most runs: one thread, nothing to list)
+    if not _jobs_owned and "concurrent.futures.thread" in sys.modules:
+        _own_jobs()
     with _lock:
         if not (_proxies is not None and sys.stdout is _proxies[0] and sys.stderr is _proxies[1]):
             if _proxies is None or _proxies[0].real is not sys.stdout or _proxies[1].real is not sys.stderr:  # made once per real stream

@@ -35,9 +35,17 @@ FormatOption = Annotated[
 
 
 def new_console() -> Console:
+    """A rich console on stdout, sized by stdout's own terminal: in the command its fd is a
+    copy (fd 1 is /dev/null, harness.__main__), which rich's own look-up (fds 0, 1, 2) misses."""
     from rich.console import Console
 
-    return Console(highlight=False, soft_wrap=True)
+    size = None
+    if "COLUMNS" not in os.environ and "LINES" not in os.environ:
+        try:
+            size = os.get_terminal_size(sys.stdout.fileno()) if sys.stdout.isatty() else None
+        except (OSError, ValueError, AttributeError):  # no file descriptor under it (a test runner)
+            size = None
+    return Console(highlight=False, soft_wrap=True, width=size and size.columns, height=size and size.lines)
 
 
 def show_record(fmt: Format, record: RunRecord) -> None:

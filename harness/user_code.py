@@ -102,9 +102,8 @@ def _from_file(path: Path, module_name: str, field: str, folder: Path) -> Any:
         known = _own(module := sys.modules.get(name))
         if known.get("__harness_text__") == _key(path, text, known.get("__harness_neighbours__", ())):
             return module
-        for stale in known.get("__harness_relatives__", ()):
-            sys.modules.pop(stale, None)  # the relative neighbours it imported: imported afresh with it
-        before = set(sys.modules)
+        for relative in known.get("__harness_relatives__", ()):
+            _drop_if_edited(relative)  # the relative neighbours it imported that were edited: imported afresh with it
         with _siblings(where) as found:
             if parent:  # its packages (pkg/__init__.py), imported as Python imports them
                 _contained(lambda: importlib.import_module(f"{root}.{parent}"), module_name, field)
@@ -120,11 +119,16 @@ def _from_file(path: Path, module_name: str, field: str, folder: Path) -> Any:
             except BaseException:
                 del sys.modules[name]
                 raise
-            relatives = [n for n in set(sys.modules) - before if n.startswith(root + ".") and n != name]
+            # The folder's relative modules loaded so far, not only those new now: a neighbour
+            # another tool module of the folder imported first is this one's too (shared).
+            relatives = [n for n, m in list(sys.modules.items()) if n.startswith(root + ".") and n != name and "__harness_text__" not in _own(m)]
             found += [sys.modules[n] for n in relatives]
         files = {f for m in found if isinstance(f := _own(m).get("__file__"), str) and Path(f).is_relative_to(where)}
         module.__harness_neighbours__ = tuple(sorted(files))
         module.__harness_relatives__ = tuple(relatives)
+        for relative in relatives:  # what each was loaded from, so that one edited since is told apart
+            if (own := _own(sys.modules.get(relative))) and "__harness_loaded__" not in own and isinstance(own.get("__file__"), str):
+                own["__harness_loaded__"] = _key(Path(own["__file__"]), neighbour_bytes(own["__file__"]), ())
         module.__harness_text__ = _key(path, text, module.__harness_neighbours__)
     return module
 
@@ -180,6 +184,20 @@ def _siblings(where: Path) -> Iterator[list]:
             found.append(sys.modules.pop(name))
         if str(where) in sys.path:  # (the module may have taken it off itself)
             sys.path.remove(str(where))
+
+
+def _drop_if_edited(name: str) -> None:
+    """A relative neighbour whose file changed since it was loaded leaves sys.modules and its
+    package (`from . import db` reads the package's attribute); one that is as loaded (another
+    tool module of the folder imported it afresh already) stays, shared."""
+    own = _own(module := sys.modules.get(name))
+    file = own.get("__file__")
+    if not isinstance(file, str) or own.get("__harness_loaded__") == _key(Path(file), neighbour_bytes(file), ()):
+        return
+    del sys.modules[name]
+    parent, _, attribute = name.rpartition(".")
+    if _own(sys.modules.get(parent)).get(attribute) is module:
+        delattr(sys.modules[parent], attribute)
 
 
 def _own(module: Any) -> dict:

@@ -646,3 +646,71 @@ def test_whose_a_thread_is_is_decided_as_it_starts_and_its_late_prints_go_nowher
     result, seen = called_twice(tmp_path, tool, source)
     assert result.returncode == 0 and result.stderr == "", result.stderr  # (an idle pool's worker ends with the process, unsaid)
     assert seen == observations and "PWNED" not in result.stdout and "\x1b[2J" not in result.stdout
+
+
+@pytest.mark.parametrize("how", ["from .db import ITEMS, V", "from . import db"])
+def test_a_shared_relative_neighbour_edited_is_seen_by_both_tool_modules_and_still_shared(tmp_path, how):
+    from harness.user_code import import_function
+
+    uses = "db.ITEMS, db.V" if how == "from . import db" else "ITEMS, V"
+    for name in ("a", "b"):
+        body = f"{how}\n\ndef {name}(x):\n    \"\"\"Use the shared list.\"\"\"\n    items, v = {uses}\n"
+        body += "    items.append(x)\n" if name == "a" else ""
+        (tmp_path / f"{name}.py").write_text(body + "    return f'V={v} n={len(items)}'\n", encoding="utf-8")
+
+    def both() -> tuple[str, str]:
+        return import_function("a:a", tmp_path, "a")("x"), import_function("b:b", tmp_path, "b")("x")
+
+    (tmp_path / "db.py").write_text("ITEMS = []\nV = 1\n", encoding="utf-8")
+    assert both() == ("V=1 n=1", "V=1 n=1")
+    (tmp_path / "db.py").write_text("ITEMS = []\nV = 2\n", encoding="utf-8")  # the user edits it mid-session
+    assert both() == ("V=2 n=1", "V=2 n=1")  # both see the edit, and still share one list
+    assert both() == ("V=2 n=2", "V=2 n=2")
+
+
+LATE_JOB = (
+    "import time\nfrom concurrent.futures import ThreadPoolExecutor\n\n"
+    "POOL = ThreadPoolExecutor(1)\n\n"
+    "def late(x):\n    \"\"\"The first call leaves a job that prints while the second runs.\"\"\"\n"
+    "    if x == 1:\n        POOL.submit(lambda: time.sleep(0.2) or print('a job of the first call'))\n        return 'queued'\n"
+    "    time.sleep(0.5)\n    return 'waited'\n"
+)
+
+
+def test_a_pool_job_is_the_call_s_that_submitted_it_not_the_one_running_when_it_prints(tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    result, seen = called_twice(tmp_path, "late", LATE_JOB)
+    assert result.returncode == 0 and seen == ["Observation: queued\n", "Observation: waited\n"], result.stdout + result.stderr
+
+
+def test_in_a_program_that_calls_harness_its_own_pool_prints_where_it_always_did(capsys):
+    from concurrent.futures import ThreadPoolExecutor
+
+    from harness.tools import Registry, from_function
+
+    def slow(x):
+        """Wait while the program's pool prints."""
+        time.sleep(0.3)
+        return "ok"
+
+    with ThreadPoolExecutor(1) as pool:
+        pool.submit(lambda: None).result()  # its worker runs before the call begins
+        job = pool.submit(lambda: time.sleep(0.1) or print("queued by the program"))
+        assert Registry([from_function(slow)]).run("slow", ("q",), {}) == ("ok", True)
+        job.result()
+    assert capsys.readouterr().out == "queued by the program\n"
+
+
+def test_ctrl_c_while_a_left_thread_keeps_the_command_waiting_is_one_line_and_130(tmp_path, monkeypatch):
+    import signal
+
+    monkeypatch.chdir(tmp_path)
+    source = 'import threading, time\n\ndef nd(x):\n    """Start a thread that never ends."""\n    threading.Thread(target=lambda: time.sleep(3600)).start()\n    return "spawned"\n'
+    path = scenario(tmp_path, "nd", source=source)
+    process = subprocess.Popen([sys.executable, "-m", "harness", "run", str(path), "-f", "tagged"], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, cwd=tmp_path)
+    for line in process.stdout:  # the output is all out when its last line is: then it waits for the thread
+        if "Final Answer: done" in line:
+            break
+    process.send_signal(signal.SIGINT)
+    _, err = process.communicate(timeout=30)
+    assert process.returncode == 130 and err == "interrupted\n", err
