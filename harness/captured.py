@@ -115,7 +115,8 @@ def _own_jobs() -> None:
     submit = pool.submit
 
     def owned(self: Any, fn: Any, /, *args: Any, **kwargs: Any) -> Any:
-        owner = _buffers.get(threading.get_ident()) or _born.get(threading.current_thread())
+        me = threading.get_ident()  # the call capturing here, the job running here, or this thread's call
+        owner = _buffers.get(me) or _working.get(me) or _born.get(threading.current_thread())
         if owner is None:  # not a tool's (harness's own batch, a program's pool): as it was
             return submit(self, fn, *args, **kwargs)
 
