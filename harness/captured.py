@@ -19,7 +19,8 @@ A thread the tool started itself is that call's: a thread that is alive now and 
 when the call began. What it prints while the call runs goes into the call's buffer; while
 several calls capture at once (a batch), a new thread could be any of theirs, and it is
 dropped. A pool's job (concurrent.futures) is the call's that submitted it, whichever
-worker runs it: submit is wrapped to say so, once the module is loaded.
+worker runs it: submit is wrapped to say so, once the module is loaded. Other pools are
+not followed: a worker they keep is the call's that started it.
 
 Two ways to tell. In the `harness` command (`contain()`, from harness.__main__) every thread
 but harness's own is a tool's, and whose is decided as it starts: the call that was
@@ -33,6 +34,7 @@ capture ends.
 
 from __future__ import annotations
 
+import functools
 import io
 import sys
 import threading
@@ -114,6 +116,7 @@ def _own_jobs() -> None:
     _jobs_owned, pool = True, sys.modules["concurrent.futures.thread"].ThreadPoolExecutor
     submit = pool.submit
 
+    @functools.wraps(submit)
     def owned(self: Any, fn: Any, /, *args: Any, **kwargs: Any) -> Any:
         me = threading.get_ident()  # the call capturing here, the job running here, or this thread's call
         owner = _buffers.get(me) or _working.get(me) or _born.get(threading.current_thread())
@@ -143,8 +146,9 @@ def contain() -> None:
 
     def start(thread: threading.Thread) -> None:
         parent = threading.current_thread()
+        me = threading.get_ident()  # the call capturing here, the pool job running here, or this thread's call
         with _lock:
-            _born[thread] = _buffers.get(threading.get_ident()) or _born.get(parent)
+            _born[thread] = _buffers.get(me) or _working.get(me) or _born.get(parent)
         started(thread)
 
     threading.Thread.start = start  # (the command's process only: harness.__main__)

@@ -102,16 +102,13 @@ def _from_file(path: Path, module_name: str, field: str, folder: Path) -> Any:
         known = _own(module := sys.modules.get(name))
         if known.get("__harness_text__") == _key(path, text, known.get("__harness_neighbours__", ())):
             return module
-        for relative in known.get("__harness_relatives__", ()):
-            _drop_if_edited(relative)  # the relative neighbours it imported that were edited: imported afresh with it
+        _drop_if_edited(root, name)  # the folder's relative modules, all afresh if one was edited
         with _siblings(where) as found:
             if parent:  # its packages (pkg/__init__.py), imported as Python imports them
                 _contained(lambda: importlib.import_module(f"{root}.{parent}"), module_name, field)
             module = importlib.util.module_from_spec(importlib.util.spec_from_file_location(name, path))
-            # Compiled from the text just read and hashed, never from a cached .pyc: one of an
-            # edit made in the same second, at the same size, would pass for the new text. As
-            # an import does it: under its own __future__ imports only, named by its file, and
-            # in sys.modules while it runs (dataclasses looks itself up there).
+            # Compiled from the text just read and hashed, never a cached .pyc (an edit in the same second
+            # would pass for it); as an import does: own __future__ imports, its file's name, in sys.modules.
             code = _contained(lambda: compile(text, module.__file__, "exec", dont_inherit=True), module_name, field)
             sys.modules[name] = module
             try:
@@ -119,16 +116,14 @@ def _from_file(path: Path, module_name: str, field: str, folder: Path) -> Any:
             except BaseException:
                 del sys.modules[name]
                 raise
-            # The folder's relative modules loaded so far, not only those new now: a neighbour
-            # another tool module of the folder imported first is this one's too (shared).
+            # The folder's relative modules loaded so far: one another tool module imported first is this one's too.
             relatives = [n for n, m in list(sys.modules.items()) if n.startswith(root + ".") and n != name and "__harness_text__" not in _own(m)]
             found += [sys.modules[n] for n in relatives]
         files = {f for m in found if isinstance(f := _own(m).get("__file__"), str) and Path(f).is_relative_to(where)}
         module.__harness_neighbours__ = tuple(sorted(files))
-        module.__harness_relatives__ = tuple(relatives)
         for relative in relatives:  # what each was loaded from, so that one edited since is told apart
             if (own := _own(sys.modules.get(relative))) and "__harness_loaded__" not in own and isinstance(own.get("__file__"), str):
-                own["__harness_loaded__"] = _key(Path(own["__file__"]), neighbour_bytes(own["__file__"]), ())
+                own["__harness_loaded__"] = _loaded(own["__file__"])
         module.__harness_text__ = _key(path, text, module.__harness_neighbours__)
     return module
 
@@ -143,6 +138,10 @@ def _key(path: Path, text: bytes, neighbours: tuple[str, ...]) -> str:
     return key.hexdigest()[:16]
 
 
+def _loaded(file: str) -> str:  # what a relative module's file holds now
+    return _key(Path(file), neighbour_bytes(file), ())
+
+
 def neighbour_bytes(path: str) -> bytes:
     try:
         return Path(path).read_bytes()
@@ -151,9 +150,8 @@ def neighbour_bytes(path: str) -> bytes:
 
 
 def _as_package(where: Path) -> str:
-    """The scenario's folder as a package of its own (one a folder), so that a tool module
-    in it imports its neighbours relatively (`from .util import x`, `from . import db`)
-    without its names meeting another folder's."""
+    """The scenario's folder as a package of its own, so that a tool module in it imports its
+    neighbours relatively (`from .util import x`) without meeting another folder's names."""
     import hashlib
     import importlib.machinery
     import types
@@ -186,18 +184,19 @@ def _siblings(where: Path) -> Iterator[list]:
             sys.path.remove(str(where))
 
 
-def _drop_if_edited(name: str) -> None:
-    """A relative neighbour whose file changed since it was loaded leaves sys.modules and its
-    package (`from . import db` reads the package's attribute); one that is as loaded (another
-    tool module of the folder imported it afresh already) stays, shared."""
-    own = _own(module := sys.modules.get(name))
-    file = own.get("__file__")
-    if not isinstance(file, str) or own.get("__harness_loaded__") == _key(Path(file), neighbour_bytes(file), ()):
+def _drop_if_edited(root: str, name: str) -> None:
+    """If a relative module of the folder (not a tool module) was edited since it was loaded,
+    all of them leave sys.modules and their packages, to be loaded afresh together: none keeps
+    an old one it imports, two tool modules share the new. (One loaded as a tool ran: as it is.)"""
+    loaded = [(n, m) for n, m in list(sys.modules.items()) if n.startswith(root + ".") and n != name and "__harness_text__" not in _own(m)]
+
+    if not any(isinstance(f := _own(m).get("__file__"), str) and _own(m).get("__harness_loaded__") not in (None, _loaded(f)) for _, m in loaded):
         return
-    del sys.modules[name]
-    parent, _, attribute = name.rpartition(".")
-    if _own(sys.modules.get(parent)).get(attribute) is module:
-        delattr(sys.modules[parent], attribute)
+    for n, module in loaded:
+        sys.modules.pop(n, None)
+        parent, _, attribute = n.rpartition(".")
+        if _own(sys.modules.get(parent)).get(attribute) is module:
+            delattr(sys.modules[parent], attribute)
 
 
 def _own(module: Any) -> dict:
