@@ -82,8 +82,9 @@ def parse_tool(name: str, spec: Any, where: str) -> ToolSpec:
         if key not in _TOOL_FIELDS:
             raise ScenarioError(f"{where}.{key}", f"unknown field (known: {', '.join(sorted(_TOOL_FIELDS))})")
         kind, must = _KINDS[key]
-        items = given if key == "params" else given.values() if key == "results" else ()
-        if not isinstance(given, kind) or not all(isinstance(item, str) for item in items):
+        if not isinstance(given, kind):
+            raise ScenarioError(f"{where}.{key}", must)
+        if not all(isinstance(item, str) for item in (given if key == "params" else given.values() if key == "results" else ())):
             raise ScenarioError(f"{where}.{key}", must)
     trait, example, python, results = (spec.get(k) for k in ("trait", "example", "python", "results"))
     if trait is not None and trait not in TRAITS:

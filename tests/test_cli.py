@@ -157,6 +157,7 @@ def test_malformed_toml(tmp_path):
         ('question = "q"\n[tools.s]\ndescription = "d"\nresults = {}\nparams = [1]\n', "tools.s.params: must be a list of"),
         ('question = "q"\n[tools.s]\ndescription = "d"\nresults = {}\ndefault = 0\n', "tools.s.default: must be a string"),
         ('question = "q"\n[tools.s]\ndescription = "d"\nresults = {a = 1}\n', "tools.s.results: must be a table of strings"),
+        ('question = "q"\n[tools.s]\ndescription = "d"\nresults = ["a"]\n', "tools.s.results: must be a table of strings"),
         ('question = "q"\n[tools.s]\ndescription = "d"\nresults = {}\nexample = 3\n', "tools.s.example: must be one line"),
         ('question = "q"\n[tools.s]\npython = "m:f"\ntrait = 1\n', "tools.s.trait: must be one of"),
         ('question = "q"\nworkspace = {"../x" = "a"}\n', "workspace: '../x' has a '..' segment"),
