@@ -125,10 +125,10 @@ def module_bytes(fn: Any) -> bytes:
         text = Path(path).read_bytes() if path else b""
     except OSError:
         text = b""
-    for neighbour in own.get("__harness_neighbours__", ()):
+    if neighbours := own.get("__harness_neighbours__", ()):
         from harness.user_code import neighbour_bytes
 
-        text += b"\0" + neighbour_bytes(neighbour)
+        text += b"".join(b"\0" + neighbour_bytes(neighbour) for neighbour in neighbours)
     return text
 
 
