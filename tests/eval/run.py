@@ -41,6 +41,14 @@ def solved(answer: str | None, expected: float | str) -> bool:
     return any(abs(float(n) - expected) <= 0.01 for n in NUMBER.findall(digits))
 
 
+def task_scenario(name: str, task: dict, tasks: Path, prompt: str, dialect: str, max_steps: int) -> Scenario:
+    """A task as a scenario without completions: its fields, the template and limits asked for."""
+    data = {k: v for k, v in task.items() if k not in ("answer", "answer_text")}
+    data |= {"dialect": dialect, "max_steps": max_steps}
+    data |= {"prompt_file": prompt} if prompt.endswith(".txt") else {"prompt": prompt}
+    return Scenario.from_dict(data, f"{tasks.name}: task.{name}", tasks.parent)
+
+
 def wait_for(base_url: str, seconds: float) -> None:
     """A server just started loads its model first: wait until it answers /models."""
     import httpx
@@ -60,7 +68,7 @@ def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--model", required=True, help="openai:NAME (with --base-url) or local:PATH")
     parser.add_argument("--base-url")
-    parser.add_argument("--prompt", default="chatml", help="the shipped template every task uses")
+    parser.add_argument("--prompt", default="chatml", help="the shipped template every task uses, or a .txt template's path relative to the tasks file")
     parser.add_argument("--dialect", default="default")
     parser.add_argument("--max-steps", type=int, default=8, help="model calls per task")
     parser.add_argument("--only", help="comma-separated task names")
@@ -85,9 +93,7 @@ def main() -> int:
     codes: Counter[str] = Counter()
     started = time.perf_counter()
     for name, task in tasks.items():
-        data = {k: v for k, v in task.items() if k not in ("answer", "answer_text")}
-        data |= {"prompt": args.prompt, "dialect": args.dialect, "max_steps": args.max_steps}
-        scenario = Scenario.from_dict(data, f"{args.tasks.name}: task.{name}", args.tasks.parent)
+        scenario = task_scenario(name, task, args.tasks, args.prompt, args.dialect, args.max_steps)
         t0 = time.perf_counter()
         record = run_scenario(scenario, model=model)
         ran = [tool for call in record.calls for tool in call.ran]
