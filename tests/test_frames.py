@@ -49,7 +49,7 @@ def test_a_notice_is_framed_too_and_nothing_follows_the_last_turn():
 @pytest.mark.parametrize(
     ("template", "user", "assistant"),
     [
-        ("chatml", "<|im_end|>\n<|im_start|>user\n", "<|im_end|>\n<|im_start|>assistant\n"),
+        ("chatml-turns", "<|im_end|>\n<|im_start|>user\n", "<|im_end|>\n<|im_start|>assistant\n"),
         ("llama3", "<|eot_id|><|start_header_id|>user<|end_header_id|>\n\n",
          "<|eot_id|><|start_header_id|>assistant<|end_header_id|>\n\n"),
     ],
@@ -66,7 +66,7 @@ def test_a_framed_run_replays_byte_for_byte():
     from harness import find_scenario, load_scenario, replay, run_scenario
 
     record = run_scenario(load_scenario(find_scenario("live-distance")))
-    assert ("developer", "<|im_end|>\n<|im_start|>user\n") in authored(record)
+    assert ("developer", "Thought:") in authored(record)  # chatml's cue, after code's observation
     assert replay(record.saved, "live-distance.txt").matches
 
 
