@@ -1,30 +1,28 @@
-"""Containment: what a tool call does to the process's output stays with that call.
+"""Containment: what a Python tool (the user's code, in harness's process) does to the
+output stays with its call. In three sentences:
 
-A Python tool is the user's code, run in harness's own process. In three sentences:
+1. harness's own output leaves the command through a channel no tool is handed, private
+   copies of file descriptors 1 and 2 opened as it starts; a reader that has gone (`| head
+   -1`) only cuts what is printed, never a report, a saved file or the exit status.
+2. What a tool call prints on sys.stdout or sys.stderr is captured for that call and joins
+   its observation; what any thread that is not harness's prints goes nowhere, as does what
+   reaches fd 1 itself (a subprocess): it points at /dev/null.
+3. Whatever a tool raises (but KeyboardInterrupt: a Ctrl-C) or returns becomes its
+   observation (harness.tools); what it leaves behind (sys.stdout or sys.stderr rebound or
+   closed, the Ctrl-C handler changed) is put back as its call ends; and the command ends
+   with os._exit once its output is flushed (harness.__main__), so that no thread or atexit
+   hook of a tool holds it open or prints after it.
 
-1. harness's own output (the transcript, JSON, summaries, reports' notes) leaves the command
-   through a channel opened as it starts, private copies of file descriptors 1 and 2 that
-   no tool is handed, and a reader that has gone (`| head -1`) only cuts what is printed.
-2. What a tool call prints on sys.stdout or sys.stderr is captured for that call and becomes
-   part of its observation; what a thread that is not harness's prints (a tool's own) goes
-   nowhere, and so does what reaches fd 1 itself (a subprocess), which points at /dev/null.
-3. Whatever a tool raises (anything but KeyboardInterrupt, which is a Ctrl-C) or returns
-   becomes its observation (harness.tools), what it leaves behind (sys.stdout or sys.stderr
-   rebound or closed, the Ctrl-C handler changed) is put back as its call ends, and the
-   command ends with os._exit once its output is flushed (harness.__main__), so that no
-   thread or atexit hook of a tool can hold it open or print after it.
-
-Not contained: a tool that ends the process itself (os._exit, a signal), that writes to
-harness's own file descriptors by number, or whose threads go on after its call returned
-(they print nowhere, but may rebind sys.stdout again or change files); a tool's atexit
-hooks never run in the command.
+Not contained: a tool that ends the process (os._exit, a signal) or writes to harness's
+file descriptors by number, nor a tool's threads once its call has returned (they print
+nowhere, but may rebind sys.stdout or change files); a tool's atexit hooks never run.
 
     call = start()          # this thread's prints are caught from here...
-    printed = stop(call)    # ...to here: what it printed; the streams and Ctrl-C are put back
+    printed = stop(call)    # ...to here; the streams and the Ctrl-C handler are put back
 
-In a program that calls harness (not the command) there is no channel, and harness cannot
-tell a tool's threads from the program's: sys.stdout and sys.stderr are proxies only while
-some call runs, and every thread but a calling one prints where it always did.
+In a program that calls harness there is no channel, and a tool's threads cannot be told
+from the program's: the proxies are on sys.stdout and sys.stderr only while calls run, and
+any thread but a calling one prints where it always did.
 """
 
 from __future__ import annotations
@@ -34,8 +32,6 @@ import os
 import signal
 import sys
 import threading
-from collections.abc import Iterator
-from contextlib import contextmanager
 from typing import Any, TextIO
 
 _here = threading.local()  # .printed: this thread's call's buffer while it calls a tool; .ours: a thread of harness's
@@ -70,10 +66,6 @@ class _Proxy:
 
     def close(self) -> None:  # harness's streams are not a tool's to close
         pass
-
-    @property
-    def closed(self) -> bool:
-        return False
 
     def __getattr__(self, name: str) -> Any:  # flush, isatty, fileno, encoding, ...
         return getattr(self._target(), name)
@@ -169,12 +161,3 @@ def stop(call: tuple) -> str:
         signal.signal(signal.SIGINT, handler)
     return printed
 
-
-@contextmanager
-def printed_here() -> Iterator[None]:
-    """What this thread prints inside is caught, and dropped (a tool module's import)."""
-    call = start()
-    try:
-        yield
-    finally:
-        stop(call)

@@ -37,7 +37,7 @@ from contextvars import ContextVar
 from pathlib import Path
 from typing import Any
 
-from harness.captured import printed_here
+from harness import captured
 from harness.errors import HarnessError
 from harness.files import resolved
 from harness.patterns import lazy
@@ -239,8 +239,11 @@ class _Missing(Exception):
 def _contained(load: Callable[[], Any], module_name: str, field: str) -> Any:
     """Import user code: what it prints is dropped, whatever it raises is one HarnessError."""
     try:
-        with printed_here():  # dropped; this thread's only (harness.captured)
+        call = captured.start()  # this thread's prints, dropped
+        try:
             return load()
+        finally:
+            captured.stop(call)
     except KeyboardInterrupt:
         raise
     except ModuleNotFoundError as e:
