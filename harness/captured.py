@@ -1,210 +1,163 @@
-"""What user code prints (on stdout or stderr), caught for the run that ran it, even with
-runs in several threads.
+"""Containment: what a Python tool (the user's code, in harness's process) does to the
+output stays with its call. In three sentences:
 
-    with printed_here() as printed:      # a tool module's import
-        fn()
-    printed.getvalue()                   # what this thread printed meanwhile
-    token = start() ... printed = stop(token)   # the same without a generator (each tool call)
+1. harness's own output leaves the command through a channel no tool is handed, private
+   copies of file descriptors 1 and 2 opened as it starts; a reader that has gone (`| head
+   -1`) only cuts what is printed, never a report, a saved file or the exit status.
+2. What a tool call prints on sys.stdout or sys.stderr is captured for that call and joins
+   its observation; what any thread that is not harness's prints goes nowhere, as does what
+   reaches fd 1 itself (a subprocess): it points at /dev/null.
+3. Whatever a tool raises (but KeyboardInterrupt: a Ctrl-C) or returns becomes its
+   observation (harness.tools); what it leaves behind (sys.stdout or sys.stderr rebound or
+   closed, the Ctrl-C handler changed) is put back as its call ends; and the command ends
+   with os._exit once its output is flushed (harness.__main__), so that no thread or atexit
+   hook of a tool holds it open or prints after it.
 
-sys.stdout is one object for the whole process. Swapping it for a buffer around a tool's
-call is right for one run; with a batch's runs in threads (harness.batch) two swaps
-interleave, a tool's print lands in another run's observation, and sys.stdout can be
-left pointing at a dead buffer (the summary is then lost). So while any thread captures,
-sys.stdout and sys.stderr are proxies that write to the buffer of the thread that prints,
-if it has one, and to the real stream otherwise. What a tool writes to stderr is its
-output too: it goes into the observation (where views show it, never obey it), not raw
-onto the user's terminal.
+Not contained: a tool that ends the process (os._exit, a signal) or writes to harness's
+file descriptors by number, nor a tool's threads once its call has returned (they print
+nowhere, but may rebind sys.stdout or change files); a tool's atexit hooks never run.
 
-A thread the tool started itself is that call's: a thread that is alive now and was not
-when the call began. What it prints while the call runs goes into the call's buffer; while
-several calls capture at once (a batch), a new thread could be any of theirs, and it is
-dropped. A pool's job (concurrent.futures) is the call's that submitted it, whichever
-worker runs it: submit is wrapped to say so, once the module is loaded. Other pools are
-not followed: a worker they keep is the call's that started it.
+    call = start()          # this thread's prints are caught from here...
+    printed = stop(call)    # ...to here; the streams and the Ctrl-C handler are put back
 
-Two ways to tell. In the `harness` command (`contain()`, from harness.__main__) every thread
-but harness's own is a tool's, and whose is decided as it starts: the call that was
-capturing in the thread that started it, or, for a thread started by a tool's thread, that
-thread's call. Once that call has returned, what it prints is dropped for the rest of the
-process (the proxies stay). In a program that calls harness, its own threads are not
-harness's to silence and no start is watched: a thread is taken for a call's if it prints
-while that call runs and was not alive when it began, and the proxies go when the last
-capture ends.
+In a program that calls harness there is no channel, and a tool's threads cannot be told
+from the program's: the proxies are on sys.stdout and sys.stderr only while calls run, and
+any thread but a calling one prints where it always did.
 """
 
 from __future__ import annotations
 
-import functools
 import io
+import os
+import signal
 import sys
 import threading
-import weakref
-from collections.abc import Iterator
-from contextlib import contextmanager
-from typing import Any
+from typing import Any, TextIO
 
-_lock = threading.RLock()  # (re-entrant: a print from code that runs while it is held cannot hang)
-_depth = 0  # captures in progress, in all threads
-_contained = False  # the harness command: every thread but harness's own is a tool's
-_buffers: dict[int, io.StringIO] = {}  # thread ident -> its capture's buffer, while it captures
-_began: dict[int, list[threading.Thread] | None] = {}  # ident -> the threads alive when its capture began (None: it alone)
-# Threads by ident, with the thread kept to tell a reused ident from its first owner:
-_harnesss: dict[int, threading.Thread] = {}  # threads that ran a tool, and a batch's workers
-_owner: dict[int, tuple[threading.Thread, io.StringIO | None]] = {}  # a tool's thread -> its call's buffer (None: cannot be told)
-_born: weakref.WeakKeyDictionary[threading.Thread, io.StringIO | None] = weakref.WeakKeyDictionary()  # the command: whose each new thread is
-_working: dict[int, io.StringIO] = {}  # a pool's worker -> the buffer of the call whose job it runs
-_jobs_owned = False  # ThreadPoolExecutor.submit is wrapped (`_own_jobs`)
-_proxies: tuple[_PerThread, _PerThread] | None = None  # for (stdout, stderr)
+_here = threading.local()  # .printed: this thread's call's buffer while it calls a tool; .ours: a thread of harness's
+_lock = threading.Lock()
+_calls = 0  # calls capturing now, in all threads (in a program: the proxies go when none is left)
+_proxies: tuple[_Proxy, _Proxy] | None = None  # (sys.stdout, sys.stderr) while they are harness's
+_channel: tuple[TextIO, TextIO] | None = None  # the command's own (stdout, stderr), once contain() has run
 
 
-class _Dropped:
+class _Nowhere(io.TextIOBase):
+    """Where a thread that is not harness's writes in the command."""
+
     def write(self, text: str) -> int:
         return len(text)
 
-    def flush(self) -> None:
-        pass
 
+class _Proxy:
+    """sys.stdout (or sys.stderr) for every thread: a thread calling a tool writes to its
+    call's buffer, one of harness's to `own`, any other to `other`. No tool can close it."""
 
-_DROPPED = _Dropped()
-
-
-class _PerThread:
-    def __init__(self, real: Any) -> None:
-        self.real = real
+    def __init__(self, own: Any, other: Any) -> None:
+        self.own, self.other = own, other
 
     def _target(self) -> Any:
-        me = threading.get_ident()
-        if (mine := _buffers.get(me)) is not None:
-            return mine
-        thread = threading.current_thread()
-        if _harnesss.get(me) is thread or thread is threading.main_thread():
-            return self.real
-        return _whose(me, thread, self.real)
+        printed = getattr(_here, "printed", None)
+        if printed is not None:
+            return printed
+        return self.own if getattr(_here, "ours", False) else self.other
 
     def write(self, text: str) -> int:
         return self._target().write(text)
 
-    def __getattr__(self, name: str) -> Any:  # flush, isatty, encoding, ...
+    def close(self) -> None:  # harness's streams are not a tool's to close
+        pass
+
+    def __getattr__(self, name: str) -> Any:  # flush, isatty, fileno, encoding, ...
         return getattr(self._target(), name)
 
 
-def _whose(me: int, thread: threading.Thread, real: Any) -> Any:
-    """Where a thread that is neither capturing nor harness's writes."""
-    with _lock:
-        if (job := _working.get(me)) is not None:
-            return _live(job)  # a pool's worker, running a call's job
-        if _contained:  # whose it is was told as it started (`contain`)
-            return _live(_born.get(thread))
-        known = _owner.get(me)
-        if known is None or known[0] is not thread:  # not known yet: did a call in progress start it?
-            calls = [_buffers[ident] for ident, alive in _began.items() if alive is not None and thread not in alive or alive is None and ident != me]
-            if not calls:
-                return real  # the program's own thread
-            known = _owner[me] = (thread, calls[0] if len(calls) == 1 else None)
-        return _live(known[1])
+class _Channel(io.FileIO):
+    """A private copy of fd 1 or 2. When its reader has gone (a closed pipe), the rest goes
+    to /dev/null: what is printed is cut, the command goes on to its reports and exit code."""
+
+    def write(self, data: Any) -> int:
+        try:
+            return super().write(data)
+        except BrokenPipeError:
+            null = os.open(os.devnull, os.O_WRONLY)
+            os.dup2(null, self.fileno())
+            os.close(null)
+            return memoryview(data).nbytes
 
 
-def _live(buffer: io.StringIO | None) -> Any:
-    """A call's buffer while it captures; once it has returned (or whose cannot be told), nowhere."""
-    return buffer if buffer is not None and any(b is buffer for b in _buffers.values()) else _DROPPED
-
-
-def _own_jobs() -> None:
-    """A pool's job is the call's that submits it (or whose thread submits it), not the call's
-    that happens to capture while a worker runs it: ThreadPoolExecutor.submit says whose."""
-    global _jobs_owned
-    _jobs_owned, pool = True, sys.modules["concurrent.futures.thread"].ThreadPoolExecutor
-    submit = pool.submit
-
-    @functools.wraps(submit)
-    def owned(self: Any, fn: Any, /, *args: Any, **kwargs: Any) -> Any:
-        me = threading.get_ident()  # the call capturing here, the job running here, or this thread's call
-        owner = _buffers.get(me) or _working.get(me) or _born.get(threading.current_thread())
-        if owner is None:  # not a tool's (harness's own batch, a program's pool): as it was
-            return submit(self, fn, *args, **kwargs)
-
-        def job(*a: Any, **k: Any) -> Any:
-            worker = threading.get_ident()
-            _working[worker] = owner
-            try:
-                return fn(*a, **k)
-            finally:
-                _working.pop(worker, None)
-
-        return submit(self, job, *args, **kwargs)
-
-    pool.submit = owned
+def _copy(stream: Any) -> TextIO:
+    """harness's own copy of `stream` (sys.stdout or sys.stderr as the command starts),
+    buffered as it was: `python -u` and PYTHONUNBUFFERED leave its bytes unbuffered."""
+    try:
+        stream.flush()
+        raw = _Channel(os.dup(stream.fileno()), "w")
+    except (OSError, ValueError, AttributeError):  # no file under it (a test's StringIO): it is harness's own
+        return stream
+    binary = raw if isinstance(getattr(stream, "buffer", None), io.RawIOBase) else io.BufferedWriter(raw)
+    line_buffering, write_through = getattr(stream, "line_buffering", False), getattr(stream, "write_through", False)
+    return io.TextIOWrapper(binary, stream.encoding, stream.errors, line_buffering=line_buffering, write_through=write_through)
 
 
 def contain() -> None:
-    """The harness command: no thread is another program's. Each thread is told, as it starts,
-    whose it is: the call capturing in the thread that starts it, or that thread's own call."""
-    global _contained
-    if _contained:
-        return
-    _contained, started = True, threading.Thread.start
-
-    def start(thread: threading.Thread) -> None:
-        parent = threading.current_thread()
-        me = threading.get_ident()  # the call capturing here, the pool job running here, or this thread's call
-        with _lock:
-            _born[thread] = _buffers.get(me) or _working.get(me) or _born.get(parent)
-        started(thread)
-
-    threading.Thread.start = start  # (the command's process only: harness.__main__)
+    """The command: harness's output goes through its channel from here on, sys.stdout and
+    sys.stderr are proxies for good, and fd 1 points at /dev/null. The calling thread is harness's."""
+    global _channel, _proxies
+    out, err = _copy(sys.stdout), _copy(sys.stderr)
+    if out is not sys.stdout and sys.stdout.fileno() == 1:
+        null = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(null, 1)
+        os.close(null)
+    nowhere = _Nowhere()
+    with _lock:
+        _channel, _proxies = (out, err), (_Proxy(out, nowhere), _Proxy(err, nowhere))
+        sys.stdout, sys.stderr = _proxies
+    ours()
 
 
-def still_running() -> list[threading.Thread]:
-    """Threads other than harness's that would keep the process from ending (the command's)."""
-    return [t for t in threading.enumerate() if not t.daemon and t is not threading.main_thread() and _harnesss.get(t.ident or 0) is not t]
+def flush() -> None:
+    """Flush the command's channel (before os._exit); a reader gone or a stream closed: nothing more to say."""
+    for stream in _channel or (sys.stdout, sys.stderr):
+        try:
+            stream.flush()
+        except (OSError, ValueError):
+            pass
 
 
 def ours() -> None:
-    """Mark this thread as harness's own (a batch's worker): it writes through, always."""
-    thread = threading.current_thread()
-    _harnesss[thread.ident or 0] = thread
+    """Mark the calling thread as harness's own (the command's, a batch's workers): what it
+    prints is harness's output."""
+    _here.ours = True
 
 
 def start() -> tuple:
-    """Begin catching this thread's prints; what it returns is for `stop`."""
-    global _depth, _proxies
-    me, thread = threading.get_ident(), threading.current_thread()
-    alive = threading.enumerate() if not _contained and threading.active_count() > 1 else None  # (most runs: one thread, nothing to list)
-    if not _jobs_owned and "concurrent.futures.thread" in sys.modules:
-        _own_jobs()
+    """Begin catching this thread's prints for a tool call; what it returns is for `stop`."""
+    global _calls, _proxies
+    main = threading.current_thread() is threading.main_thread()
     with _lock:
-        if not (_proxies is not None and sys.stdout is _proxies[0] and sys.stderr is _proxies[1]):
-            if _proxies is None or _proxies[0].real is not sys.stdout or _proxies[1].real is not sys.stderr:  # made once per real stream
-                _proxies = (_PerThread(sys.stdout), _PerThread(sys.stderr))
+        if _proxies is None:  # a program calling harness: proxies while calls run
+            _proxies = (_Proxy(sys.stdout, sys.stdout), _Proxy(sys.stderr, sys.stderr))
+        sys.stdout, sys.stderr = _proxies
+        _calls += 1
+    outer = getattr(_here, "printed", None)  # a tool that imports a tool module: nested
+    _here.printed = io.StringIO()
+    return outer, signal.getsignal(signal.SIGINT) if main else None
+
+
+def stop(call: tuple) -> str:
+    """Stop catching (`call`: what `start` returned): what this thread printed meanwhile.
+    What the tool left behind is put back: the streams, and (in the main thread) Ctrl-C."""
+    global _calls, _proxies
+    outer, handler = call
+    printed, _here.printed = _here.printed.getvalue(), outer
+    with _lock:
+        _calls -= 1
+        assert _proxies is not None
+        if _calls or _channel is not None:
             sys.stdout, sys.stderr = _proxies
-        _depth += 1
-        _harnesss[me] = thread
-        outer = _buffers.get(me), _began.get(me)  # a tool that imports a tool module: nested
-        _began[me], _buffers[me] = alive, io.StringIO()  # made now: a tool's thread never makes one, so none outlives its call
-    return outer
+        else:  # a program's last call ended: its streams as they were
+            sys.stdout, sys.stderr = _proxies[0].other, _proxies[1].other
+            _proxies = None
+    if handler is not None and signal.getsignal(signal.SIGINT) is not handler:
+        signal.signal(signal.SIGINT, handler)
+    return printed
 
-
-def stop(outer: tuple) -> str:
-    """Stop catching this thread's prints (`outer`: what `start` returned): what it printed."""
-    global _depth
-    me = threading.get_ident()
-    with _lock:
-        printed = _buffers.pop(me)
-        _began.pop(me)
-        if outer[0] is not None:
-            _buffers[me], _began[me] = outer
-        _depth -= 1
-        if _depth == 0 and not _contained and _proxies is not None:
-            if sys.stdout is _proxies[0] and sys.stderr is _proxies[1]:  # (not a stream somebody set since)
-                sys.stdout, sys.stderr = _proxies[0].real, _proxies[1].real
-    return printed.getvalue()
-
-
-@contextmanager
-def printed_here() -> Iterator[io.StringIO]:
-    outer = start()
-    buffer = _buffers[threading.get_ident()]
-    try:
-        yield buffer
-    finally:
-        stop(outer)

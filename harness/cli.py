@@ -17,7 +17,6 @@ Each command imports what it uses when it runs, so `harness --help` stays fast.
 """
 
 
-import os
 import sys
 from typing import Annotated, Any
 
@@ -33,25 +32,8 @@ from harness.errors import HarnessError
 __all__ = ["MODEL_FAILED", "app", "main"]
 
 
-def drop_unwritten() -> None:
-    """What is left in stdout's buffer goes to /dev/null at exit: nothing left to fail there."""
-    try:
-        null = os.open(os.devnull, os.O_WRONLY)
-        os.dup2(null, sys.stdout.fileno())
-        os.close(null)
-    except (OSError, ValueError):  # no file descriptor under it (typer's test runner)
-        pass
-
-
 class OneLineErrors(TyperGroup):
     """Every user error, click's or ours, becomes one line on stderr and exit code 2."""
-
-    def invoke(self, ctx: Any) -> Any:
-        try:
-            return super().invoke(ctx)
-        except BrokenPipeError:  # `harness show x | head`: the reader has all it wanted
-            drop_unwritten()
-            return 0
 
     def main(self, *args: Any, standalone_mode: bool = True, **kwargs: Any) -> Any:
         try:
@@ -74,12 +56,8 @@ class OneLineErrors(TyperGroup):
             else:
                 typer.echo(f"error: the output cannot hold {held!r} in {e.encoding}; use UTF-8 (PYTHONIOENCODING=utf-8)", err=True)
             code = 2
-        except BrokenPipeError:  # the reader left as the last output went out: it had all it wanted
-            drop_unwritten()
-            code = 0
         except OSError as e:  # writing the output failed (a full disk); reading files fails as a HarnessError
             typer.echo(f"error: writing the output failed: {e.strerror or e}", err=True)
-            drop_unwritten()
             code = 2
         except (typer.Abort, KeyboardInterrupt):
             typer.echo("interrupted", err=True)

@@ -227,20 +227,14 @@ def run_many(arguments: list[str], options: Options) -> None:
     for path in write_reports(ordered, options.report, options.junit, options.fail_on, not_started):
         typer.echo(f"wrote {one_line(str(given.get(path, path)))}", err=True)
     if interrupted:
-        end_interrupted(ordered)
+        end_interrupted()
     raise typer.Exit(exit_code(ordered, options.fail_on))
 
 
-def end_interrupted(ordered: list[Outcome]) -> None:
-    """Exit 130 after Ctrl-C; if a second one left runs stuck in their threads (a tool that
-    never returns), without waiting for them: the summary and reports are out already."""
-    from harness.batch import STUCK
-
+def end_interrupted() -> None:
+    """Exit 130 after Ctrl-C. Runs a second Ctrl-C left stuck in their threads (a tool that
+    never returns) do not hold the command: it ends with os._exit (harness.__main__)."""
     typer.echo("interrupted", err=True)
-    if any(o.detail == STUCK for o in ordered):
-        sys.stdout.flush()
-        sys.stderr.flush()
-        os._exit(INTERRUPTED)
     raise typer.Exit(INTERRUPTED)
 
 

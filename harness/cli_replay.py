@@ -155,7 +155,7 @@ def replay_many(arguments: list[Path], check: bool, jobs: int, model: str | None
     finally:
         models.close()
     if interrupted:
-        end_interrupted(ordered)
+        end_interrupted()
     if any(o.same is False for o in ordered):
         typer.echo(HINT, err=True)
     raise typer.Exit(exit_code(ordered, (), model_failed=model not in (None, "scripted")))

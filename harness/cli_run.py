@@ -27,7 +27,7 @@ from harness.cli_models import (
     seconds,
     tell_stderr,
 )
-from harness.cli_views import Format, FormatOption, call_lines, despite_a_closed_pipe, live_view, print_event, show_record
+from harness.cli_views import Format, FormatOption, call_lines, live_view, print_event, show_record
 from harness.errors import HarnessError
 
 
@@ -112,7 +112,7 @@ def run(
     emit = live_view(delay if delay is not None else 0.03 if live else 0.0) if format is Format.rich else None
     if format is Format.events:
         emit = print_event
-    emit = despite_a_closed_pipe(emit) if emit else nobody
+    emit = emit or nobody
     if live_model is not None and not sys.stderr.isatty():
         emit = call_lines(emit)
     record = run_scenario(spec, emit, live_model, peek or 0, Path.cwd())

@@ -1,8 +1,8 @@
 """How the command shows one run on stdout: the formats, the live view, the event lines.
 
 Shared by `run`, `show` and `replay` (harness.cli); the renderers do the work
-(harness.render), this picks one, keeps a closed pipe from ending a run, and gives a live
-run off a terminal a line per model call on stderr.
+(harness.render), this picks one and gives a live run off a terminal a line per model
+call on stderr. A closed pipe is the output channel's to handle (harness.captured).
 """
 
 from __future__ import annotations
@@ -102,18 +102,5 @@ def call_lines(draw):
             chars = len(event.text) + len(event.cut)  # read from the model, kept or cut
             typer.echo(f"step {event.step}: {chars} characters, {time.perf_counter() - started:.2f} s", err=True)
         draw(event)
-
-    return emit
-
-
-def despite_a_closed_pipe(draw):
-    """`harness run x --save f | head`: once the reader has gone, stop drawing, but let the
-    run go on to its end, so that it is still saved."""
-
-    def emit(event: Any) -> None:
-        try:
-            draw(event)
-        except BrokenPipeError:
-            os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())  # the rest goes nowhere
 
     return emit

@@ -115,8 +115,7 @@ def canonical(value: Any) -> str:
 
 
 def module_bytes(fn: Any) -> bytes:
-    """The text of the module a Python tool is defined in (edits to its helpers count too),
-    then of the neighbours it imported from its folder (harness.user_code), each after a NUL."""
+    """The text of the module a Python tool is defined in."""
     own = getattr(fn, "__globals__", None)  # a function's own module, whatever sys.modules holds now
     if own is None:
         own = getattr(sys.modules.get(getattr(fn, "__module__", "") or ""), "__dict__", {})
@@ -125,10 +124,6 @@ def module_bytes(fn: Any) -> bytes:
         text = Path(path).read_bytes() if path else b""
     except OSError:
         text = b""
-    if neighbours := own.get("__harness_neighbours__", ()):
-        from harness.user_code import neighbour_bytes
-
-        text += b"".join(b"\0" + neighbour_bytes(neighbour) for neighbour in neighbours)
     return text
 
 

@@ -9,8 +9,9 @@ A tool of the user's own is a plain Python function: `from_function` makes it a 
 docstring's first line the description and its parameters the call's; a scenario names
 one as `python = "module:function"` (a module file in the scenario's folder, the way
 pytest imports a conftest.py, or else an importable module: `mypkg.tools:search`).
-A tool is user code and is contained: whatever it raises (SystemExit too; only a real
-Ctrl-C goes on up) becomes its observation, and what it prints becomes part of it (at
+A tool is user code and is contained (harness.captured): whatever it raises (SystemExit
+too; only KeyboardInterrupt, a Ctrl-C, goes on up) or returns becomes its observation as
+plain text, what it prints becomes part of it, and what it leaves behind is put back (at
 import time, a failure is one error and what it prints is dropped).
 
 Built-ins: `calculator` (arithmetic by walking the syntax tree; nothing is evaluated as
@@ -30,7 +31,7 @@ from functools import cached_property
 from typing import Any
 
 from harness import captured
-from harness.user_code import as_text, describe, message, tool_function, what_it_holds
+from harness.user_code import as_text, describe, loading, message, name_of, tool_function, what_it_holds
 from harness.values import value
 
 TRAITS = ("exploration", "exploitation", "neutral", "unknown")
@@ -87,13 +88,14 @@ class Tool:
         if (text := as_text(result)) is None:  # a repr would hold an address: no replay would match
             if inspect.iscoroutine(result):
                 result.close()  # never awaited: closed now, or Python's warning of it (naming this file) joins the observation
-            raise ToolError(f"it returned {type(result).__name__} {what_it_holds(result)}, which is not text; return a str (or a number, a list or a dict of them)")
+            raise ToolError(f"it returned {name_of(type(result))} {what_it_holds(result)}, which is not text; return a str (or a number, a list or a dict of them)")
         return text
 
 
 class Registry:
     def __init__(self, tools: Iterable[Tool] = ()) -> None:
-        self._tools = {tool.name: tool for tool in tools}
+        with loading():  # the Python tools made as it is built are one load of their modules (harness.user_code)
+            self._tools = {tool.name: tool for tool in tools}
 
     def __contains__(self, name: object) -> bool:
         return name in self._tools
@@ -126,21 +128,27 @@ class Registry:
         """(observation text, ok). A failing tool is an observation, never a crash; what it
         prints goes into the observation, never onto harness's own output."""
         tool = self._tools[name]
-        outer, text = None if tool.quiet else captured.start(), ""  # this run's own, whatever other runs' tools print
+        if tool.quiet:  # harness's own: nothing to catch or put back
+            return _outcome(tool, args, kwargs)
+        call = captured.start()  # this call's own prints, whatever other runs' tools print
         try:
-            result, ok = tool.call(args, kwargs), True
-        except ToolError as e:
-            result, ok = f"Error: {message(e)}", False
-        except KeyboardInterrupt:  # a real Ctrl-C: the loop cancels the run
-            raise
-        except BaseException as e:  # user code may raise anything, SystemExit too: the model reads it
-            result, ok = f"Error: {describe(e)}", False
+            result, ok = _outcome(tool, args, kwargs)
         finally:
-            if not tool.quiet:
-                text = captured.stop(outer)
-        if text:
-            result = text + ("" if text.endswith("\n") else "\n") + result
+            printed = captured.stop(call)
+        if printed:
+            result = printed + ("" if printed.endswith("\n") else "\n") + result
         return result, ok
+
+
+def _outcome(tool: Tool, args: tuple[Any, ...], kwargs: Mapping[str, Any]) -> tuple[str, bool]:
+    try:
+        return tool.call(args, kwargs), True
+    except ToolError as e:
+        return "Error: " + message(e), False
+    except KeyboardInterrupt:  # a real Ctrl-C: the loop cancels the run
+        raise
+    except BaseException as e:  # user code may raise anything, SystemExit too: the model reads it
+        return "Error: " + describe(e), False
 
 
 # --- tools written as Python functions ---------------------------------------------------

@@ -1,10 +1,26 @@
-"""User code, contained: importing a user's module, telling what it raised, and what it
+"""User code, contained: loading a user's module, telling what it raised, and what it
 returned as text.
 
 A Python tool (or an Agent a saved file names) is the user's code. Importing it may
 print, raise anything (SystemExit too) or fail in its exception's own __str__; each of
 those is one HarnessError naming the field and the module's full dotted name, and what it
 prints while importing is dropped. Only a real Ctrl-C goes on up.
+
+A tool module in a scenario's folder is loaded afresh on every build, compiled from its
+text (never a cached .pyc), so that an edit (to it or to a helper beside it) is seen by the
+next run of a long process such as a pytest session:
+
+- The folder is a package of harness's own (`harness_tools_<hash of the folder>`), so that
+  a tool module imports its neighbours relatively (`from .db import ITEMS`) without meeting
+  another folder's names; each load starts that package anew.
+- While a load imports, the folder is on sys.path (`import helpers` finds the helpers.py
+  beside the tool, as `python tools.py` would); what the folder gave sys.modules leaves it
+  when the load ends, so that another folder's helpers.py is its own.
+- One load is one registry's tools (harness.tools.Registry): two tool modules of one folder
+  share the neighbours they import, and two tools of one module share its globals.
+
+An import inside a tool's function, run when it is called, finds only what sys.modules and
+sys.path hold then: installed modules, and the folder's package as its latest load left it.
 """
 
 from __future__ import annotations
@@ -17,34 +33,49 @@ import sys
 import threading
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
+from contextvars import ContextVar
 from pathlib import Path
 from typing import Any
 
-from harness.captured import printed_here
+from harness import captured
 from harness.errors import HarnessError
 from harness.files import resolved
 from harness.patterns import lazy
 
 
+def plain(text: str) -> str:
+    """`text` as an exact str: a str subclass's own methods (__str__, __format__, __eq__,
+    __radd__, ...) are never called on it again. A TypeError if it is no str at all."""
+    return str.__str__(text)
+
+
 def message(e: BaseException) -> str:
-    """str(e), even when the exception's own __str__ fails."""
+    """str(e), even when the exception's own __str__ fails or returns a hostile str."""
     try:
-        return str(e)
+        return plain(str(e))
     except KeyboardInterrupt:
         raise
     except BaseException as inner:
-        return f"(its message could not be shown: {type(inner).__name__})"
+        return f"(its message could not be shown: {name_of(type(inner))})"
+
+
+def name_of(kind: type) -> str:
+    """A class's own name, whatever its metaclass says `__name__` is."""
+    try:
+        return plain(type.__dict__["__name__"].__get__(kind))
+    except Exception:  # (type's own getter cannot fail on a class; its name may be no plain str)
+        return "?"
 
 
 def describe(e: BaseException) -> str:
     """'KeyError: 'b'', or the type's name alone when it has no message."""
     text = message(e)
-    return f"{type(e).__name__}: {text}" if text else type(e).__name__
+    return f"{name_of(type(e))}: {text}" if text else name_of(type(e))
 
 
 def import_function(spec: str, folder: Path, field: str) -> Callable[..., Any]:
-    """'module:function': a module file in `folder` if there is one, else an importable
-    module. A module that is missing or fails to import is one HarnessError naming it."""
+    """'module:function': a module file in `folder` if there is one (loaded afresh), else an
+    importable module. A module that is missing or fails to import is one HarnessError naming it."""
     module_name, _, function = spec.partition(":")
     relative = module_name.replace(".", "/") + ".py"
     path = folder / relative
@@ -55,19 +86,20 @@ def import_function(spec: str, folder: Path, field: str) -> Callable[..., Any]:
             raise HarnessError(field, f"{relative} in {folder} is a link that loops or leads nowhere")
     except OSError as e:
         raise HarnessError(field, f"{relative} in {folder} cannot be looked up ({e.strerror or e})") from None
-    if path.is_file():
-        module = _from_file(path, module_name, field, folder)
-    else:
-        module = _importable(module_name, field, f"no module {module_name!r}: no {relative} in {folder}, and none importable")
+    with loading():
+        if path.is_file():
+            module = _from_file(path, module_name, field, resolved(folder))
+        else:
+            module = _importable(module_name, field, f"no module {module_name!r}: no {relative} in {folder}, and none importable")
     fn = _contained(lambda: getattr(module, function, None), module_name, field)  # a module __getattr__ is user code too
     if not callable(fn):
         raise HarnessError(field, f"{module_name!r} has no function {function!r}")
     return fn
 
 
-# sys.path is the whole process's, and replays run in threads (`harness replay --jobs`):
-# one import at a time puts the project on it and takes it off, so that no import ends
-# while another is still importing from it. Re-entrant: an Agent's module may import one.
+# sys.path and sys.modules are the whole process's, and runs build in threads (a batch):
+# one load at a time puts a folder on sys.path and takes it off, so that no import finds
+# another folder's helpers. Re-entrant: a tool module may build a registry as it loads.
 _ON_PATH = threading.RLock()
 
 
@@ -90,113 +122,99 @@ def import_object(ref: str, root: Path, field: str) -> Any:
     return value
 
 
-def _from_file(path: Path, module_name: str, field: str, folder: Path) -> Any:
-    text = path.read_bytes()
-    where = resolved(folder)  # (import_function resolved both already: no loop here)
-    root = _as_package(where)
-    parent = module_name.rpartition(".")[0]
-    name = f"{root}.{module_name}"
-    with _ON_PATH:  # one thread imports it, another finds it imported
-        # Known by its path, its text and its neighbours' texts: a tool module, or a helpers.py
-        # it imported from its folder, edited in one long pytest session is imported afresh.
-        known = _own(module := sys.modules.get(name))
-        if known.get("__harness_text__") == _key(path, text, known.get("__harness_neighbours__", ())):
-            return module
-        _drop_if_edited(root, name)  # the folder's relative modules, all afresh if one was edited
-        with _siblings(where) as found:
-            if parent:  # its packages (pkg/__init__.py), imported as Python imports them
-                _contained(lambda: importlib.import_module(f"{root}.{parent}"), module_name, field)
-            module = importlib.util.module_from_spec(importlib.util.spec_from_file_location(name, path))
-            # Compiled from the text just read and hashed, never a cached .pyc (an edit in the same second
-            # would pass for it); as an import does: own __future__ imports, its file's name, in sys.modules.
-            code = _contained(lambda: compile(text, module.__file__, "exec", dont_inherit=True), module_name, field)
-            sys.modules[name] = module
-            try:
-                _contained(lambda: exec(code, module.__dict__), module_name, field)
-            except BaseException:
-                del sys.modules[name]
-                raise
-            # The folder's relative modules loaded so far: one another tool module imported first is this one's too.
-            relatives = [n for n, m in list(sys.modules.items()) if n.startswith(root + ".") and n != name and "__harness_text__" not in _own(m)]
-            found += [sys.modules[n] for n in relatives]
-        files = {f for m in found if isinstance(f := _own(m).get("__file__"), str) and Path(f).is_relative_to(where)}
-        module.__harness_neighbours__ = tuple(sorted(files))
-        for relative in relatives:  # what each was loaded from, so that one edited since is told apart
-            if (own := _own(sys.modules.get(relative))) and "__harness_loaded__" not in own and isinstance(own.get("__file__"), str):
-                own["__harness_loaded__"] = _loaded(own["__file__"])
-        module.__harness_text__ = _key(path, text, module.__harness_neighbours__)
+class _Load:
+    """One load: each folder's package made anew for it, and sys.modules as it began."""
+
+    def __init__(self) -> None:
+        self.packages: dict[Path, str] = {}  # folder (resolved) -> its package's name
+        self.before: set[str] = set()  # the names in sys.modules when its first folder was put on sys.path
+
+
+_load: ContextVar[_Load | None] = ContextVar("harness_load", default=None)
+
+
+@contextmanager
+def loading() -> Iterator[None]:
+    """Tool modules imported inside are one load (see the module's docstring)."""
+    if _load.get() is not None:
+        yield
+        return
+    with _ON_PATH:
+        load = _Load()
+        token = _load.set(load)
+        try:
+            yield
+        finally:
+            _load.reset(token)
+            if load.packages:
+                _leave(load)
+
+
+def _leave(load: _Load) -> None:
+    """A load's end: what its folders gave sys.modules leaves it (first: a namespace
+    package's __path__ is worked out anew from sys.path), then the folders leave sys.path."""
+    for name in set(sys.modules) - load.before:
+        if any(_beside(name, folder, load.before) for folder in load.packages):
+            sys.modules.pop(name, None)
+    for folder in load.packages:
+        if str(folder) in sys.path:  # (a tool module may have taken it off itself)
+            sys.path.remove(str(folder))
+
+
+def _from_file(path: Path, module_name: str, field: str, where: Path) -> Any:
+    load = _load.get()
+    assert load is not None  # (import_function opened one)
+    root = load.packages.get(where) or _new_package(load, where)
+    name, parent = f"{root}.{module_name}", module_name.rpartition(".")[0]
+    if name in sys.modules:  # two tools of one module, in one load
+        return sys.modules[name]
+    if parent:  # its packages (pkg/__init__.py), imported as Python imports them
+        _contained(lambda: importlib.import_module(f"{root}.{parent}"), module_name, field)
+    module = importlib.util.module_from_spec(importlib.util.spec_from_file_location(name, path))
+    # Compiled from its text, never a cached .pyc (an edit in the same second would pass for
+    # it); as an import does: its own __future__ imports, its file's name, in sys.modules.
+    code = _contained(lambda: compile(path.read_bytes(), module.__file__, "exec", dont_inherit=True), module_name, field)
+    sys.modules[name] = module
+    try:
+        _contained(lambda: exec(code, module.__dict__), module_name, field)
+    except BaseException:
+        del sys.modules[name]
+        raise
     return module
 
 
-def _key(path: Path, text: bytes, neighbours: tuple[str, ...]) -> str:
-    """What a tool module was imported from: its path, its text, its neighbours' texts."""
-    import hashlib
-
-    key = hashlib.sha256(str(resolved(path)).encode() + b"\0" + text)
-    for neighbour in neighbours:
-        key.update(b"\0" + neighbour.encode() + b"\0" + neighbour_bytes(neighbour))
-    return key.hexdigest()[:16]
-
-
-def _loaded(file: str) -> str:  # what a relative module's file holds now
-    return _key(Path(file), neighbour_bytes(file), ())
-
-
-def neighbour_bytes(path: str) -> bytes:
-    try:
-        return Path(path).read_bytes()
-    except OSError:  # gone: that is a change too
-        return b"\0gone"
-
-
-def _as_package(where: Path) -> str:
-    """The scenario's folder as a package of its own, so that a tool module in it imports its
-    neighbours relatively (`from .util import x`) without meeting another folder's names."""
+def _new_package(load: _Load, where: Path) -> str:
+    """The folder's package, made anew for this load (the last load's modules leave
+    sys.modules), and the folder on sys.path until the load ends."""
     import hashlib
     import importlib.machinery
     import types
 
     root = "harness_tools_" + hashlib.sha256(str(where).encode()).hexdigest()[:16]
-    if root not in sys.modules:
-        package = types.ModuleType(root)
-        package.__spec__ = importlib.machinery.ModuleSpec(root, None, is_package=True)
-        package.__spec__.submodule_search_locations = package.__path__ = [str(where)]
-        package.__package__ = root
-        sys.modules[root] = package
+    for name in [n for n in sys.modules if n == root or n.startswith(root + ".")]:
+        del sys.modules[name]
+    package = types.ModuleType(root)
+    package.__spec__ = importlib.machinery.ModuleSpec(root, None, is_package=True)
+    package.__spec__.submodule_search_locations = package.__path__ = [str(where)]
+    package.__package__ = root
+    sys.modules[root] = package
+    if not load.packages:
+        load.before = set(sys.modules)
+    load.packages[where] = root
+    sys.path.insert(0, str(where))
     return root
 
 
-@contextmanager
-def _siblings(where: Path) -> Iterator[list]:
-    """While a tool module is imported, its folder is on sys.path (`import helpers` finds the
-    helpers.py beside it, as `python tools.py` would); what it imported from there leaves
-    sys.modules afterwards (the tool keeps it), so that another folder's helpers.py is its own.
-    `where`: the folder, resolved. What it yields ends up holding those modules."""
-    before, found = set(sys.modules), []
-    sys.path.insert(0, str(where))
-    try:
-        yield found
-    finally:
-        # (first: a namespace package's __path__ is worked out anew from sys.path)
-        for name in [name for name in set(sys.modules) - before if _beside(name, where, before)]:
-            found.append(sys.modules.pop(name))
-        if str(where) in sys.path:  # (the module may have taken it off itself)
-            sys.path.remove(str(where))
-
-
-def _drop_if_edited(root: str, name: str) -> None:
-    """If a relative module of the folder (not a tool module) was edited since it was loaded,
-    all of them leave sys.modules and their packages, to be loaded afresh together: none keeps
-    an old one it imports, two tool modules share the new. (One loaded as a tool ran: as it is.)"""
-    loaded = [(n, m) for n, m in list(sys.modules.items()) if n.startswith(root + ".") and n != name and "__harness_text__" not in _own(m)]
-
-    if not any(isinstance(f := _own(m).get("__file__"), str) and _own(m).get("__harness_loaded__") not in (None, _loaded(f)) for _, m in loaded):
-        return
-    for n, module in loaded:
-        sys.modules.pop(n, None)
-        parent, _, attribute = n.rpartition(".")
-        if _own(sys.modules.get(parent)).get(attribute) is module:
-            delattr(sys.modules[parent], attribute)
+def _beside(name: str, where: Path, before: set[str]) -> bool:
+    """Was the module `name`, new in this load as was its top package, found in `where`: a
+    file or a package (a folder without __init__.py too) at the top of it, by that name? As
+    found, links not followed: a helpers.py that links elsewhere is this folder's."""
+    top, known = name.partition(".")[0], _own(sys.modules.get(name))
+    found = known.get("__file__") or next(iter(known.get("__path__") or ()), None)
+    if top in before or not isinstance(found, str):
+        return False
+    place = Path(found)
+    return place.is_relative_to(where) and place.relative_to(where).parts[0].partition(".")[0] == top
 
 
 def _own(module: Any) -> dict:
@@ -205,18 +223,6 @@ def _own(module: Any) -> dict:
         return object.__getattribute__(module, "__dict__") if module is not None else {}
     except Exception:  # (sys.modules may hold anything)
         return {}
-
-
-def _beside(name: str, where: Path, before: set[str]) -> bool:
-    """Was the module `name`, new in this import as was its top package, found in `where`: a
-    file or a package (a folder without __init__.py too) at the top of it, by that name? As
-    found, links not followed: a helpers.py that links elsewhere is this folder's."""
-    top, known = name.partition(".")[0], _own(sys.modules.get(name))
-    found = known.get("__file__") or next(iter(known.get("__path__") or ()), None)
-    if top in before or not found:
-        return False
-    place = Path(found)
-    return place.is_relative_to(where) and place.relative_to(where).parts[0].partition(".")[0] == top
 
 
 def _importable(module_name: str, field: str, missing: str) -> Any:
@@ -233,8 +239,11 @@ class _Missing(Exception):
 def _contained(load: Callable[[], Any], module_name: str, field: str) -> Any:
     """Import user code: what it prints is dropped, whatever it raises is one HarnessError."""
     try:
-        with printed_here():  # dropped; this thread's only (harness.captured)
+        call = captured.start()  # this thread's prints, dropped
+        try:
             return load()
+        finally:
+            captured.stop(call)
     except KeyboardInterrupt:
         raise
     except ModuleNotFoundError as e:
@@ -253,13 +262,13 @@ _PACKAGE = lazy(r"harness_tools_[0-9a-f]{16}\.?")
 
 
 def as_text(value: Any) -> str | None:
-    """What a function returned, as text that is the same on every run: a str as it is, a
-    number (or None) as Python writes it, a list or dict as JSON (as the finish tool writes
-    one); None for anything else."""
+    """What a function returned, as text that is the same on every run: a str as it is (a
+    plain one), a number (or None) as Python writes it, a list or dict as JSON (as the finish
+    tool writes one); None for anything else. What fails on the way is the caller's to catch."""
     if isinstance(value, str):
-        return value
+        return plain(value)
     if value is None or isinstance(value, (bool, int, float)):
-        return str(value)
+        return plain(str(value))
     if isinstance(value, (list, tuple, dict)):
         try:
             return json.dumps(value, ensure_ascii=False)

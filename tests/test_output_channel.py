@@ -1,0 +1,67 @@
+"""The command's own output channel (harness.captured): a reader that leaves early (`| head
+-1`) cuts what is printed, never the reports, the saved files or the exit status; a Ctrl-C
+while the command is still starting is one line at most and exit 130."""
+
+from __future__ import annotations
+
+import json
+import shlex
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).parent.parent
+HARNESS = f"{shlex.quote(sys.executable)} -m harness"
+
+# `head -1` leaves once it has read a line; a batch's or a replay's stdout is one summary
+# written at the end, so head may read it whole before leaving. `head -c 0` leaves before
+# reading anything: every write harness makes then meets the closed pipe.
+READERS = ["head -1", "head -c 0"]
+
+
+def piped(folder: Path, args: str, reader: str) -> int:
+    """`harness ARGS | READER` under `set -o pipefail`, as a CI shell runs it: its exit status."""
+    done = subprocess.run(["bash", "-o", "pipefail", "-c", f"{HARNESS} {args} | {reader} >/dev/null"], cwd=folder, capture_output=True, text=True, timeout=120)
+    assert "Traceback" not in done.stderr, done.stderr
+    return done.returncode
+
+
+@pytest.mark.parametrize("reader", READERS)
+def test_a_failing_batch_piped_to_head_exits_3_and_writes_both_reports_and_its_files(tmp_path, reader):
+    assert piped(tmp_path, "run model-error nimbus --junit j.xml --report r.json --save-dir out", reader) == 3
+    assert [run["stop_reason"] for run in json.loads((tmp_path / "r.json").read_text(encoding="utf-8"))["runs"]] == ["model_error", "final_answer"]
+    assert "<testsuite" in (tmp_path / "j.xml").read_text(encoding="utf-8")
+    assert sorted(p.name for p in (tmp_path / "out").iterdir()) == ["model-error.txt", "nimbus.txt"]
+
+
+@pytest.mark.parametrize("reader", READERS)
+def test_a_replay_check_that_differs_piped_to_head_exits_1(tmp_path, reader):
+    (tmp_path / "saved").mkdir()
+    subprocess.run([sys.executable, "-m", "harness", "run", "nimbus", "--save", "saved/n.txt"], cwd=tmp_path, check=True, capture_output=True)
+    saved = tmp_path / "saved" / "n.txt"
+    saved.write_text(saved.read_text(encoding="utf-8").replace("Observation: 99.8 GB of 100 GB used", "Observation: 1 GB of 100 GB used"), encoding="utf-8")
+    assert piped(tmp_path, "replay saved --check", reader) == 1
+
+
+@pytest.mark.parametrize("after", [0.0, 0.001, 0.003, 0.01, 0.03, 0.1])
+def test_ctrl_c_while_the_command_starts_is_130_and_one_line_at_most(after):
+    # From the first import harness.__main__ makes on: `-X importtime` says when it is done.
+    # Before it are the interpreter's own start and runpy finding harness.__main__, which
+    # no code of harness's can guard.
+    proc = subprocess.Popen([sys.executable, "-X", "importtime", "-m", "harness", "run", "nimbus"], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, cwd=ROOT)
+    assert proc.stderr is not None
+    lines: list[str] = []
+    for line in proc.stderr:
+        lines.append(line)
+        if len(lines) > 1 and lines[-2].rstrip().endswith("| harness"):  # the package, then the first import after it
+            break
+    time.sleep(after)
+    proc.send_signal(signal.SIGINT)
+    out, err = proc.communicate(timeout=30)
+    said = [line for line in [*lines, *err.splitlines(True)] if not line.startswith("import time:")]
+    assert "Traceback" not in "".join(said) and len(said) <= 1, said
+    assert proc.returncode == 130 or proc.returncode == 0 and "Final Answer" in out, (proc.returncode, said)
