@@ -22,16 +22,28 @@ first prompt of a new run is never longer than the last prompt of the run before
 starting with it. `reset()` does it by hand. (Chosen over a `start_run()` method so that
 the model boundary stays one method and no caller can forget it.)
 
+A process of its own. llama.cpp is native code, and a crash of native code ends its
+process; so the model runs in a child process (harness.backends.worker) that harness starts
+and stops, and a crash there (a segmentation fault, an illegal instruction) ends the call
+as a ModelError: the run stops in model_error, is saved, and replays. The next call starts
+the model afresh.
+
 Bounds (harness.backends.bounds): `max_tokens` is llama.cpp's; characters and seconds
-are checked with each piece of text (a long prompt's reading is one step llama.cpp does
-not interrupt). Left out: GPU offload, sampling other than greedy, chat templates (they
+are checked with each piece of text, and a model that says nothing past the time bound
+(a long prompt's reading) has its process stopped. Left out: GPU offload, sampling other than greedy, chat templates (they
 are text in prompts/), more than one run at a time on one LocalModel.
 """
 
 from __future__ import annotations
 
 import importlib.util
+import json
 import os
+import select
+import signal
+import subprocess
+import sys
+import weakref
 from collections.abc import Iterator, Sequence
 from pathlib import Path
 
@@ -78,10 +90,8 @@ class LocalModel:
         max_seconds: float = DEFAULTS.max_seconds,  # one call, from the prompt to the last token
         seed: int = 0,
     ) -> None:
-        try:
-            import llama_cpp  # the optional extra, imported only when a local model is chosen
-        except ImportError:
-            raise HarnessError("--model", f"a local model needs llama-cpp-python, which is not installed: {extra('local')}") from None
+        if importlib.util.find_spec("llama_cpp") is None:  # the optional extra
+            raise HarnessError("--model", f"a local model needs llama-cpp-python, which is not installed: {extra('local')}")
         self.path = Path(path) if path is not None else smollm2_path()
         if why := not_a_file(self.path):
             raise HarnessError("--model", f"{self.path}: {why} (local:PATH takes a GGUF model file)")
@@ -100,67 +110,159 @@ class LocalModel:
             "seed": seed,
         }
         threads = n_threads or default_threads()
-        try:
-            self._llm = llama_cpp.Llama(
-                model_path=str(self.path),
-                n_ctx=n_ctx,
-                n_threads=threads,
-                n_threads_batch=n_threads_batch or threads,
-                seed=seed,
-                verbose=False,  # the library never prints
-            )
-        except (ValueError, RuntimeError) as e:
-            raise HarnessError("--model", f"{self.path}: llama.cpp cannot load it ({e}); is it a GGUF model file?") from None
+        self._load = {"path": str(self.path), "n_ctx": n_ctx, "n_threads": threads, "n_threads_batch": n_threads_batch or threads, "seed": seed}
+        self._worker: Worker | None = None
         self._last_prompt: str | None = None
+        self._start()
 
     def __repr__(self) -> str:
         return f"LocalModel({str(self.path)!r})"
 
+    @property
+    def pid(self) -> int | None:
+        """The model's own process (harness.backends.worker), while it runs."""
+        return self._worker.process.pid if self._worker is not None else None
+
+    def _start(self) -> None:
+        self._worker = Worker()
+        try:
+            ready = self._worker.ask({"load": self._load}, LOAD_SECONDS)
+        except ModelError as e:  # it died loading the file
+            ready = {"error": str(e)}
+        if "ready" not in ready:
+            self.close()
+            raise HarnessError("--model", f"{self.path}: llama.cpp cannot load it ({ready.get('error')}); is it a GGUF model file?")
+        self._n_ctx = int(ready["ready"])
+
+    def close(self) -> None:
+        """Stop the model's process (harness does it when the command ends)."""
+        if self._worker is not None:
+            self._worker.stop()
+            self._worker = None
+
     def reset(self) -> None:
         """Forget the cache: the next call evaluates its whole prompt."""
-        self._llm.reset()
+        if self._worker is not None and self._worker.alive:
+            self._worker.ask({"reset": True}, self.bounds.max_seconds)
         self._last_prompt = None
 
     def tokenize(self, text: str) -> list[int]:
         """The model's own tokens for `text`, as a prompt is read: special tokens parsed, BOS added if the model wants one."""
-        return self._llm.tokenize(text.encode("utf-8"), add_bos=True, special=True)
+        if self._worker is None or not self._worker.alive:
+            self._start()
+        return self._worker.ask({"tokenize": text}, self.bounds.max_seconds)["tokens"]
 
     def stream(self, prompt: str, stop: Sequence[str]) -> Iterator[str | TokenUsage]:
+        if self._worker is None or not self._worker.alive:  # a new start after a crash
+            self._start()
+            self._last_prompt = None
         if self._last_prompt is None or len(prompt) <= len(self._last_prompt) or not prompt.startswith(self._last_prompt):
             self.reset()  # a new run: nothing from an earlier one may shape this one
         self._last_prompt = prompt
         return self._stream(self.tokenize(prompt), stop)
 
     def _stream(self, tokens: list[int], stop: Sequence[str]) -> Iterator[str | TokenUsage]:
-        if len(tokens) >= self._llm.n_ctx():
+        if len(tokens) >= self._n_ctx:
             raise ModelError(
-                f"the prompt is {len(tokens)} tokens, longer than the model's context of {self._llm.n_ctx()}: "
+                f"the prompt is {len(tokens)} tokens, longer than the model's context of {self._n_ctx}: "
                 "give LocalModel a larger n_ctx or lower max_steps"
             )
-        # Counted, not guessed: llama.cpp's first eval of a call is the part of the prompt
-        # that was not in its cache; every later one is a token it generated.
-        evals: list[int] = []
-        plain_eval = self._llm.eval
-
-        def counted_eval(batch: Sequence[int]) -> None:
-            evals.append(len(batch))
-            plain_eval(batch)
-
-        self._llm.eval = counted_eval
-        budget, counted = Budget(self.bounds), False
-        chunks = self._llm.create_completion(tokens, **self.sampling, stop=list(stop) or None, stream=True)
+        worker, budget, ended = self._worker, Budget(self.bounds), False
+        worker.send({"complete": tokens, "stop": list(stop), "sampling": self.sampling})
         try:
-            for chunk in chunks:
-                if text := chunk["choices"][0]["text"]:
-                    budget.spend(len(text))
-                    if not counted:  # the prompt has been read: its counts come before the text, so
-                        counted = True  # a caller who closes the stream early (a stop, --peek) has them
-                        yield TokenUsage(len(tokens), evals[0] if evals else 0)
-                    yield text
-        except (ValueError, RuntimeError) as e:
-            raise ModelError(f"llama.cpp failed while generating: {e}") from None
+            while True:
+                said = worker.receive(budget)
+                if "usage" in said:  # before the text: a caller who closes the stream early has it
+                    yield TokenUsage(*said["usage"])
+                elif "text" in said:
+                    budget.spend(len(said["text"]))
+                    yield said["text"]
+                elif "done" in said:
+                    ended = True
+                    return
+                else:
+                    ended = True
+                    raise ModelError(said.get("error") or f"the model's process said {said!r}")
         finally:
-            chunks.close()  # closed early by the caller: llama.cpp stops generating
-            del self._llm.eval
-        if not counted:
-            yield TokenUsage(len(tokens), evals[0] if evals else 0)
+            if not ended:  # closed early (a stop, --peek), a bound, a crash: stop it generating
+                worker.cancel(Budget(self.bounds))
+
+
+LOAD_SECONDS = 600.0  # a large model file from a slow disk
+
+
+class Worker:
+    """The model's process, and the JSON Lines it speaks (harness.backends.worker). It is a
+    session of its own, so a Ctrl-C at the terminal reaches harness, which stops it."""
+
+    def __init__(self) -> None:
+        self.process = subprocess.Popen(
+            [sys.executable, "-m", "harness.backends.worker"],
+            stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.DEVNULL,
+            text=True,
+            encoding="utf-8",
+            start_new_session=True,
+        )
+        self._ender = weakref.finalize(self, _end, self.process)
+
+    @property
+    def alive(self) -> bool:
+        return self.process.poll() is None
+
+    def send(self, message: dict) -> None:
+        try:
+            self.process.stdin.write(json.dumps(message) + "\n")
+            self.process.stdin.flush()
+        except (BrokenPipeError, ValueError):
+            raise self.died() from None
+
+    def receive(self, budget: Budget) -> dict:
+        """The next line it says, within the call's time bound; it is stopped past it."""
+        ready = select.select([self.process.stdout], [], [], budget.left())[0]
+        if not ready:
+            self.stop()
+            raise budget.late()
+        line = self.process.stdout.readline()
+        if not line:
+            raise self.died()
+        return json.loads(line)
+
+    def ask(self, message: dict, seconds: float) -> dict:
+        self.send(message)
+        return self.receive(Budget(Bounds(max_seconds=seconds)))
+
+    def cancel(self, budget: Budget) -> None:
+        """Stop a completion in progress and read what it still says, up to its end."""
+        try:
+            self.send({"cancel": True})
+            while not {"done", "error"} & set(self.receive(budget)):
+                pass
+        except ModelError:  # it had died, or would not stop in time: it is stopped
+            self.stop()
+
+    def died(self) -> ModelError:
+        try:
+            code = self.process.wait(timeout=5)
+        except subprocess.TimeoutExpired:
+            code = None
+        how = f"was killed by {signal.Signals(-code).name}" if code is not None and code < 0 else f"exited ({code})"
+        return ModelError(f"the local model's process {how} (llama.cpp crashed); the run stopped here")
+
+    def stop(self) -> None:
+        self._ender()
+
+
+def _end(process: subprocess.Popen) -> None:
+    """Stop the model's process: asked to end (its stdin closed), then killed."""
+    for stream in (process.stdin, process.stdout):
+        try:
+            stream.close()
+        except OSError:
+            pass
+    try:
+        process.wait(timeout=2)
+    except subprocess.TimeoutExpired:
+        process.kill()
+        process.wait()

@@ -1,0 +1,93 @@
+"""A crash of the local model's native code loses nothing: the run ends as model_error, saved.
+
+llama.cpp runs in a process of its own (harness.backends.worker). These tests kill that
+process with SIGSEGV, as a crash in llama.cpp's own code would end it, in the middle of a
+streamed reply, and check what a user keeps: the command's exit code and message, the
+saved file, and its replay.
+
+`bash .ci/run` installs the local extra and the SmolLM2 file; elsewhere these tests skip,
+and with CI set they fail instead.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from harness import Author, find_scenario, load_record, load_scenario, replay, run_scenario
+
+
+def need(reason: str) -> None:
+    if os.environ.get("CI"):
+        pytest.fail(f"this test must run in CI: {reason}")
+    pytest.skip(f"{reason} (bash .ci/run runs it)")
+
+
+@pytest.fixture(scope="module")
+def local_model():
+    try:
+        import llama_cpp  # noqa: F401
+
+        from harness.backends.local import LocalModel, smollm2_path
+
+        smollm2_path()
+    except Exception as e:  # not installed, or the model file is missing
+        need(f"the local model is not available: {e}")
+    model = LocalModel(max_tokens=64)
+    yield model
+    model.close()
+
+
+def test_a_crash_mid_stream_ends_the_run_as_model_error_and_the_next_call_starts_afresh(local_model):
+    killed = []
+
+    def listener(event) -> None:
+        if type(event).__name__ == "TextDelta" and not killed:  # the model is streaming
+            killed.append(local_model.pid)
+            os.kill(local_model.pid, signal.SIGSEGV)
+
+    record = run_scenario(load_scenario(find_scenario("live-area")), listener, model=local_model)
+    assert killed
+    assert record.stop_reason == "model_error"
+    assert "SIGSEGV" in record.detail
+    saved = load_record(record.saved, "crash.txt")
+    assert saved.stop_reason == "model_error" and saved.detail == record.detail
+    again = replay(record.saved, "crash.txt")
+    assert again.record.stop_reason == "model_error"  # the replay fails where the recording did
+    # The model is started afresh for the next run.
+    after = run_scenario(load_scenario(find_scenario("live-area")), model=local_model)
+    assert after.stop_reason != "model_error", after.detail
+    assert local_model.pid != killed[0]
+    assert after.transcript.texts_by(Author.MODEL)[0]
+
+
+def children(pid: int) -> list[int]:
+    found = []
+    for task in Path(f"/proc/{pid}/task").iterdir():
+        found += [int(c) for c in (task / "children").read_text().split()]
+    return found
+
+
+def test_through_the_command_a_crash_is_exit_3_one_line_and_the_run_saved(local_model, tmp_path):
+    saved = tmp_path / "run.txt"
+    command = [sys.executable, "-u", "-m", "harness", "run", "live-area", "--model", "local", "--max-tokens", "64", "-f", "events", "--save", str(saved)]
+    with subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True) as harness:
+        for line in harness.stdout:
+            if json.loads(line)["event"] == "text_delta":  # the model is streaming: crash it
+                [worker] = children(harness.pid)
+                os.kill(worker, signal.SIGSEGV)
+                break
+        rest, errors = harness.communicate(timeout=120)
+    assert harness.returncode == 3, errors
+    assert "Traceback" not in errors
+    said = errors.strip().splitlines()
+    assert said[0].startswith("error: model_error:") and "SIGSEGV" in said[0], errors  # one line says why
+    assert said[1:] == [f"wrote {saved}"], errors
+    record = load_record(saved.read_text(encoding="utf-8"), str(saved))
+    assert record.stop_reason == "model_error"
