@@ -65,6 +65,31 @@ def check_base_url(url: str, where: str = "--base-url") -> str:
     return url
 
 
+def check_proxy_url(value: str, name: str) -> None:
+    """A proxy variable's value as httpx reads it (`host:port` is http://host:port): a URL
+    it can use, or one HarnessError naming the variable."""
+    import httpx
+
+    url = value if "://" in value else f"http://{value}"
+    try:
+        parts = urlsplit(url)
+        parts.port  # noqa: B018
+        httpx.URL(url)
+    except (ValueError, httpx.InvalidURL):
+        raise HarnessError(name, f"{UNPARSED.replace('/v1', '')}, and {ENCODE}") from None
+    shown = _without_query(hidden(url))[:200]
+    if "@" in url[len(f"{parts.scheme}://{parts.netloc}") :]:
+        raise HarnessError(name, f"{shown!r} has an `@` after its host; {ENCODE}")
+    scheme = parts.scheme.lower()
+    if scheme not in ("http", "https", "socks5", "socks5h") or not parts.hostname:
+        raise HarnessError(name, f"{shown!r} is not a proxy URL httpx can use: http://, https:// or socks5://, with a host")
+    if scheme.startswith("socks"):
+        import importlib.util
+
+        if importlib.util.find_spec("socksio") is None:
+            raise HarnessError(name, "a socks5:// proxy needs the socksio package, which is not installed (pip install socksio), or give an http:// proxy")
+
+
 def _without_query(url: str) -> str:
     """`url` cut at its first `?` or `#`: what follows may be a key, and is never shown."""
     cut = min((i for i in (url.find("?"), url.find("#")) if i >= 0), default=len(url))
