@@ -66,3 +66,12 @@ def test_a_certificate_variable_is_not_read_for_a_plain_http_server():
     result = run({"SSL_CERT_FILE": "/nonexistent/ca.pem"}, "http://127.0.0.1:9/v1")
     assert result.returncode == 3, result.stderr
     assert "cannot connect to http://127.0.0.1:9/v1" in result.stderr
+
+
+@pytest.mark.parametrize(("name", "value"), [("COLUMNS", "0"), ("LINES", "-1"), ("COLUMNS", "wide")])
+def test_a_terminal_size_that_is_no_size_is_one_line_naming_it(name, value):
+    """rich sizes the stepper's console by COLUMNS and LINES; 0 columns was a traceback."""
+    env = {k: v for k, v in os.environ.items() if k not in ("COLUMNS", "LINES")} | {name: value}
+    result = subprocess.run([sys.executable, "-m", "harness", "step", "nimbus", "--frame", "1"], capture_output=True, text=True, env=env, timeout=60)
+    assert result.returncode == 2, result.stderr
+    assert result.stderr.splitlines() == [f"error: {name}: {value!r} is not a whole number from 1 to 100,000 (unset it, or give the terminal's size)"]
