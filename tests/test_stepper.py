@@ -440,7 +440,7 @@ def test_markdown_notes_mark_what_the_user_was_not_shown_and_say_when_the_stop_w
     out = tmp_path / "n.md"
     assert invoke("export", "nimbus", "--no-stop", "--markdown", str(out)).exit_code == 0
     text = out.read_text(encoding="utf-8")
-    assert text.startswith("# harness · Nimbus uploads: the stop sequence stops a made-up observation — but this run had no stop sequence (--no-stop)\n")
+    assert text.startswith("# harness · Nimbus uploads — run with no stop sequence (--no-stop): nothing cut what the model wrote\n")
     assert "> **The stop sequence was off for this run (--no-stop)" in text and "✂ cut by" not in text
 
 
