@@ -19,7 +19,7 @@ from pathlib import Path
 from typing import Any
 
 from harness.batch import Outcome
-from harness.escape import for_xml, one_line
+from harness.escape import encodable, for_xml, one_line
 
 JSON_HEADER = '{\n  "harness": "batch report v1"'
 JUNIT_HEADER = '<?xml version="1.0" encoding="utf-8"?>\n<!-- harness batch report v1 -->\n'
@@ -132,7 +132,10 @@ def as_dict(o: Outcome) -> dict[str, Any]:
 
 
 def to_json(outcomes: Sequence[Outcome], not_started: int = 0) -> str:
-    report = {"harness": "batch report v1", "runs": [as_dict(o) for o in outcomes], "not_started": not_started}
+    # A name that is not UTF-8 (its byte 0xff held as "\udcff") is written as the summary
+    # shows it, x\xffy: json.dumps would write the lone surrogate, which strict readers refuse.
+    runs = [{k: encodable(v) if isinstance(v, str) else v for k, v in as_dict(o).items()} for o in outcomes]
+    report = {"harness": "batch report v1", "runs": runs, "not_started": not_started}
     return json.dumps(report, indent=2) + "\n"  # ASCII: every other character as \u
 
 

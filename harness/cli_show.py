@@ -78,6 +78,7 @@ def export(
 ) -> None:
     """Export a run as one HTML file that opens anywhere (a stepper, the facts, the cost), or as Markdown."""
     from harness.files import check_target, same_file
+    from harness.render.frames import stop_was_off
     from harness.render.html import PAGE_HEADER, page
     from harness.render.markdown import NOTES_HEADER, notes
 
@@ -91,9 +92,10 @@ def export(
         check_target(markdown, NOTES_HEADER, "--markdown")
     outputs = {option: path.absolute() for option, path in (("html", html), ("markdown", markdown)) if path}
     record = open_target(target, no_stop, model, base_url)
-    title = "harness · " + ((record.scenario.title if record.scenario else "") or Path(target).stem)
-    if record.scenario is not None and not record.scenario.use_stop:
-        title += " — but this run had no stop sequence (--no-stop)"
+    title = (record.scenario.title if record.scenario else "") or Path(target).stem
+    if stop_was_off(record):  # its title may say what the stop sequence does: say what happened instead
+        title = f"{title.split(':')[0]} — run with no stop sequence (--no-stop): nothing cut what the model wrote"
+    title = "harness · " + title
     if html is not None:
         write(html, page(record, title), PAGE_HEADER, "--html", outputs["html"])
     if markdown is not None:

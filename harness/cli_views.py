@@ -40,6 +40,12 @@ def new_console() -> Console:
     from rich.console import Console
 
     size = None
+    for name in ("COLUMNS", "LINES"):  # rich sizes the console by them: 0 would wrap nothing, forever
+        if (value := os.environ.get(name, "").strip()) and not (value.isdigit() and 1 <= int(value) <= 100_000):
+            from harness.errors import HarnessError
+            from harness.escape import one_line
+
+            raise HarnessError(name, f"{one_line(repr(value)[:40])} is not a whole number from 1 to 100,000 (unset it, or give the terminal's size)")
     if "COLUMNS" not in os.environ and "LINES" not in os.environ:
         try:
             size = os.get_terminal_size(sys.stdout.fileno()) if sys.stdout.isatty() else None

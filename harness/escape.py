@@ -50,9 +50,9 @@ def _surrogate(match: Any) -> str:
     return f"\\x{code - 0xDC00:02x}" if 0xDC80 <= code <= 0xDCFF else f"\\u{code:04x}"
 
 
-def for_terminal(text: str) -> str:
-    """Text a terminal shows but never obeys: one pass, linear, idempotent."""
-    text = text.translate(_TERMINAL)
+def encodable(text: str) -> str:
+    """`text` with each lone surrogate shown as its byte (`\\xff`) or code (`\\ud800`), so
+    that any output, a strict UTF-8 JSON reader's too, can take it."""
     if text.isascii():
         return text
     try:
@@ -60,6 +60,11 @@ def for_terminal(text: str) -> str:
     except UnicodeEncodeError:
         return _SURROGATE.sub(_surrogate, text)
     return text
+
+
+def for_terminal(text: str) -> str:
+    """Text a terminal shows but never obeys: one pass, linear, idempotent."""
+    return encodable(text.translate(_TERMINAL))
 
 
 def one_line(text: str) -> str:

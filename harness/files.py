@@ -13,8 +13,9 @@ Writing: the rule, once:
 
 checked before a run starts (so a long run is not wasted) and again right before the
 rename that puts the new file in place (a file that appeared meanwhile is kept). The
-text goes to a temporary file beside the target first, so the target is written whole
-or not at all, and the temporary file never outlives a failure.
+text goes to a temporary file beside the target first (`.harness-XXXXXXXX.tmp`: a short
+name, so that any name the target may have can be written), so the target is written
+whole or not at all, and the temporary file never outlives a failure.
 """
 
 from __future__ import annotations
@@ -134,7 +135,8 @@ def write_file(path: Path, text: str, header: str, option: str) -> None:
         raise ValueError(f"refusing to write {option} output that does not begin with its header")
     tmp = None
     try:
-        fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
+        # A short name of its own, not the target's plus a suffix: it fits wherever the target's fits.
+        fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=".harness-", suffix=".tmp")
         try:
             mode = stat.S_IMODE(os.stat(path).st_mode)  # a file of ours that is replaced keeps its mode
         except FileNotFoundError:

@@ -27,7 +27,10 @@ Three modes, as VCR has record modes:
     pytest --harness-update         keep the recorded model turns, refresh what code and the
                                     developer wrote now; rewrite the files that changed
     pytest --harness-record MODEL   run each file's source again on MODEL (live, or `scripted`:
-                                    a scenario's own completions) and rewrite the file
+                                    a scenario's own completions) and rewrite the file; a
+                                    recording that did not complete (the model failed, its
+                                    script ran out) fails and leaves the file as it was, and
+                                    a Ctrl-C stops the session with every file as it was
 
 A snapshot fixture for Python code, built on syrupy (imported when the fixture is used):
 
@@ -124,6 +127,38 @@ class Mismatch(Exception):
     """The replay differs from the saved file; the message is the readable diff."""
 
 
+class RecordingFailed(Exception):
+    """--harness-record: the model failed, or its script ran out, before the run ended."""
+
+
+# Stop reasons of a run that broke off, and the scenario field that scripts each on purpose.
+UNFINISHED = {"model_error": "model_error", "canceled": "interrupt", "model_exhausted": None}
+
+
+def _broke_off(fresh: str, source: str, live: bool):
+    """The fresh recording as a RunRecord if it did not complete (None if it did): it
+    stopped in model_error, canceled or model_exhausted. The one exception is a stop the
+    scenario scripts itself (its own `model_error` or `interrupt`, played by its script,
+    not by a live model): that stop is what the file records. A stop the run wrote down (a
+    live failure, a Ctrl-C) is among the run's overrides, never the scenario's own."""
+    from harness.run_record import load_record
+
+    record = load_record(fresh, source)
+    reason = record.stop_reason.value
+    if reason not in UNFINISHED:
+        return None
+    field = UNFINISHED[reason]
+    written = record.source.overrides if record.source is not None else {}
+    scripted = (
+        not live
+        and field is not None
+        and record.scenario is not None
+        and getattr(record.scenario, field) is not None
+        and field not in written
+    )
+    return None if scripted else record
+
+
 class TranscriptItem(pytest.Item):
     """One saved transcript, replayed and compared byte for byte."""
 
@@ -155,12 +190,23 @@ class TranscriptItem(pytest.Item):
         raise Mismatch(f"{diff}\n(if the new replay is right: pytest --harness-update rewrites {self.source})")
 
     def record(self, text: str) -> None:
-        """--harness-record: the source run again on the model, the file rewritten if it changed."""
+        """--harness-record: the source run again on the model, the file rewritten if it
+        changed; a recording that did not complete fails the test and writes nothing."""
         from harness.record import record_again
 
         model = _recording_model(self.config)
         spec = self.config.getoption("harness_record")
         fresh = record_again(text, self.source, self.path, self.config.rootpath, model, "" if spec == "scripted" else spec)
+        if (broken := _broke_off(fresh, self.source, live=model is not None)) is not None:
+            if broken.stop_reason.value == "canceled":  # Ctrl-C: it stops the session, as pytest's own does
+                raise KeyboardInterrupt
+            from harness.escape import one_line
+
+            why = one_line(f"{broken.stop_reason.value}: {broken.detail}" if broken.detail else broken.stop_reason.value)
+            raise RecordingFailed(
+                f"{self.source}: the recording did not complete ({why}); the file was left as it was "
+                "(a cassette is never replaced by a failed recording)"
+            )
         if fresh != text:
             _rewrite(self.path, fresh, self.source)
             self.user_properties.append((_REWROTE, self.source))
@@ -168,7 +214,7 @@ class TranscriptItem(pytest.Item):
     def repr_failure(self, excinfo, style=None):
         from harness.errors import HarnessError
 
-        if isinstance(excinfo.value, Mismatch | HarnessError):
+        if isinstance(excinfo.value, Mismatch | RecordingFailed | HarnessError):
             return str(excinfo.value)  # the diff, or one line naming the file: no traceback
         return super().repr_failure(excinfo, style)
 

@@ -7,6 +7,7 @@ draws a forged `code` row (CSI), run in tmux.
 
 from __future__ import annotations
 
+import json
 import shlex
 import shutil
 import subprocess
@@ -114,3 +115,30 @@ def test_hostile_model_text_neither_retitles_the_terminal_nor_forges_a_row(tmp_p
         assert not [line for line in shown.split("\n") if line.startswith("code      │ Result")]
     finally:
         subprocess.run([*tmux, "kill-server"], capture_output=True)
+
+
+CONTROLS = "".join(chr(c) for c in [*range(0, 9), *range(11, 32), 0x7F, *range(0x80, 0xA0), 0x202E])
+
+
+@pytest.mark.parametrize("endpoint", ["completions", "chat"])
+def test_every_frame_of_a_saved_file_printed_to_a_pipe_shows_control_characters_and_obeys_none(tmp_path, endpoint):
+    """`harness step FILE --frame K` (and --messages) on a pipe: every control character of
+    the file's text, its title, question, notices and final answer is drawn, not written."""
+    held = json.dumps(CONTROLS)[1:-1]
+    (tmp_path / "f.toml").write_text(
+        f'title = "t {held}"\nquestion = "Q {held}"\nendpoint = "{endpoint}"\n'
+        f'completions = ["Thought: {held}\\nAction: calculator(1+1)\\nObservation: {held}\\n", "Action: nope{held}(1)\\n", "Final Answer: {held}\\n"]\n'
+        "[tools.calculator]\n",
+        encoding="utf-8",
+    )
+    harness = [sys.executable, "-m", "harness"]
+    saved = subprocess.run([*harness, "run", "f.toml", "--save", "f.txt", "-f", "tagged"], cwd=tmp_path, capture_output=True)
+    assert saved.returncode == 0 and "\x1b" in (tmp_path / "f.txt").read_text(encoding="utf-8")
+    views = [[]] + ([["--messages"]] if endpoint == "chat" else [])
+    for k in range(6):
+        for extra in views:
+            out = subprocess.run([*harness, "step", "f.txt", "--frame", str(k), *extra], cwd=tmp_path, capture_output=True)
+            assert out.returncode == 0, out.stderr
+            text = out.stdout.decode("utf-8")
+            assert controls(text.replace("\n", "")) == [], (k, extra)
+            assert "\x1b" not in text and ("␛" in text or extra)  # (step 0 sent no messages)

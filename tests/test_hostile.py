@@ -517,7 +517,8 @@ def test_a_fifo_as_a_scenarios_own_prompt_file_is_refused_without_hanging(tmp_pa
         proc = subprocess.run([sys.executable, "-m", "harness", "run", str(scenario)], capture_output=True, text=True, cwd=ROOT, timeout=20)
     except subprocess.TimeoutExpired:
         pytest.fail("harness run hung on a FIFO prompt file")
-    assert proc.returncode == 2 and "not a regular file" in proc.stderr and len(proc.stderr.strip().splitlines()) == 1, proc.stderr
+    assert proc.returncode == 2 and len(proc.stderr.strip().splitlines()) == 1, proc.stderr
+    assert proc.stderr.startswith(f"error: {scenario}: prompt_file: 'prompt.txt' is not a regular file (a FIFO"), proc.stderr  # the field named
 
 
 def test_a_save_dir_that_cannot_be_made_is_one_line(tmp_path):

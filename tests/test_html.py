@@ -250,10 +250,17 @@ def test_denied_and_withheld_text_is_marked_on_the_page(browser, exported):
 def test_a_page_from_a_run_without_the_stop_sequence_says_so(browser, exported):
     page_ = browser.new_page()
     page_.goto((exported / "nimbus-no-stop.html").as_uri())
-    assert page_.title().endswith("— but this run had no stop sequence (--no-stop)")
+    said = "harness · Nimbus uploads — run with no stop sequence (--no-stop): nothing cut what the model wrote"
+    assert page_.title() == said and page_.locator("h1").inner_text() == said
     assert page_.locator(".banner").inner_text().startswith("The stop sequence was off for this run (--no-stop)")
+    # Nothing on the page says the stop sequence stopped, or cut, anything in this run.
+    shown = page_.locator("body").inner_text()
+    assert "stops a made-up observation" not in shown and "cut by the stop sequence" not in shown
+    assert "✂ this run had no stop sequence (--no-stop)" in page_.locator(".legend").last.inner_text()
     page_.goto((exported / "nimbus.html").as_uri())
     assert page_.locator(".banner").count() == 0
+    assert page_.title() == "harness · Nimbus uploads: the stop sequence stops a made-up observation"
+    assert "✂ cut by the stop sequence: never in the buffer" in page_.locator(".legend").last.inner_text()
     page_.close()
 
 

@@ -251,8 +251,8 @@ def test_a_urls_password_sent_as_basic_auth_is_scrubbed_when_echoed(fake, tmp_pa
     [
         ("sk-caf\u00e9-123456", None, "error: HARNESS_API_KEY: the API key holds"),
         ("sk-abc\n123456", None, "error: HARNESS_API_KEY: the API key holds"),
-        (KEY, "http://[::1/v1", "error: --base-url: 'http://[::1/v1' is not a URL"),
-        (KEY, "http://127.0.0.1:41519a/v1", "error: --base-url: 'http://127.0.0.1:41519a/v1' is not a URL"),
+        (KEY, "http://[::1/v1", "error: --base-url: is not a URL that can be read, and is not shown"),
+        (KEY, "http://127.0.0.1:41519a/v1", "error: --base-url: is not a URL that can be read, and is not shown"),
         (KEY, "http://127.0.0.1:1/v 1", "error: --base-url: 'http://127.0.0.1:1/v 1' holds a space"),
     ],
 )
@@ -293,7 +293,7 @@ def test_a_malformed_base_url_from_the_environment_is_named_as_the_environment(t
     result = subprocess.run([sys.executable, "-m", "harness", "run", "calculator", "--model", "openai:m"], capture_output=True, env=env, timeout=30)
     assert result.returncode == 2
     assert result.stderr.decode().splitlines() == [result.stderr.decode().strip()]
-    assert result.stderr.decode().startswith("error: HARNESS_BASE_URL: 'http://[::1/v1' is not a URL")
+    assert result.stderr.decode().startswith("error: HARNESS_BASE_URL: is not a URL that can be read, and is not shown")
 
 
 def test_a_lone_surrogate_from_a_python_tool_is_written_as_the_replacement_character(tmp_path):

@@ -98,3 +98,19 @@ def test_in_a_batch_a_name_too_long_is_one_line_and_the_other_runs_go_on(tmp_pat
     assert replayed.returncode == 2
     assert errors(replayed) == [f"error: {LONG}.txt: cannot read the file (File name too long)"]
     assert lines(replayed.stdout)[-1] == "2 runs: 1 final_answer, 1 not run"
+
+
+def test_the_json_report_writes_a_name_that_is_not_utf8_escaped_as_the_summary_and_junit_do(tmp_path):
+    import json
+
+    folder_with_a_name_that_is_not_utf8(tmp_path)
+    result = harness("run", "bn", "--report", "r.json", "--junit", "j.xml", cwd=tmp_path)
+    assert result.returncode == 0, result.stderr
+    report = json.loads((tmp_path / "r.json").read_bytes().decode("utf-8", "strict"))
+    names = [run["scenario"] for run in report["runs"]]
+    for run in report["runs"]:  # a strict reader: every string is text that UTF-8 can hold
+        for value in run.values():
+            if isinstance(value, str):
+                value.encode("utf-8", "strict")
+    assert names == ["ok", "x\\xffy"]
+    assert 'name="x\\xffy"' in (tmp_path / "j.xml").read_text(encoding="utf-8")

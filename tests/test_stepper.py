@@ -97,7 +97,7 @@ def test_frames_begin_with_the_developer_and_end_with_the_stop_reason():
 
 
 AUTHORED = re.compile(r"(developer|model    |code     )[ ↪][│▶⚠✗]( |$)")  # a buffer row: its author, its mark
-NOTE = re.compile(r" {12}[✂✗]| {14}\S")  # a note about the buffer, or its continuation
+NOTE = re.compile(r" {12}[✂✗]| {9}↪ {4}\S")  # a note about the buffer, or its continuation (marked ↪)
 
 
 def buffer_rows(screen: list[str]) -> list[str]:
@@ -125,7 +125,7 @@ def test_a_cut_note_that_wraps_keeps_its_indent():
     out = invoke_at(80, "step", "nimbus", "--frame", "1").stdout.split("\n")
     at = next(i for i, line in enumerate(out) if "✂ cut by" in line)
     assert out[at].startswith(" " * 12 + "✂ cut by the stop sequence, never in the buffer: ")
-    assert out[at + 1].startswith(" " * 14 + "quota was fine")
+    assert out[at + 1].startswith(" " * 9 + "↪    quota was fine")
 
 
 def test_a_screen_is_the_frame_fitted_to_the_window():
@@ -345,6 +345,28 @@ def test_a_small_terminal_wraps_every_row_with_its_author_and_scrolls(tmux, widt
     term.keys("q")
 
 
+def test_governed_research_at_80x24_marks_every_row_and_shows_the_newest_part(tmux):
+    """Stepping governed-research in a real 80×24 terminal: every row of the buffer on
+    screen names its author or is a note whose wrapped rows are marked ↪ (a lane's note,
+    `its gate denied this action`, wraps at 80); at step 0 the end of the prompt, the
+    question the model is given, is on screen, and each step's newest rows are too."""
+    term = tmux(80, 24, f"{HARNESS} step governed-research")
+    fs = frames(open_run("governed-research"))
+    model = Screen(fs, Console(width=80, height=24))
+    shown = term.expect(drawn(model), "step 0")
+    assert shown[2].startswith("↑ ") and "developer ▶ Question: Summarise what changed in release 4.2 for the team" in shown
+    for k in range(1, len(fs)):
+        model.press("\x1b[C", 24)
+        term.keys("Right")
+        shown = term.expect(drawn(model), f"step {k}")
+        rows = buffer_rows(shown)
+        assert all(AUTHORED.match(line) or NOTE.match(line) for line in rows), (k, rows)
+        assert any(AUTHORED.match(line) and line[10] in "▶✗⚠" and line[9] == " " for line in rows), (k, rows)  # its newest part
+        if k in (1, 3):  # a lane's note wraps: its second row is marked
+            assert any(line.startswith(" " * 9 + "↪    ") for line in rows), (k, rows)
+    term.keys("q")
+
+
 def test_markdown_notes_match_their_snapshot(tmp_path, text_snapshot):
     out = tmp_path / "nimbus.md"
     result = invoke("export", "nimbus", "--markdown", str(out))
@@ -440,7 +462,7 @@ def test_markdown_notes_mark_what_the_user_was_not_shown_and_say_when_the_stop_w
     out = tmp_path / "n.md"
     assert invoke("export", "nimbus", "--no-stop", "--markdown", str(out)).exit_code == 0
     text = out.read_text(encoding="utf-8")
-    assert text.startswith("# harness · Nimbus uploads: the stop sequence stops a made-up observation — but this run had no stop sequence (--no-stop)\n")
+    assert text.startswith("# harness · Nimbus uploads — run with no stop sequence (--no-stop): nothing cut what the model wrote\n")
     assert "> **The stop sequence was off for this run (--no-stop)" in text and "✂ cut by" not in text
 
 

@@ -1,6 +1,13 @@
 """How a server's client holds its connections: TLS only where it is needed, a stream read
 to its end so that its connection is kept, every socket within reach of Ctrl-C, and every
 read and write within its call's deadline.
+
+`new_client` is the one place an httpx client is made, and so where what the environment
+tells httpx is read and checked: the *_proxy variables (each a URL httpx can use:
+http://, https://, or socks5:// with the socksio package), NO_PROXY, and SSL_CERT_FILE or
+SSL_CERT_DIR (loaded here, as httpx would load them). A bad one is bad input, one
+HarnessError naming the variable, never a traceback; a proxy URL that cannot be read is
+quoted nowhere (it may hold a password).
 """
 
 from __future__ import annotations
@@ -19,7 +26,8 @@ import httpcore
 import httpx
 
 from harness.backends import wire
-from harness.backends.urls import hidden
+from harness.backends.urls import check_proxy_url, hidden
+from harness.errors import HarnessError
 
 DRAIN_SECONDS = 0.5  # read after [DONE] for the connection's sake, at most
 PROXIES = ("http_proxy", "https_proxy", "all_proxy")
@@ -56,12 +64,62 @@ def _cause(error: BaseException, kind: type[BaseException]) -> Any:
     return cause
 
 
-def tls(base_url: str) -> ssl.SSLContext | bool:
-    """httpx's checked TLS (certifi's bundle, or SSL_CERT_FILE / SSL_CERT_DIR) for an https://
-    server, or behind a proxy (which may be https://). A plain http:// server (one on this
-    machine) never needs TLS, and loading the bundle costs ~50 ms of every start: its client
-    gets a context with no certificates, which would refuse any peer."""
-    return True if proxied() or base_url.lower().startswith("https:") else ssl.SSLContext(ssl.PROTOCOL_TLS_CLIENT)
+def new_client(base_url: str, **options: Any) -> httpx.Client:
+    """An httpx client for the server at `base_url` (`options`: headers, timeout, limits),
+    under the calls' deadlines, the environment it reads checked first."""
+    proxies = proxy_variables()
+    for name, value in proxies.items():
+        check_proxy_url(value, name)
+    try:
+        client = httpx.Client(verify=tls(base_url), **options)
+    except (ValueError, ImportError, httpx.InvalidURL) as e:  # what httpx still refuses of the environment: a NO_PROXY host
+        names = [n for n in os.environ if n.lower() == "no_proxy"] or list(proxies) or ["the *_proxy variables"]
+        raise HarnessError(names[0], f"httpx cannot use it ({hidden(str(e))[:120]}); give hosts as example.com, 10.0.0.1 or ::1, comma-separated") from None
+    return CALLS.install(client)
+
+
+def proxy_variables() -> dict[str, str]:
+    """The proxy variables httpx goes by (http, https and all, as urllib reads them from the
+    environment), by the name each was set under: {"HTTPS_PROXY": "http://proxy:3128"}."""
+    from urllib.request import getproxies_environment
+
+    found = getproxies_environment()
+    named = {}
+    for scheme in ("http", "https", "all"):
+        if value := found.get(scheme):
+            names = [n for n in os.environ if n.lower() == f"{scheme}_proxy" and os.environ[n] == value]
+            named[min(names, key=lambda n: n != n.lower()) if names else f"{scheme}_proxy"] = value  # lower case first, as urllib
+    return named
+
+
+def tls(base_url: str) -> ssl.SSLContext:
+    """Checked TLS for an https:// server, or behind a proxy (which may be https://): the
+    certificates `trusted()` loads. A plain http:// server (one on this machine) never needs
+    TLS, and loading the bundle costs ~50 ms of every start: its client gets a context with
+    no certificates, which would refuse any peer."""
+    return trusted() if proxied() or base_url.lower().startswith("https:") else ssl.SSLContext(ssl.PROTOCOL_TLS_CLIENT)
+
+
+def trusted() -> ssl.SSLContext:
+    """The certificates httpx itself would trust: SSL_CERT_FILE's, else SSL_CERT_DIR's, else
+    certifi's bundle; loaded here so that a variable naming nothing usable is one error
+    naming it (httpx would raise a bare OSError, or an ssl error, from inside the client)."""
+    from harness.escape import one_line
+
+    for name, kind in (("SSL_CERT_FILE", "cafile"), ("SSL_CERT_DIR", "capath")):
+        if not (value := os.environ.get(name)):
+            continue
+        shown = one_line(repr(value)[:200])
+        if kind == "capath" and not os.path.isdir(value):
+            raise HarnessError(name, f"{shown} is not a folder (of certificates to trust); unset it, or name one")
+        try:
+            return ssl.create_default_context(**{kind: value})
+        except OSError as e:  # ssl.SSLError is one too: a file that holds no certificate
+            why = e.strerror or getattr(e, "reason", None) or "not readable"
+            raise HarnessError(name, f"{shown} cannot be read as certificates to trust ({one_line(str(why))[:80]}); name a PEM file of CA certificates") from None
+    import certifi
+
+    return ssl.create_default_context(cafile=certifi.where())
 
 
 def proxied(url: str | None = None) -> bool:

@@ -39,7 +39,7 @@ import httpx
 
 from harness.backends import wire
 from harness.backends.bounds import DEFAULTS, Bounds, Budget
-from harness.backends.connection import CALLS, Sockets, certificate_refused, drain, handshake_failed, proxied, read_bounded, tls
+from harness.backends.connection import CALLS, Sockets, certificate_refused, drain, handshake_failed, new_client, proxied, read_bounded
 from harness.backends.counts import PromptCounter
 from harness.backends.entry import Entry
 from harness.backends.urls import check_base_url, hidden, url_secrets
@@ -106,7 +106,7 @@ class ServerModel:
         headers = {"Accept-Encoding": "identity"} | ({"Authorization": f"Bearer {self._key}"} if self._key else {})
         limit = httpx.Timeout(min(timeout, max_seconds), connect=min(connect_timeout, max_seconds))
         pool = httpx.Limits(max_connections=connections, max_keepalive_connections=connections) if connections else None
-        self._client = CALLS.install(httpx.Client(headers=headers, timeout=limit, verify=tls(self.base_url), **({"limits": pool} if pool else {})))
+        self._client = new_client(self.base_url, headers=headers, timeout=limit, **({"limits": pool} if pool else {}))
         self._counter = None if self.chat else PromptCounter(self._client, self.base_url, model, min(10.0, max_seconds))
 
     def another(self) -> ServerModel:

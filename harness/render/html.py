@@ -51,6 +51,7 @@ def page(record: RunRecord, title: str) -> str:
         "CSP": _policy(template),
         "TITLE": for_html(title),
         "BANNER": f'<p class="banner" role="note">{for_html(NO_STOP)}</p>' if stop_was_off(record) else "",
+        "CUT_LEGEND": "✂ this run had no stop sequence (--no-stop): nothing it wrote was cut by one" if stop_was_off(record) else "✂ cut by the stop sequence: never in the buffer",
         "CHART": chart(rows),
         "TABLE": table(rows, [c.tokens for c in record.calls]),
         "DATA": for_script_json(data),
@@ -58,7 +59,7 @@ def page(record: RunRecord, title: str) -> str:
     return _PLACEHOLDER.sub(lambda m: values[m[1]], template)
 
 
-_PLACEHOLDER = regex.compile(r"__(CSP|TITLE|BANNER|CHART|TABLE|DATA)__")
+_PLACEHOLDER = regex.compile(r"__(CSP|TITLE|BANNER|CUT_LEGEND|CHART|TABLE|DATA)__")
 
 
 def _policy(template: str) -> str:

@@ -14,8 +14,8 @@
 Every physical line names its author: a row too long for the screen is wrapped by
 harness.render.wrap, its continuation marked ↪. The newest part is marked ▶ (and bold,
 underlined); parts that hold a notice are marked ⚠; neither needs colour. When the
-buffer is taller than the screen the view follows the newest part and says how many
-lines are above and below. Keys: Enter, → or space next; ← or backspace back; Home, End;
+buffer is taller than the screen the view follows the newest part, its end (where the
+model goes on) at the bottom, and says how many lines are above and below. Keys: Enter, → or space next; ← or backspace back; Home, End;
 PgUp, PgDn, ↑, ↓ scroll (and the mouse wheel, where the terminal turns it into ↑ ↓);
 m shows what the step's call was sent, message by message, in place of the buffer (a chat
 run's; harness.render.sent); q quits and gives the terminal back as it was. Keys that
@@ -164,8 +164,9 @@ class Screen:
             facts = [*facts[: most - 1], Text("…", style="dim")]
         room = max(1, height - 5 - len(facts))  # besides header, legend, "above", blank, keys
         total = before + len(newest)
-        # Follow the newest part: its end at the bottom, or its start at the top if it is taller.
-        self._follow = max(0, min(total - room, before))
+        # Follow the newest part: the buffer's end at the bottom, always. (The start of a part
+        # taller than the screen would hide its end: at step 0, the question the model is given.)
+        self._follow = max(0, total - room)
         top = self._follow if self.top is None else max(0, min(self.top, max(0, total - room)))
         if self.top is not None:
             self.top = top

@@ -3,12 +3,13 @@
     model     ▶ Thought: Failing uploads often mean the storage quota is full. I
     model    ↪▶ should check it first.
                 ✂ cut by the stop sequence, never in the buffer: Observation: quota
-                  was fine, must be a network issue…
+             ↪    was fine, must be a network issue…
 
 A row too long for the screen is wrapped here, not by the terminal: each physical line
 repeats the author's name and the row's mark, a continuation marked ↪ in the author
 column, so no line of the screen is without its author. Notes about the buffer (what was
-cut, what the user was not shown) are set under the author column and keep that indent.
+cut, what the user was not shown) are set under the author column and keep that indent,
+their continuations marked ↪ in the same column.
 
 The lines of a frame do not depend on the frames after it (each frame starts its own
 row), so `BufferLines` makes each frame's lines once per width and a screen is a slice of
@@ -54,10 +55,13 @@ def row_lines(author, text: str, mark: str, extra: str, console: Console, width:
 
 
 def note_lines(message: str, console: Console, width: int) -> list[Text]:
-    """A line about the buffer that is not part of it, under the author column."""
+    """A line about the buffer that is not part of it, under the author column; a
+    continuation is marked ↪ in the column where a wrapped row's is, so no wrapped piece
+    (`withheld`, `action`) stands on a line of its own unmarked."""
     out = []
     for i, piece in enumerate(_fold(Text(for_terminal(message), style=NOTE_STYLE), console, width - PREFIX - 2)):
-        out.append(Text(" " * (PREFIX if i == 0 else PREFIX + 2)).append_text(piece))
+        head = " " * PREFIX if i == 0 else " " * WIDTH + "↪" + " " * (PREFIX + 1 - WIDTH)
+        out.append(Text(head).append_text(piece))
     return out
 
 
