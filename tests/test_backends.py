@@ -458,7 +458,24 @@ def test_a_count_endpoint_that_never_ends_costs_bounded_memory_and_time_and_no_c
         tracemalloc.stop()
     assert took < 3 and peak < 2_000_000
     if count.drip:  # it ran out of time: said, once
-        assert [n for n in model.notes if "token count" in n] == ["the server's token count (/extras/tokenize/count) did not answer in 1.5 s; this run's tokens are not counted"]
+        assert [n for n in model.notes if "token count" in n] == ["the server's token count (/extras/tokenize/count) did not answer in 1.5 s; some of this run's calls are not counted"]
+
+
+def test_a_count_that_comes_too_late_is_asked_again_and_every_run_that_lost_one_says_so(server):
+    """llama-cpp-python's server with --jobs 2 queues a count behind the other run's
+    completion: a count that does not come in time is dropped for that call, with a note in
+    that run's notes, and asked for again on the next call, never given up for the server."""
+    server.reply = Reply(chunks=sse(text("Hi"), text(".", "stop"), "[DONE]"))
+    server.extras_reply = Reply(chunks=[b'{"count": 17}'], stall=2.0)  # busy: later than the call's bound
+    first = ServerModel("m", server.url, max_seconds=1.0)
+    second = first.another()  # a batch's second run: the same server, its own notes
+    assert list(first.stream("Q\n", ())) == ["Hi", "."]  # its count did not come in time
+    assert list(second.stream("Q\n", ())) == ["Hi", "."]  # asked again, and late again
+    for model in (first, second):
+        assert [n for n in model.notes if "token count" in n] == ["the server's token count (/extras/tokenize/count) did not answer in 1 s; some of this run's calls are not counted"]
+    server.extras_reply = (200, {"count": 17})  # the server is free again
+    assert TokenUsage(17) in list(second.stream("Q\nQ\n", ()))
+    assert len(server.extras) == 3
 
 
 def test_waiting_for_a_server_whose_model_list_never_ends_is_bounded(server):

@@ -8,8 +8,11 @@ token counts, so `--cost` could only estimate. It does count on request, though:
 and it tokenizes that input exactly as it tokenizes a completion's prompt (special tokens
 parsed, BOS added). So a ServerModel whose first stream ended without counts asks there
 once; if the server answers, it asks before every later call (so a stream the loop closes
-early keeps its count), and if not, it never asks again. Once per server, not per run:
-the models of a batch's runs share their counter. Only the prompt is counted: the
+early keeps its count), and if it says it cannot count, it never asks again. Once per
+server, not per run: the models of a batch's runs share their counter. A count that does
+not come in time (a server busy with another run's completion queues it) is not a "no":
+that call's count is dropped with a note in its run's notes, and the next call asks again.
+A count may take as long as the call itself (--max-seconds). Only the prompt is counted: the
 completion's tokens are not known without the server's own count, and none is made up.
 """
 
@@ -55,13 +58,17 @@ class PromptCounter:
         return self.count(prompt, notes) if usage is None and self.state == "ask" else None
 
     def count(self, prompt: str, notes: list[str]) -> TokenUsage | None:
-        """The prompt's tokens, from the server, or None (and never asked again) if it cannot."""
+        """The prompt's tokens, from the server, or None: if it says it cannot count, it is
+        never asked again; if it did not answer in time, this call's count is dropped with a
+        note and the next call asks again."""
         try:
             status, body = read_bounded(self._client, "POST", self.url, self.seconds, 65536, json={"model": self.model, "input": prompt})
             data: Any = json.loads(body) if status == 200 else None
-        except httpx.TimeoutException:  # a server that stalls there: said once, never asked again
-            notes.append(f"the server's token count ({PATH}) did not answer in {self.seconds:g} s; this run's tokens are not counted")
-            data = None
+        except (httpx.TimeoutException, httpx.TransportError):  # busy or gone for now: not a "no"
+            note = f"the server's token count ({PATH}) did not answer in {self.seconds:g} s; some of this run's calls are not counted"
+            if note not in notes:
+                notes.append(note)
+            return None
         except (httpx.HTTPError, ValueError, RecursionError):
             data = None
         counted = wire.usage({"prompt_tokens": data.get("count")}, notes) if isinstance(data, dict) else None

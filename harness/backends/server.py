@@ -107,7 +107,7 @@ class ServerModel:
         limit = httpx.Timeout(min(timeout, max_seconds), connect=min(connect_timeout, max_seconds))
         pool = httpx.Limits(max_connections=connections, max_keepalive_connections=connections) if connections else None
         self._client = new_client(self.base_url, headers=headers, timeout=limit, **({"limits": pool} if pool else {}))
-        self._counter = None if self.chat else PromptCounter(self._client, self.base_url, model, min(10.0, max_seconds))
+        self._counter = None if self.chat else PromptCounter(self._client, self.base_url, model, max_seconds)
 
     def another(self) -> ServerModel:
         """A model of its own for another run on the same server: its own notes and its own
