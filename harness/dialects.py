@@ -70,11 +70,6 @@ def _starts_with(s: str, word: str, boundary: bool, complete: bool) -> bool | No
     return False
 
 
-def _by_first(markers: tuple[tuple[str, str, bool], ...]) -> dict[str, tuple[tuple[str, str, bool], ...]]:
-    firsts = dict.fromkeys(word[0] for _, word, _ in markers)  # (in order)
-    return {first: tuple(m for m in markers if m[1][0] == first) for first in firsts}
-
-
 class Dialect:
     """One text protocol. Subclasses set the patterns and the few strings code writes."""
 
@@ -83,7 +78,6 @@ class Dialect:
     expected_action: str
     _action: Lazy  # compiled (and regex loaded) only for a line too long for its re twin
     _markers: tuple[tuple[str, str, bool], ...] = (("answer", "Final Answer:", False), ("action", "Action", True))
-    _starting = _by_first(_markers)  # first character -> the markers that begin so (and for each subclass's own)
     close = ")"  # the bracket that ends a call's arguments
     _loose = lazy(
         r"^[ \t]*Action[ \t]*\d{0,6}[ \t]*:[ \t]*(?P<tool>[A-Za-z_][A-Za-z0-9_]{0,63})[ \t]*[(\[]"
@@ -95,7 +89,6 @@ class Dialect:
 
     def __init_subclass__(cls, **kwargs: Any) -> None:
         super().__init_subclass__(**kwargs)
-        cls._starting = _by_first(cls._markers)
         action = cls.__dict__.get("_action")
         # (read from the re twin, which has the same groups: checking costs no regex compile;
         # harness's own dialects are checked by tests/test_dialects.py, not at every start)
@@ -127,13 +120,8 @@ class Dialect:
     def line_kind(self, line: str, complete: bool) -> str | None:
         """'action', 'answer' or 'thinking' for a line; None while it cannot be told yet."""
         s = line.lstrip(" \t")
-        # Only the markers that begin with its first character (no marker: most lines,
-        # "Thought: ..."); a line of blanks so far could still become any of them.
-        for kind, word, boundary in self._starting.get(s[0], ()) if s else self._markers:
-            if len(s) > (n := len(word)):  # (_starts_with's usual case, written out: a call less a line)
-                verdict = s.startswith(word) and not (boundary and (s[n].isalnum() or s[n] == "_"))
-            else:
-                verdict = _starts_with(s, word, boundary, complete)
+        for kind, word, boundary in self._markers:
+            verdict = _starts_with(s, word, boundary, complete)
             if verdict is None:
                 return None
             if verdict:

@@ -44,7 +44,9 @@ from harness.notices import more_rejections, repeated_call
 from harness.model import Model, ModelError, ModelExhausted, TokenUsage
 from harness.prompts import Frames
 from harness.run_record import CallRecord, RunRecord
+from harness.governor import Governor
 from harness.reading import Canceled, read
+from harness.stop import StopScanner
 from harness.tools import Registry
 from harness.transcript import Author, Transcript
 from harness.unseen import unseen
@@ -252,6 +254,10 @@ def call_record(records: dict[tuple, CallRecord], *fields) -> CallRecord:
 Call = tuple[str, str, str, Round, int, "TokenUsage | None", "int | None"]
 
 
+def astuple_read(r):
+    return r.text, r.cut, r.decided, r.tokens, r.sent
+
+
 def complete(model: Model, step: int, setup: Setup, emit: Emit) -> Call:
     """One model call: chunks pass the stop scanner, then the lanes' gates, then the user."""
     stops = setup.dialect.stops(step) if setup.use_stop else ()
@@ -265,7 +271,8 @@ def complete(model: Model, step: int, setup: Setup, emit: Emit) -> Call:
     reads = getattr(model, "stream_spans", None) or getattr(model, "stream_buffer", None)
     chunks = reads(setup.transcript, told) if reads else model.stream(setup.transcript.text, told)
     try:
-        text, cut, decided, tokens, sent = read(chunks, stops, setup, emit if listening else None)
+        governor = Governor(setup.dialect, setup.tools, setup.question)
+        text, cut, decided, tokens, sent = astuple_read(read(chunks, StopScanner(stops), governor, setup.peek, emit if listening else None))
     finally:
         if (close := getattr(chunks, "close", None)) is not None:
             close()
