@@ -24,6 +24,7 @@ flight, not with the runs done.
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 import queue
 import threading
 from collections.abc import Callable, Iterator, Sequence
@@ -35,10 +36,9 @@ from harness import captured
 from harness.model import Model
 from harness.run_record import RunRecord
 from harness.scenario import Scenario
-from harness.values import value
 
 
-@value
+@dataclass(frozen=True, slots=True)
 class Job:
     name: str  # the scenario's file name without .toml: its transcript is <name>.txt
     scenario: Scenario | None
@@ -46,7 +46,7 @@ class Job:
     saved: Path | None = None  # or a saved transcript, to replay (`harness replay A B DIR`)
 
 
-@value
+@dataclass(frozen=True, slots=True)
 class Outcome:
     """One finished run, as the summary and the reports read it."""
 

@@ -14,7 +14,7 @@ import os
 import sys
 import time
 from collections.abc import Callable
-from dataclasses import replace
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated, Any
 
@@ -23,7 +23,6 @@ import typer
 from harness.cli_files import output_path
 from harness.cli_models import CallOptions, RunModels
 from harness.errors import HarnessError
-from harness.values import value
 
 if TYPE_CHECKING:  # imported when a batch runs: `harness --help` stays fast
     from harness.batch import Job, Outcome, Work, Wrap
@@ -40,7 +39,7 @@ FailOn = Annotated[
 ]
 
 
-@value
+@dataclass(frozen=True, slots=True)
 class Options:
     jobs: int = 1
     save_dir: Path | None = None

@@ -12,11 +12,11 @@ InterruptedModel wrap any model to show what a failing server or a Ctrl-C does t
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from collections.abc import Iterator, Sequence
 from typing import TYPE_CHECKING, Protocol
 
 from harness.errors import HarnessError
-from harness.values import value
 
 if TYPE_CHECKING:
     from harness.transcript import Transcript
@@ -30,7 +30,7 @@ class ModelExhausted(ModelError):
     """A scripted model has no completion left. Ends the run: model_exhausted."""
 
 
-@value(slots=False)  # public: its instances keep a __dict__, as a dataclass's do
+@dataclass(frozen=True)
 class TokenUsage:
     """What a backend that can count reports about one call, as an item of its stream
     (anywhere in it: the last one counts)."""
@@ -40,7 +40,7 @@ class TokenUsage:
     completion_tokens: int | None = None
 
 
-@value
+@dataclass(frozen=True, slots=True)
 class Sent:
     """What a chat backend says it sent, as the first item of its stream: the buffer as this
     many messages (harness.backends.messages). The run records it per call."""
@@ -62,7 +62,7 @@ class Model(Protocol):
     def stream(self, prompt: str, stop: Sequence[str]) -> Iterator[str | TokenUsage]: ...
 
 
-@value  # one per call: quick to build (harness.values), frozen all the same
+@dataclass(frozen=True, slots=True)
 class Call:
     prompt_chars: int  # how much of the buffer it was sent: every prompt is a prefix of the final buffer
     stop: tuple[str, ...]

@@ -27,6 +27,7 @@ never holds one. So an observation arrives as a turn of its own, as chat models 
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 import string
 from pathlib import Path
 from typing import NamedTuple
@@ -36,14 +37,13 @@ import tomli
 from harness.errors import TemplateError
 from harness.files import read_input, resolved
 from harness.patterns import lazy
-from harness.values import value
 
 NAME = lazy(r"[A-Za-z0-9][A-Za-z0-9_.-]{0,63}")  # read by re (.quick): one class, bounded
 FRAME_KEYS = ("before_code", "after_code", "cue")
 FRAME_MAX = 1_000  # characters of one frame string
 
 
-@value
+@dataclass(frozen=True, slots=True)
 class Frames:
     """The developer's text around code's turn; empty strings frame nothing (a plain template)."""
 

@@ -20,7 +20,7 @@ from __future__ import annotations
 
 import functools
 from collections.abc import Callable
-from dataclasses import replace
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import NamedTuple
 
@@ -37,7 +37,6 @@ from harness.run_record import RunRecord, load_record
 from harness.scenario import Scenario, find_scenario, load_scenario
 from harness.tools import Registry
 from harness.transcript import HEADER, Author, Transcript
-from harness.values import value
 from harness.workspace import Workspace
 
 
@@ -118,7 +117,7 @@ def run_scenario(
     return record.but(scenario=scenario, workspace=None if workspace is None else workspace.files, source=source)
 
 
-@value
+@dataclass(frozen=True, slots=True)
 class Replay:
     saved: str  # the file as it was
     record: RunRecord  # the run again (offline: with the recording's token counts)

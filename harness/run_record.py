@@ -18,7 +18,7 @@ and the field, never a crash later in a view.
 
 from __future__ import annotations
 
-from dataclasses import field, replace
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
@@ -28,10 +28,9 @@ from harness.patterns import lazy
 from harness.scenario import Scenario
 from harness.source import Source, from_meta
 from harness.transcript import Author, Transcript, dumps, loads
-from harness.values import value
 
 
-@value  # one per model call: quick to build (harness.values), frozen all the same
+@dataclass(frozen=True, slots=True)
 class CallRecord:
     cut: str = ""  # read from the model but kept out of the buffer
     cut_by: str = ""  # "stop" (a stop sequence), "prefix" (the prefix rule), or ""
@@ -54,7 +53,7 @@ class CallRecord:
         return out
 
 
-@value
+@dataclass(frozen=True, slots=True)
 class RunRecord:
     transcript: Transcript
     stop_reason: StopReason

@@ -20,7 +20,7 @@ prompt is harness.prompts; assembling a run from a scenario is harness.record.
 from __future__ import annotations
 
 import json
-from dataclasses import field, replace
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
@@ -35,13 +35,12 @@ from harness.prompts import data_dir
 from harness.tool_specs import ToolSpec, parse_tool
 from harness.tools import ToolError
 from harness.user_code import TOOL_NAME
-from harness.values import value
 from harness.workspace import TOOL_NAMES, check_path
 
 _LIMITS = Limits()
 
 
-@value(slots=False)  # public: its instances keep a __dict__, as a dataclass's do
+@dataclass(frozen=True)
 class Scenario:
     question: str
     completions: tuple[str, ...] = ()

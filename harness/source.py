@@ -25,14 +25,13 @@ import json
 import os
 import sys
 from collections.abc import Iterable
-from dataclasses import field, replace
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
 from harness.errors import HarnessError, TranscriptFormatError
 from harness.files import not_a_file
 from harness.patterns import lazy
-from harness.values import value
 
 ORIGINS = ("transcript", "root", "shipped")
 # What a run may change of its scenario (--max-steps, --no-stop, the endpoint it reached, a
@@ -44,7 +43,7 @@ _SHA = lazy(r"[0-9a-f]{64}")
 _SHIPPED = lazy(r"[A-Za-z0-9][A-Za-z0-9_.-]{0,63}")  # a shipped scenario's name: a file name, no path
 
 
-@value
+@dataclass(frozen=True, slots=True)
 class Source:
     scenario: str | None = None  # a path (relative to `origin`), or a shipped scenario's name
     origin: str = "root"  # written as "from"

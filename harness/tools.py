@@ -20,6 +20,7 @@ external tools such as a search engine or a quota API.
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 import ast
 import inspect
 import json
@@ -31,7 +32,6 @@ from typing import Any
 
 from harness import captured
 from harness.user_code import as_text, describe, message, tool_function, what_it_holds
-from harness.values import value
 
 TRAITS = ("exploration", "exploitation", "neutral", "unknown")
 
@@ -40,7 +40,7 @@ class ToolError(Exception):
     """What went wrong, in words the model can act on."""
 
 
-@value(slots=False)  # public: a frozen dataclass with a __dict__, as it always was (harness.values)
+@dataclass(frozen=True)
 class Tool:
     name: str
     description: str  # one line, shown to the model

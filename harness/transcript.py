@@ -26,6 +26,7 @@ What this module leaves out: rendering (see harness.render) and running anything
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 import json
 from collections.abc import Iterable, Iterator
 from enum import StrEnum
@@ -33,7 +34,6 @@ from typing import Any
 
 from harness.errors import TranscriptFormatError
 from harness.patterns import lazy
-from harness.values import value
 
 HEADER = "# harness transcript v1"
 # What a Windows checkout needs so that git keeps a transcript's bytes as committed:
@@ -46,7 +46,7 @@ class Author(StrEnum):
     CODE = "code"
 
 
-@value(slots=False)  # public: its instances keep a __dict__, as a dataclass's do
+@dataclass(frozen=True)
 class Span:
     author: Author
     text: str

@@ -18,13 +18,13 @@ never ended), and the detail says which bound and how to raise it.
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 import time
 
 from harness.model import ModelError
-from harness.values import value
 
 
-@value
+@dataclass(frozen=True, slots=True)
 class Bounds:
     max_tokens: int = 512  # asked of the model
     max_chars: int = 100_000  # characters of completion text read from one call
