@@ -22,9 +22,10 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
+import regex
+
 from harness.errors import HarnessError, TranscriptFormatError
 from harness.events import StopReason
-from harness.patterns import lazy
 from harness.scenario import Scenario
 from harness.source import Source, from_meta
 from harness.transcript import Author, Transcript, dumps, loads
@@ -158,7 +159,7 @@ def load_record(text: str, source: str = "<transcript>", base: Path | None = Non
     return RunRecord(transcript, StopReason(reason), answer, steps, detail, calls, scenario, source=source_, model=model)
 
 
-_STEP = lazy(r"[1-9][0-9]{0,8}")  # ASCII digits only: "²".isdigit() is true, int("²") fails
+_STEP = regex.compile(r"[1-9][0-9]{0,8}")  # ASCII digits only: "²".isdigit() is true, int("²") fails
 
 
 def _cuts(value: Any, model_calls: int, fail) -> dict[int, str]:

@@ -24,6 +24,7 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
+import regex
 import tomli
 
 from harness import prompts
@@ -200,7 +201,7 @@ def _parse(data: dict[str, Any], where: str, base: Path | None, check_files: boo
         except ToolError as e:
             raise fail("workspace", str(e)) from None
     for name in tools:
-        if not TOOL_NAME.quick.fullmatch(name):
+        if not TOOL_NAME.fullmatch(name):
             raise ScenarioError(f"{where}: tools", f"{name!r} is not a tool name (a letter or _, then letters, digits, _)")
         if name in TOOL_NAMES and workspace is None:
             raise fail(f"tools.{name}", "needs a [workspace] table of files to work on")

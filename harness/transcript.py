@@ -26,14 +26,15 @@ What this module leaves out: rendering (see harness.render) and running anything
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 import json
 from collections.abc import Iterable, Iterator
+from dataclasses import dataclass
 from enum import StrEnum
 from typing import Any
 
+import regex
+
 from harness.errors import TranscriptFormatError
-from harness.patterns import lazy
 
 HEADER = "# harness transcript v1"
 # What a Windows checkout needs so that git keeps a transcript's bytes as committed:
@@ -144,7 +145,7 @@ class Transcript:
 
 _WIDTH = 9  # len("developer")
 _AUTHORS = {f"{a.value:<{_WIDTH}}": a for a in Author}  # "model    " -> Author.MODEL
-_KEY = lazy(r"[a-z_][a-z0-9_]{0,63}")
+_KEY = regex.compile(r"[a-z_][a-z0-9_]{0,63}")
 
 
 def split_lines(text: str) -> list[str]:

@@ -25,16 +25,10 @@ what they are and are never changed.
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
-
-from harness.patterns import lazy
-
-if TYPE_CHECKING:
-    import regex
+import regex
 
 # <|name|> with a bounded name of no bars, brackets or spaces; or one of a few literals.
 # Every alternative starts with a literal and has only bounded repeats: linear, whatever the text.
-# (\s is written out as regex reads it: re's also takes \x1c-\x1f, and neutralise uses re's twin.)
 _SPACE = r"\t-\r \x85\xa0\u1680\u2000-\u200a\u2028\u2029\u202f\u205f\u3000"
 _BARRED = rf"<\|(?P<name>[^|<>{_SPACE}]{{1,64}})\|>"
 _WORDS = (
@@ -46,14 +40,14 @@ _WORDS = (
 )
 # DeepSeek's own: fullwidth bars, words joined by U+2581 (<｜end▁of▁sentence｜>, <｜User｜>).
 _WIDE = rf"<\uff5c(?P<wide>[^\uff5c<>{_SPACE}]{{1,64}})\uff5c>"
-PATTERN = lazy(rf"{_BARRED}|{_WIDE}|<(?P<word>{_WORDS})>|\[(?P<inst>/?INST)\]")
+PATTERN = regex.compile(rf"{_BARRED}|{_WIDE}|<(?P<word>{_WORDS})>|\[(?P<inst>/?INST)\]")
 
 
 def neutralise(text: str) -> str:
     """`text` with every control-token string broken visibly (see the module docstring)."""
     if "<" not in text and "[" not in text:  # every control token starts with one of them
         return text
-    return PATTERN.quick.sub(_break, text)  # (re's twin: linear on any text, no timeout needed)
+    return PATTERN.sub(_break, text)  # (linear on any text: no timeout needed)
 
 
 def _break(match: regex.Match[str]) -> str:

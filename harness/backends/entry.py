@@ -31,7 +31,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 
-from harness.patterns import lazy
+import regex
 
 MASK = "***"
 MIN_SECRET = 4
@@ -41,7 +41,7 @@ PLACEHOLDER_KEYS = frozenset(
      "not-needed", "placeholder", "changeme", "password", "secret", "sk-no-key-required", "sk-xxx")
 )  # compared without case
 REPLACEMENT = "\ufffd"  # what a lone surrogate becomes
-_SURROGATE = lazy(r"[\ud800-\udfff]")
+_SURROGATE = regex.compile(r"[\ud800-\udfff]")
 
 
 def encodable(text: str) -> str:
