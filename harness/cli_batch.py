@@ -26,6 +26,7 @@ from harness.errors import HarnessError
 
 if TYPE_CHECKING:  # imported when a batch runs: `harness --help` stays fast
     from harness.batch import Job, Outcome, Work, Wrap
+    from harness.model import Model
 
 INTERRUPTED = 130
 
@@ -159,7 +160,6 @@ def worker(options: Options, root: Path, models: RunModels) -> Work:
                 record = run_scenario(spec, model=live, peek=options.peek, root=root, wrap=wrap)
             seconds = time.perf_counter() - start
             if live is not None:
-                record = record.but(model=options.model)
                 say_notes(job.name, live)
             saved = None
             if options.save_dir is not None:
@@ -173,11 +173,11 @@ def worker(options: Options, root: Path, models: RunModels) -> Work:
     return work
 
 
-def say_notes(name: str, model: object) -> None:
+def say_notes(name: str, model: Model | None) -> None:
     """What a run's model dropped on arrival, as a single run says it, named by its run."""
     from harness.batch_report import one_line
 
-    for note in getattr(model, "notes", ()):
+    for note in model.notes if model is not None else ():
         typer.echo(f"note: {one_line(name)}: {one_line(note)}", err=True)
 
 

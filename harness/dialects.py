@@ -3,7 +3,7 @@
 A dialect owns its regexes and its stop sequences; nothing else in the harness parses
 model text. Model output is untrusted input, so every pattern is anchored to a line,
 bounded in length, kept to one line (a hallucinated `Observation:` on the next line can
-never be swallowed into the arguments), and run with a timeout.
+never be swallowed into the arguments), and run with a timeout on a long line.
 
     default       seed 002:      Action: tool(args)       stop "Observation:"       Final Answer: ...
     react-paper   the paper's:   Action 1: Search[args]   stop "\\nObservation 1:"   Finish[answer]
@@ -32,11 +32,14 @@ from harness.errors import HarnessError
 
 
 _TIMEOUT = 0.25  # seconds; a match that takes longer is treated as no match
+_UNTIMED = 1_000  # characters: a line this short cannot come near the timeout, whatever it holds
 
 
 def _match(pattern: regex.Pattern[str], text: str) -> regex.Match[str] | None:
     """`pattern` at the start of `text`: one line (or, for react-paper's answer, a lane whose
-    first line is the call), with a timeout, since the text is the model's."""
+    first line is the call); a long one with a timeout, since the text is the model's."""
+    if len(text) <= _UNTIMED:
+        return pattern.match(text)
     try:
         return pattern.match(text, timeout=_TIMEOUT)
     except TimeoutError:

@@ -98,13 +98,16 @@ class Governor:
                 self._reject_prefix(self._head)
                 return ""
             chunk, self._head = self._head, None
-        outs, start = [], 0  # line by line, each piece ending with its newline (the last one may not)
-        while stop := chunk.find("\n", start) + 1:
-            outs.append(self._take(chunk[start:stop], True))
-            start = stop
-        if start < len(chunk):
-            outs.append(self._take(chunk[start:], False))
-        out = "".join(outs)
+        if "\n" not in chunk:  # part of one line
+            out = self._take(chunk, False) if chunk else ""
+        else:  # line by line, each piece ending with its newline (the last one may not)
+            outs, start = [], 0
+            while stop := chunk.find("\n", start) + 1:
+                outs.append(self._take(chunk[start:stop], True))
+                start = stop
+            if start < len(chunk):
+                outs.append(self._take(chunk[start:], False))
+            out = "".join(outs)
         if out:
             self.shown.append(out)
         return out
@@ -257,8 +260,8 @@ class Governor:
                 return self._judge(line)
             out = self._open(kind, self.line)
             self.line = ""
-        else:
-            out = self._seen(lane.push(piece))
+        elif out := lane.push(piece):
+            self.shown_end = self.read_chars
         return out + self._end_line() if ended else out
 
     def _seen(self, out: str) -> str:

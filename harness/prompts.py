@@ -27,33 +27,20 @@ never holds one. So an observation arrives as a turn of its own, as chat models 
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 import string
 from pathlib import Path
 from typing import NamedTuple
 
-import tomli
-
 import regex
+import tomli
 
 from harness.errors import TemplateError
 from harness.files import read_input, resolved
+from harness.transcript import Frames  # (the buffer's: the loop writes them)
 
 NAME = regex.compile(r"[A-Za-z0-9][A-Za-z0-9_.-]{0,63}")
 FRAME_KEYS = ("before_code", "after_code", "cue")
 FRAME_MAX = 1_000  # characters of one frame string
-
-
-@dataclass(frozen=True, slots=True)
-class Frames:
-    """The developer's text around code's turn; empty strings frame nothing (a plain template)."""
-
-    before_code: str = ""  # after the model's text, before code's first line
-    after_code: str = ""  # after code's last line, before the model is called again
-    cue: str = ""  # written after `after_code`: the start of the model's next turn
-
-    def __bool__(self) -> bool:
-        return bool(self.before_code or self.after_code or self.cue)
 
 
 class Filled(NamedTuple):

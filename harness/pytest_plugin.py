@@ -159,8 +159,7 @@ class TranscriptItem(pytest.Item):
         from harness.record import record_again
 
         model = _recording_model(self.config)
-        spec = self.config.getoption("harness_record")
-        fresh = record_again(text, self.source, self.path, self.config.rootpath, model, "" if spec == "scripted" else spec)
+        fresh = record_again(text, self.source, self.path, self.config.rootpath, model)
         if fresh != text:
             _rewrite(self.path, fresh, self.source)
             self.user_properties.append((_REWROTE, self.source))

@@ -46,32 +46,28 @@ class Canceled(Exception):
 def read(chunks: Iterable[object], scanner: StopScanner, governor: Governor, peek: int, emit: Emit | None) -> Read:
     """All of one completion (`emit` None: nobody listens, no TextDelta is made)."""
 
-    def show(text: str) -> None:
-        if text and emit is not None:
-            emit(TextDelta(text))
-
     tokens, sent = None, None
     try:
         try:
             for chunk in chunks:
-                if isinstance(chunk, TokenUsage):
-                    tokens = chunk
-                elif isinstance(chunk, Sent):
-                    sent = chunk.messages
+                if not isinstance(chunk, str):  # the model's counts, or a chat call's messages
+                    tokens, sent = (chunk, sent) if isinstance(chunk, TokenUsage) else (tokens, chunk.messages)
                 elif scanner.stopped:  # peeking: read past the cut only to show what it prevented
                     scanner.feed(chunk)
                     if 0 <= peek <= scanner.cut_chars - len(scanner.matched or ""):
                         break
                 else:
-                    show(governor.feed(scanner.feed(chunk)))
+                    if (shown := governor.feed(scanner.feed(chunk))) and emit is not None:
+                        emit(TextDelta(shown))
                     if governor.stopped or (scanner.stopped and peek == 0):
                         break  # a server that ignored `stop`, or a reply already rejected, is not read further
         except ModelError:
             if not (peek > 0 and scanner.stopped):
                 raise
-        if not governor.stopped:
-            show(governor.feed(scanner.finish()))  # the tail the scanner held back
-            show(governor.finish())  # the last line, judged
+        if not governor.stopped:  # the tail the scanner held back, then the last line, judged
+            shown = governor.feed(scanner.finish()) + governor.finish()
+            if shown and emit is not None:
+                emit(TextDelta(shown))
     except KeyboardInterrupt:
         # Keep the completion up to the last character the user saw.
         raise Canceled(governor.text[: governor.shown_end]) from None

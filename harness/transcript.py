@@ -53,6 +53,19 @@ class Span:
     text: str
 
 
+@dataclass(frozen=True, slots=True)
+class Frames:
+    """The developer's text around code's turn (a chat template's, harness.prompts); empty
+    strings frame nothing (a plain template)."""
+
+    before_code: str = ""  # after the model's text, before code's first line
+    after_code: str = ""  # after code's last line, before the model is called again
+    cue: str = ""  # written after `after_code`: the start of the model's next turn
+
+    def __bool__(self) -> bool:
+        return bool(self.before_code or self.after_code or self.cue)
+
+
 class Transcript:
     """Append-only spans; `text` is their plain concatenation (the buffer).
 

