@@ -34,7 +34,7 @@ _WHERE = {
     "Transcript": "harness.transcript",
     "find_scenario": "harness.scenario",
     "from_function": "harness.tools",
-    "load_record": "harness.run_record",
+    "load_record": "harness.saved",
     "load_scenario": "harness.scenario",
     "replay": "harness.record",
     "run_scenario": "harness.record",
@@ -47,7 +47,8 @@ if TYPE_CHECKING:
     from harness.limits import Limits
     from harness.model import Model, ModelError, ScriptedModel, TokenUsage
     from harness.record import replay, run_scenario
-    from harness.run_record import CallRecord, RunRecord, load_record
+    from harness.run_record import CallRecord, RunRecord
+    from harness.saved import load_record
     from harness.scenario import Scenario, find_scenario, load_scenario
     from harness.tools import Tool, ToolError, from_function
     from harness.transcript import Author, Span, Transcript

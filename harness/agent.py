@@ -19,21 +19,19 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import asdict, dataclass, field
-from pathlib import Path
 from typing import Any
 
 from harness import prompts
 from harness import source as sources
 from harness.dialects import get_dialect
 from harness.errors import HarnessError
-from harness.events import StopReason
 from harness.limits import Limits
 from harness.loop import Emit, Setup, nobody, run
-from harness.model import FailingModel, InterruptedModel, Model, ScriptedModel
+from harness.model import Model
 from harness.run_record import RunRecord
 from harness.tools import Registry, Tool, from_function
 from harness.transcript import Author, Transcript
-from harness.user_code import import_object, tool_function
+from harness.user_code import tool_function
 
 
 @dataclass
@@ -66,16 +64,14 @@ class Agent:
         filled = prompts.fill(self.prompt, variables, "Agent.prompt")
         buffer = Transcript()
         buffer.append(Author.DEVELOPER, filled.text)
-        return Setup(buffer, dialect, tools, self.limits, frames=filled.frames, question=question)
+        source = None if self.source is None else sources.Source(agent=self.source, question=question, sha256=self.fingerprint())
+        return Setup(buffer, dialect, tools, self.limits, frames=filled.frames, question=question, source=source)
 
     def registry(self) -> Registry:
         return Registry(t if isinstance(t, Tool) else from_function(t) for t in self.tools)
 
     def run(self, question: str, model: Model, emit: Emit = nobody) -> RunRecord:
-        record = run(self.setup(question), model, emit)
-        if self.source is None:
-            return record
-        return record.but(source=sources.Source(agent=self.source, question=question, sha256=self.fingerprint()))
+        return run(self.setup(question), model, emit)
 
     def fingerprint(self) -> str:
         """sha256 of what a run is built from: the prompt, dialect, limits, and each tool with its module."""
@@ -83,31 +79,3 @@ class Agent:
         lines = sources.canonical([[t.name, t.description, t.params, t.trait] for t in tools])
         modules = [sources.module_bytes(t.fn) for t in tools]
         return sources.fingerprint([self.prompt, self.dialect, sources.canonical(asdict(self.limits)), lines, *modules])
-
-
-def replay_agent(saved: RunRecord, where: str, emit: Emit, model: Model | None, root: Path) -> RunRecord:
-    """The agent the file names, imported as it is now, run on the recorded turns (or `model`)."""
-    agent = _imported(saved, where, root)
-    if model is None:
-        from harness.record import turns_of
-
-        model = ScriptedModel(turns_of(saved), watched=emit is not nobody)
-        if saved.stop_reason is StopReason.MODEL_ERROR:  # the recording's model failed there: so does the replay
-            model = FailingModel(model, saved.steps + 1, saved.detail)
-        elif saved.stop_reason is StopReason.CANCELED and saved.transcript.last_author is Author.MODEL:
-            model = InterruptedModel(model, saved.steps, len(saved.transcript.spans[-1].text))
-    return agent.run(saved.source.question, model, emit)
-
-
-def record_agent(saved: RunRecord, where: str, model: Model | None, root: Path) -> RunRecord:
-    """The agent the file names, run again on a live `model` (an Agent has no script of its own)."""
-    if model is None:
-        raise HarnessError(f"{where}: metadata source.agent", "an Agent has no script of its own: record it with a live model")
-    return _imported(saved, where, root).run(saved.source.question, model)
-
-
-def _imported(saved: RunRecord, where: str, root: Path) -> Agent:
-    agent = import_object(saved.source.agent, root, f"{where}: metadata source.agent")
-    if not isinstance(agent, Agent):
-        raise HarnessError(f"{where}: metadata source.agent", f"{saved.source.agent!r} is a {type(agent).__name__}, not an Agent")
-    return agent

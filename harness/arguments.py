@@ -20,7 +20,8 @@ import json
 import warnings
 from typing import Any
 
-from harness.patterns import lazy
+import regex
+
 
 ARGS_MAX = 100_000  # characters of arguments on one Action line (a file written whole fits)
 _JSON_STARTS = frozenset('{["-0123456789tfnNI')  # a JSON value begins with one of these (NaN, Infinity too)
@@ -119,8 +120,8 @@ def _literal(node: ast.AST, depth: int = 0) -> Any:
 
 
 _TOKENS = {  # what split_call reads: a quoted string (whole), a quote that never closes, a bracket
-    ")": lazy(r"""'[^']*'|"[^"]*"|['"]|[()]"""),
-    "]": lazy(r"""'[^']*'|"[^"]*"|['"]|[\[\]]"""),
+    ")": regex.compile(r"""'[^']*'|"[^"]*"|['"]|[()]"""),
+    "]": regex.compile(r"""'[^']*'|"[^"]*"|['"]|[\[\]]"""),
 }
 
 

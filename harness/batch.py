@@ -24,21 +24,22 @@ flight, not with the runs done.
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 import queue
 import threading
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Generator, Iterable, Iterator, Sequence
 from concurrent.futures import Future, ThreadPoolExecutor
 from pathlib import Path
 from typing import Any
 
 from harness import captured
-from harness.model import Model
+from harness.model import Around, Model
 from harness.run_record import RunRecord
 from harness.scenario import Scenario
-from harness.values import value
+from harness.transcript import Transcript
 
 
-@value
+@dataclass(frozen=True, slots=True)
 class Job:
     name: str  # the scenario's file name without .toml: its transcript is <name>.txt
     scenario: Scenario | None
@@ -46,7 +47,7 @@ class Job:
     saved: Path | None = None  # or a saved transcript, to replay (`harness replay A B DIR`)
 
 
-@value
+@dataclass(frozen=True, slots=True)
 class Outcome:
     """One finished run, as the summary and the reports read it."""
 
@@ -103,7 +104,7 @@ def run_all(
     stop = threading.Event()
 
     def wrap(model: Model) -> Model:
-        return cancelable(model, stop)
+        return Cancelable(model, stop)
 
     def one(job: Job) -> Outcome | None:
         if stop.is_set():  # Ctrl-C came while it waited for a thread
@@ -153,23 +154,17 @@ def run_all(
     return outcomes, interrupted
 
 
-def cancelable(model: Model, stop: threading.Event) -> Model:
-    """`model`, whose streams raise KeyboardInterrupt once `stop` is set (a chat endpoint
-    stays one, and a script is still sent the buffer, not its text: the loop asks for
-    `stream_spans` and `stream_buffer` by name)."""
-    if hasattr(model, "stream_spans"):
-        return CancelableChat(model, stop)
-    return CancelableBuffer(model, stop) if hasattr(model, "stream_buffer") else Cancelable(model, stop)
+class Cancelable(Around):
+    """`model`, whose calls raise KeyboardInterrupt once `stop` is set."""
 
-
-class Cancelable:
     def __init__(self, model: Model, stop: threading.Event) -> None:
-        self.model, self.stop = model, stop
+        super().__init__(model)
+        self.stop = stop
 
-    def stream(self, prompt: str, stop: Sequence[str]) -> Iterator[Any]:
-        return self._watch(self.model.stream(prompt, stop))  # the call starts (or fails) as it would
+    def send(self, buffer: Transcript, stop: Sequence[str]) -> Iterator[Any]:
+        return self._watch(self.model.send(buffer, stop))  # the call starts (or fails) as it would
 
-    def _watch(self, chunks: Iterator[Any]) -> Iterator[Any]:
+    def _watch(self, chunks: Iterable[Any]) -> Iterator[Any]:
         try:
             if self.stop.is_set():  # a call that starts after Ctrl-C: canceled before its first chunk
                 raise KeyboardInterrupt
@@ -182,14 +177,5 @@ class Cancelable:
                 raise KeyboardInterrupt from None
             raise
         finally:
-            getattr(chunks, "close", lambda: None)()
-
-
-class CancelableChat(Cancelable):
-    def stream_spans(self, transcript: Any, stop: Sequence[str]) -> Iterator[Any]:
-        return self._watch(self.model.stream_spans(transcript, stop))  # type: ignore[attr-defined]
-
-
-class CancelableBuffer(Cancelable):
-    def stream_buffer(self, buffer: Any, stop: Sequence[str]) -> Iterator[Any]:
-        return self._watch(self.model.stream_buffer(buffer, stop))  # type: ignore[attr-defined]
+            if isinstance(chunks, Generator):
+                chunks.close()

@@ -14,7 +14,7 @@ import os
 import sys
 import time
 from collections.abc import Callable
-from dataclasses import replace
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated, Any
 
@@ -23,10 +23,10 @@ import typer
 from harness.cli_files import output_path
 from harness.cli_models import CallOptions, RunModels
 from harness.errors import HarnessError
-from harness.values import value
 
 if TYPE_CHECKING:  # imported when a batch runs: `harness --help` stays fast
     from harness.batch import Job, Outcome, Work, Wrap
+    from harness.model import Model
 
 INTERRUPTED = 130
 
@@ -40,7 +40,7 @@ FailOn = Annotated[
 ]
 
 
-@value
+@dataclass(frozen=True, slots=True)
 class Options:
     jobs: int = 1
     save_dir: Path | None = None
@@ -160,7 +160,6 @@ def worker(options: Options, root: Path, models: RunModels) -> Work:
                 record = run_scenario(spec, model=live, peek=options.peek, root=root, wrap=wrap)
             seconds = time.perf_counter() - start
             if live is not None:
-                record = record.but(model=options.model)
                 say_notes(job.name, live)
             saved = None
             if options.save_dir is not None:
@@ -174,11 +173,11 @@ def worker(options: Options, root: Path, models: RunModels) -> Work:
     return work
 
 
-def say_notes(name: str, model: object) -> None:
+def say_notes(name: str, model: Model | None) -> None:
     """What a run's model dropped on arrival, as a single run says it, named by its run."""
     from harness.batch_report import one_line
 
-    for note in getattr(model, "notes", ()):
+    for note in model.notes if model is not None else ():
         typer.echo(f"note: {one_line(name)}: {one_line(note)}", err=True)
 
 

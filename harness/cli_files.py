@@ -61,7 +61,7 @@ def output_path(value: str | Path) -> Path:
 def saved_run(path: Path) -> RunRecord:
     """A saved transcript, read and checked; any problem is one line naming the file."""
     from harness.record import read_text
-    from harness.run_record import load_record
+    from harness.saved import load_record
 
     with scenario_hint(path):
         return load_record(read_text(path), str(path))  # everything to show is in the file

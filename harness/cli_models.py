@@ -46,7 +46,7 @@ class RunModels:
     def __init__(self, spec: str | None, base_url: str | None, options: CallOptions, jobs: int, runs: int | None = None) -> None:
         self.first = live_model_from(spec, base_url, options, connections=jobs)
         self._idle: queue.SimpleQueue[Any] = queue.SimpleQueue()
-        if self.first is not None and not hasattr(self.first, "another"):
+        if self.first is not None and not self.first.serves_many:
             self._idle.put(self.first)
             for _ in range(min(jobs, runs if runs is not None else jobs) - 1):
                 self._idle.put(live_model_from(spec, base_url, options))
@@ -55,22 +55,24 @@ class RunModels:
     def one(self) -> Iterator[Any]:
         if self.first is None:
             yield None
-        elif another := getattr(self.first, "another", None):
-            yield another()
+        elif self.first.serves_many:
+            yield self.first.another()
         else:
             model = self._idle.get()
             try:
-                getattr(model, "reset", lambda: None)()
+                model.reset()
                 yield model
             finally:
                 self._idle.put(model)
 
     def interrupt(self) -> None:
         """Ctrl-C in a batch: a server's calls in flight end now, and a wait for it stops."""
-        getattr(self.first, "interrupt", lambda: None)()
+        if self.first is not None:
+            self.first.interrupt()
 
     def close(self) -> None:
-        getattr(self.first, "close", lambda: None)()
+        if self.first is not None:
+            self.first.close()
 
 
 MODEL_FAILED = 3  # the exit code of a run that ended in model_error: a live model or server failed
@@ -87,7 +89,7 @@ def tell_stderr(record: RunRecord, model: Any) -> None:
     arrival, are said on stderr: a CI log shows them even when stdout is the transcript."""
     from harness.escape import for_terminal
 
-    for note in getattr(model, "notes", ()):
+    for note in model.notes if model is not None else ():
         typer.echo(f"note: {for_terminal(note)}", err=True)
     if record.stop_reason == "model_error" and model is not None:
         typer.echo(f"error: model_error: {for_terminal(record.detail)}", err=True)

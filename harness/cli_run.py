@@ -116,8 +116,6 @@ def run(
     if live_model is not None and not sys.stderr.isatty():
         emit = call_lines(emit)
     record = run_scenario(spec, emit, live_model, peek or 0, Path.cwd())
-    if live_model is not None:
-        record = record.but(model=model)  # a fact of the recording: which model made it
     tell_stderr(record, live_model)
     if target is not None:  # the scenario named relative to the saved file, which replay finds it by
         record = record.placed(target)

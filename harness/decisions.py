@@ -7,18 +7,16 @@
 
 These are plain frozen values with no behaviour, so the loop, the run record and every
 view can import them without pulling in the reader (harness.governor) itself. A reply
-makes several of them; `@value` (harness.values) only makes them quicker to build.
+makes several of them.
 """
 
 from __future__ import annotations
 
-from dataclasses import field
+from dataclasses import dataclass, field
 from typing import Any
 
-from harness.values import value
 
-
-@value
+@dataclass(frozen=True, slots=True)
 class Action:
     tool: str
     args: tuple[Any, ...] = ()
@@ -26,7 +24,7 @@ class Action:
     raw: str = ""  # the arguments as the model wrote them
 
 
-@value
+@dataclass(frozen=True, slots=True)
 class Rejection:
     code: str  # stable: protocol_violation.no_action, gate.incompatible_action, ...
     message: str
@@ -35,7 +33,7 @@ class Rejection:
     violations: tuple[str, ...] = ()
 
 
-@value
+@dataclass(frozen=True, slots=True)
 class Lane:
     index: int  # order of appearance in the completion, from 0
     kind: str  # thinking | action | answer
@@ -44,7 +42,7 @@ class Lane:
     text: str  # all the model wrote in it, shown or not
 
 
-@value
+@dataclass(frozen=True, slots=True)
 class Round:
     lanes: tuple[Lane, ...] = ()
     actions: tuple[tuple[int, Action], ...] = ()  # (Action line number, action), accepted, in order

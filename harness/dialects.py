@@ -3,8 +3,7 @@
 A dialect owns its regexes and its stop sequences; nothing else in the harness parses
 model text. Model output is untrusted input, so every pattern is anchored to a line,
 bounded in length, kept to one line (a hallucinated `Observation:` on the next line can
-never be swallowed into the arguments), and run with a timeout (on lines too long to
-match in well under a millisecond; on a short line the timer costs more than the match).
+never be swallowed into the arguments), and run with a timeout on a long line.
 
     default       seed 002:      Action: tool(args)       stop "Observation:"       Final Answer: ...
     react-paper   the paper's:   Action 1: Search[args]   stop "\\nObservation 1:"   Finish[answer]
@@ -23,39 +22,28 @@ harness.governor reads a completion line by line with these rules, live or whole
 from __future__ import annotations
 
 import json
-import re
-from typing import TYPE_CHECKING, Any
+from typing import Any
+
+import regex
 
 from harness.arguments import ARGS_MAX, parse_args
 from harness.decisions import Action
 from harness.errors import HarnessError
-from harness.patterns import Lazy, lazy
 
-if TYPE_CHECKING:
-    import regex
 
 _TIMEOUT = 0.25  # seconds; a match that takes longer is treated as no match
-_UNTIMED = 1_000  # characters: a line this short matches in under a millisecond, whatever it holds
+_UNTIMED = 1_000  # characters: a line this short cannot come near the timeout, whatever it holds
 
 
-def _match(pattern: Lazy, text: str) -> re.Match[str] | regex.Match[str] | None:
+def _match(pattern: regex.Pattern[str], text: str) -> regex.Match[str] | None:
     """`pattern` at the start of `text`: one line (or, for react-paper's answer, a lane whose
-    first line is the call). A search would try the anchor again at every character, which on
-    a 100,000-character line costs a hundred times what one try does."""
-    if len(text) <= _UNTIMED:  # the timer costs more than the match itself; nothing to guard here
-        return pattern.quick.match(text)
+    first line is the call); a long one with a timeout, since the text is the model's."""
+    if len(text) <= _UNTIMED:
+        return pattern.match(text)
     try:
         return pattern.match(text, timeout=_TIMEOUT)
     except TimeoutError:
         return None
-
-
-def _quick(pattern: Lazy) -> re.Pattern[str]:
-    """The same pattern compiled by the standard library's re, for a line too short to need
-    regex's timeout: re's call costs about a third of regex's (3,400 machine instructions
-    against 9,000 on a 22-character Action line), and on these patterns (plain
-    classes, bounded repeats, `$` per line) both match the same (tests/test_dialects.py)."""
-    return pattern.quick
 
 
 def _starts_with(s: str, word: str, boundary: bool, complete: bool) -> bool | None:
@@ -70,22 +58,16 @@ def _starts_with(s: str, word: str, boundary: bool, complete: bool) -> bool | No
     return False
 
 
-def _by_first(markers: tuple[tuple[str, str, bool], ...]) -> dict[str, tuple[tuple[str, str, bool], ...]]:
-    firsts = dict.fromkeys(word[0] for _, word, _ in markers)  # (in order)
-    return {first: tuple(m for m in markers if m[1][0] == first) for first in firsts}
-
-
 class Dialect:
     """One text protocol. Subclasses set the patterns and the few strings code writes."""
 
     name: str
     expected: str  # the exact format, quoted in notices
     expected_action: str
-    _action: Lazy  # compiled (and regex loaded) only for a line too long for its re twin
+    _action: regex.Pattern[str]  # exactly the groups (tool, args)
     _markers: tuple[tuple[str, str, bool], ...] = (("answer", "Final Answer:", False), ("action", "Action", True))
-    _starting = _by_first(_markers)  # first character -> the markers that begin so (and for each subclass's own)
     close = ")"  # the bracket that ends a call's arguments
-    _loose = lazy(
+    _loose = regex.compile(
         r"^[ \t]*Action[ \t]*\d{0,6}[ \t]*:[ \t]*(?P<tool>[A-Za-z_][A-Za-z0-9_]{0,63})[ \t]*[(\[]"
         rf"(?P<rest>[^\r\n]{{0,{ARGS_MAX}}})",
     )
@@ -95,11 +77,8 @@ class Dialect:
 
     def __init_subclass__(cls, **kwargs: Any) -> None:
         super().__init_subclass__(**kwargs)
-        cls._starting = _by_first(cls._markers)
         action = cls.__dict__.get("_action")
-        # (read from the re twin, which has the same groups: checking costs no regex compile;
-        # harness's own dialects are checked by tests/test_dialects.py, not at every start)
-        if action is not None and cls.__module__ != __name__ and (action.quick.groups, dict(action.quick.groupindex)) != (2, {"tool": 1, "args": 2}):
+        if action is not None and (action.groups, dict(action.groupindex)) != (2, {"tool": 1, "args": 2}):
             raise TypeError(f"{cls.__name__}._action must have exactly the groups (tool, args), in that order")
 
     def stops(self, step: int) -> tuple[str, ...]:
@@ -127,13 +106,8 @@ class Dialect:
     def line_kind(self, line: str, complete: bool) -> str | None:
         """'action', 'answer' or 'thinking' for a line; None while it cannot be told yet."""
         s = line.lstrip(" \t")
-        # Only the markers that begin with its first character (no marker: most lines,
-        # "Thought: ..."); a line of blanks so far could still become any of them.
-        for kind, word, boundary in self._starting.get(s[0], ()) if s else self._markers:
-            if len(s) > (n := len(word)):  # (_starts_with's usual case, written out: a call less a line)
-                verdict = s.startswith(word) and not (boundary and (s[n].isalnum() or s[n] == "_"))
-            else:
-                verdict = _starts_with(s, word, boundary, complete)
+        for kind, word, boundary in self._markers:
+            verdict = _starts_with(s, word, boundary, complete)
             if verdict is None:
                 return None
             if verdict:
@@ -175,10 +149,10 @@ class DefaultDialect(Dialect):
     name = "default"
     expected_action = "`Action: tool_name(arguments)`"
     expected = "`Action: tool_name(arguments)` or `Final Answer: your answer`, on a line of its own"
-    _action = lazy(
+    _action = regex.compile(
         r"^[ \t]*Action:[ \t]*(?P<tool>[A-Za-z_][A-Za-z0-9_]{0,63})[ \t]*"
         rf"\((?P<args>[^\r\n]{{0,{ARGS_MAX}}}?)\)[ \t]*\r?$",
-        re.MULTILINE,
+        regex.MULTILINE,
     )
 
     def stops(self, step: int) -> tuple[str, ...]:
@@ -196,10 +170,10 @@ class ReactPaperDialect(Dialect):
     expected_action = "`Action k: Tool[argument]`"
     expected = "`Action k: Tool[argument]` on a line of its own, or `Action k: Finish[your answer]`"
     _markers = (("action", "Action", True),)
-    _action = lazy(
+    _action = regex.compile(
         r"^[ \t]*Action[ \t]*\d{1,6}[ \t]*:[ \t]*(?P<tool>[A-Za-z_][A-Za-z0-9_]{0,63})"
         rf"\[(?P<args>[^\r\n]{{0,{ARGS_MAX}}}?)\][ \t]*\r?$",
-        re.MULTILINE,
+        regex.MULTILINE,
     )
 
     def stops(self, step: int) -> tuple[str, ...]:

@@ -19,7 +19,8 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from harness.patterns import lazy
+import regex
+
 
 # Terminal: "\n" ends a row and "\t" only moves right (rich expands it), so both stay.
 # Every other C0 character and DEL become Unicode control pictures (ESC -> ␛, CR -> ␍),
@@ -42,7 +43,7 @@ _SCRIPT_JSON = {c: f"\\u{c:04x}" for c in (*map(ord, "<>&\u2028\u2029"), 0x7F, *
 
 # A lone surrogate is not text: no output can encode it. One comes from a file name that is
 # not UTF-8 (Python holds its byte 0xff as "\udcff"), and is shown as that byte: \xff.
-_SURROGATE = lazy(r"[\ud800-\udfff]")
+_SURROGATE = regex.compile(r"[\ud800-\udfff]")
 
 
 def _surrogate(match: Any) -> str:
@@ -118,7 +119,7 @@ def for_json(line: str) -> str:
 # XML 1.0 (a JUnit report) cannot hold most C0 characters at all, not even as &#x1b;: a
 # parser refuses the whole file. They are drawn as for a terminal (a JUnit page shows the
 # text to a person), and whatever else XML forbids (U+FFFE, U+FFFF) becomes a \u escape.
-_NOT_XML = lazy(r"[^\t\n\r\x20-\ud7ff\ue000-\ufffd\U00010000-\U0010ffff]")
+_NOT_XML = regex.compile(r"[^\t\n\r\x20-\ud7ff\ue000-\ufffd\U00010000-\U0010ffff]")
 
 
 def for_xml(text: str) -> str:

@@ -1,17 +1,16 @@
 """What happened during a run, in order. The loop emits these; renderers only read them.
 
 A live view prints them as they arrive; a saved transcript is what the Appended events
-built up. Every event is a small frozen value (a frozen dataclass; `@value` only makes
-it quicker to build, harness.values: a run makes a dozen of them a step).
+built up. Every event is a small frozen dataclass.
 """
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from enum import StrEnum
 
 from harness.decisions import Round
 from harness.transcript import Author
-from harness.values import value
 
 
 class StopReason(StrEnum):
@@ -25,18 +24,18 @@ class StopReason(StrEnum):
     MODEL_ERROR = "model_error"  # the model failed to answer
 
 
-@value
+@dataclass(frozen=True, slots=True)
 class RoundStarted:
     step: int
     prompt_chars: int  # the whole buffer is sent, fresh, every call
 
 
-@value
+@dataclass(frozen=True, slots=True)
 class TextDelta:
     text: str  # only text that can no longer turn into a stop string
 
 
-@value
+@dataclass(frozen=True, slots=True)
 class CompletionEnded:
     step: int
     text: str  # what the buffer keeps
@@ -45,7 +44,7 @@ class CompletionEnded:
     round: Round  # the lanes, what the user saw, the accepted actions, the answer
 
 
-@value
+@dataclass(frozen=True, slots=True)
 class Usage:
     step: int
     prompt_chars: int  # the whole buffer, sent again
@@ -53,7 +52,7 @@ class Usage:
     total_prompt_chars: int  # all prompt characters sent so far in this run
 
 
-@value
+@dataclass(frozen=True, slots=True)
 class TokensCounted:
     """Only from a backend that can count: the model's own token figures for one call."""
 
@@ -63,7 +62,7 @@ class TokensCounted:
     completion_tokens: int | None
 
 
-@value
+@dataclass(frozen=True, slots=True)
 class ActionParsed:
     step: int
     number: int  # the Action line's number in the completion, from 1
@@ -71,14 +70,14 @@ class ActionParsed:
     raw: str  # the arguments as the model wrote them
 
 
-@value
+@dataclass(frozen=True, slots=True)
 class ToolStarted:
     step: int
     number: int
     tool: str
 
 
-@value
+@dataclass(frozen=True, slots=True)
 class ToolResult:
     step: int
     number: int
@@ -87,7 +86,7 @@ class ToolResult:
     ok: bool
 
 
-@value
+@dataclass(frozen=True, slots=True)
 class Notice:
     step: int
     code: str  # stable, e.g. protocol_violation.no_action
@@ -97,13 +96,13 @@ class Notice:
     violations: tuple[str, ...] = ()
 
 
-@value
+@dataclass(frozen=True, slots=True)
 class Appended:
     author: Author
     text: str
 
 
-@value
+@dataclass(frozen=True, slots=True)
 class Stopped:
     reason: StopReason
     final_answer: str | None

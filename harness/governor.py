@@ -88,6 +88,75 @@ class Governor:
     def feed(self, chunk: str) -> str:
         """Take a chunk of the completion; return the text that now reaches the user."""
         self.fed.append(chunk)
+        if self.prefix_rejected:
+            return ""
+        if self._head is not None:
+            self._head += chunk
+            if self._prefix.startswith(self._head):
+                return ""  # could still become the prefix: wait
+            if not self._head.startswith(self._prefix):
+                self._reject_prefix(self._head)
+                return ""
+            chunk, self._head = self._head, None
+        if "\n" not in chunk:  # part of one line
+            out = self._take(chunk, False) if chunk else ""
+        else:  # line by line, each piece ending with its newline (the last one may not)
+            outs, start = [], 0
+            while stop := chunk.find("\n", start) + 1:
+                outs.append(self._take(chunk[start:stop], True))
+                start = stop
+            if start < len(chunk):
+                outs.append(self._take(chunk[start:], False))
+            out = "".join(outs)
+        if out:
+            self.shown.append(out)
+        return out
+
+    @property
+    def text(self) -> str:
+        return "".join(self.parts)
+
+    def push(self, text: str) -> str:
+        self.parts.append(text)
+        if self.status == "allowed":
+            self.emitted += len(text)
+            return text
+        return ""
+
+    def allow(self) -> str:
+        self.status, out = "allowed", "".join(self.parts)  # what it held: all it received
+        self.emitted = len(out)
+        return out
+
+    def deny(self) -> None:
+        self.status = "denied"
+
+
+class Governor:
+    def __init__(self, dialect: Dialect, tools: Registry | None = None, question: str = "") -> None:
+        self.dialect, self.tools, self.question = dialect, tools, question
+        self.lanes: list[_Gate | Lane] = []  # a judged Action line's gate becomes its Lane at once
+        self.line = ""  # the start of the current line, while its kind cannot be told yet
+        self.blanks: list[str] = []  # spaces and tabs that begin it, before anything else (see _take)
+        self.lane: _Gate | None = None  # the lane the current line belongs to, once known
+        self.answer: _Gate | None = None
+        self.actions: list[tuple[int, Action, str]] = []  # (number, action, trait), accepted
+        self.action_lines = 0
+        self.rejections: list[Rejection] = []
+        self.shown: list[str] = []
+        self.fed: list[str] = []  # every chunk, as it came (`text` joins them once)
+        self.read_chars = 0  # characters fed so far
+        self.shown_end = 0  # position just after the last character the user saw
+        self._prefix = dialect.required_prefix or ""
+        self._head: str | None = "" if self._prefix else None  # held until the prefix is confirmed
+        self.prefix_rejected = False
+        self.stopped = False  # the read must end (the prefix was ruled out); read after every chunk
+
+    # --- streaming ----------------------------------------------------------------
+
+    def feed(self, chunk: str) -> str:
+        """Take a chunk of the completion; return the text that now reaches the user."""
+        self.fed.append(chunk)
         lane = self.lane  # (a lane is open only once the prefix, if any, is confirmed)
         if lane is not None and chunk and "\n" not in chunk:
             # The common case: more of a line whose lane is known. Its gate decides (what
@@ -148,24 +217,24 @@ class Governor:
         return self.result()
 
     def result(self) -> Round:
-        lanes = tuple([
-            g if type(g) is Lane else Lane(i, g.kind, "allowed" if g.status == "allowed" else "denied", g.emitted, g.text)
+        lanes = tuple(
+            g if isinstance(g, Lane) else Lane(i, g.kind, "allowed" if g.status == "allowed" else "denied", g.emitted, g.text)
             for i, g in enumerate(self.lanes)
-        ])  # fmt: skip
+        )
         rejections = tuple(self.rejections)
         answer = None
         if self.answer is not None and self.answer.status == "allowed":
             answer = self.dialect.answer_text(self.answer.text)
         if not self.actions and self.answer is None and not rejections:
             rejections = (notices.no_action(self.dialect.expected_action),)
-        return Round(  # (by position, as Round lists them: quicker than by name, once a reply)
-            lanes,
-            tuple([(n, a) for n, a, _ in self.actions]),  # actions
-            answer,
-            self.answer is not None and self.answer.emitted > 0,  # answer_streamed
-            rejections,
-            "".join(self.shown),  # shown
-            self.prefix_rejected,
+        return Round(
+            lanes=lanes,
+            actions=tuple((n, a) for n, a, _ in self.actions),
+            answer=answer,
+            answer_streamed=self.answer is not None and self.answer.emitted > 0,
+            rejections=rejections,
+            shown="".join(self.shown),
+            prefix_rejected=self.prefix_rejected,
         )
 
     # --- lines and lanes ----------------------------------------------------------
@@ -191,20 +260,9 @@ class Governor:
                 return self._judge(line)
             out = self._open(kind, self.line)
             self.line = ""
-        else:  # (what _Gate.push does, written out: most pieces come here)
-            lane.parts.append(piece)
-            if lane.status != "allowed":
-                out = ""
-            else:
-                lane.emitted += len(piece)
-                self.shown_end = self.read_chars
-                out = piece
-        if not ended:
-            return out
-        if (gate := self.lane) is not None and (gate.kind != "action" or gate.status != "pending"):
-            self.lane = None  # a line whose lane is decided ends: nothing to judge (_end_line, in short)
-            return out
-        return out + self._end_line() if out else self._end_line()
+        elif out := lane.push(piece):
+            self.shown_end = self.read_chars
+        return out + self._end_line() if ended else out
 
     def _seen(self, out: str) -> str:
         """Text a gate let through: the user has now seen up to here."""

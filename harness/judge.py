@@ -16,10 +16,11 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
+import regex
+
 from harness import notices
 from harness.decisions import Action, Rejection
 from harness.arguments import ARGS_MAX, Written, split_call
-from harness.patterns import lazy
 from harness.traits import answer_may_open, compatible
 
 if TYPE_CHECKING:
@@ -78,9 +79,9 @@ def judge_answer(dialect: Dialect, accepted: Accepted) -> Rejection | None:
 
 # --- what is wrong with a call, said so that the model can fix it ------------------------
 
-_NAME = lazy(r"(?<![A-Za-z0-9_])([A-Za-z_][A-Za-z0-9_]{0,63})[ \t]*[(\[]")
+_NAME = regex.compile(r"(?<![A-Za-z0-9_])([A-Za-z_][A-Za-z0-9_]{0,63})[ \t]*[(\[]")
 _LOOKED_AT = 50  # names followed by a bracket examined in one argument text
-_WRAPPED = lazy(r"([A-Za-z_][A-Za-z0-9_]{0,63})[ \t]*\((.{0,1000})\)")  # `country("Freedonia")`
+_WRAPPED = regex.compile(r"([A-Za-z_][A-Za-z0-9_]{0,63})[ \t]*\((.{0,1000})\)")  # `country("Freedonia")`
 
 
 def bare(action: Action) -> bool:
@@ -145,13 +146,12 @@ def misused(dialect: Dialect, tools: Registry, number: int, action: Action) -> R
     return notices.nested_call(number, action.tool, *inner) if inner else None
 
 
-# regex's \s, which re reads alike (its own \s also takes \x1c-\x1f): read by re (.quick), linear.
-_SPACE = lazy(r"[^\S\x1c-\x1f]+")
+_SPACE = regex.compile(r"[^\S\x1c-\x1f]+")
 
 
 def _plain(text: object) -> str:
     """A value as compared with an example: no spaces, no surrounding quotes, any case."""
-    return _SPACE.quick.sub("", str(text)).strip("'\"`").casefold()
+    return _SPACE.sub("", str(text)).strip("'\"`").casefold()
 
 
 def copied(dialect: Dialect, tool: Tool, number: int, action: Action, question: str) -> Rejection | None:
@@ -166,7 +166,7 @@ def copied(dialect: Dialect, tool: Tool, number: int, action: Action, question: 
     values = [*action.args, *action.kwargs.values()]
     if len(values) != 1 or len(str(values[0])) > 2 * len(example) + 8:
         return None  # (a long argument is no copy: it is not rewritten to be compared)
-    if (value := _plain(values[0])) != _plain(example) or value in _SPACE.quick.sub("", question).casefold():
+    if (value := _plain(values[0])) != _plain(example) or value in _SPACE.sub("", question).casefold():
         return None
     return notices.copied_example(number, action.tool, dialect.signature(action.tool, (example,)))
 

@@ -12,14 +12,14 @@ defaults are written here and nowhere else.
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 import json
 
 from harness.decisions import Action, Round
 from harness.events import StopReason
-from harness.values import value
 
 
-@value(slots=False)  # public: its instances keep a __dict__, as a dataclass's do
+@dataclass(frozen=True)
 class Limits:
     max_steps: int = 15
     unknown_tool_limit: int = 2

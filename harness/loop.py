@@ -20,10 +20,11 @@ from __future__ import annotations
 
 from collections.abc import Callable, Sequence
 from dataclasses import asdict, dataclass
-from harness.backends.control import neutralise
-from harness.backends.entry import encodable
+from typing import TYPE_CHECKING, Any
+
 from harness.decisions import Action, Rejection, Round
 from harness.dialects import Dialect
+from harness.entry import encodable, neutralise
 from harness.events import (
     ActionParsed,
     Appended,
@@ -38,16 +39,19 @@ from harness.events import (
     ToolStarted,
     Usage,
 )
+from harness.governor import Governor
 from harness.judge import why_failed
 from harness.limits import Limits, Tally
+from harness.model import Model, ModelError, ModelExhausted, TokenUsage, as_model
 from harness.notices import more_rejections, repeated_call
-from harness.model import Model, ModelError, ModelExhausted, TokenUsage
-from harness.prompts import Frames
-from harness.run_record import CallRecord, RunRecord
 from harness.reading import Canceled, read
-from harness.tools import Registry
-from harness.transcript import Author, Transcript
+from harness.run_record import CallRecord, RunRecord
+from harness.stop import StopScanner
+from harness.transcript import Author, Frames, Transcript
 from harness.unseen import unseen
+
+if TYPE_CHECKING:
+    from harness.tools import Registry
 
 Emit = Callable[[Event], None]
 NOTICES_PER_REPLY = 10  # notices written one by one for one reply; the rest are summed up in one
@@ -56,7 +60,8 @@ UNLIMITED = -1  # peek: read the whole completion after a cut (a script costs no
 
 @dataclass
 class Setup:
-    """Everything a run needs except the model: the buffer so far and the rules."""
+    """Everything a run needs except the model: the buffer so far, the rules, and where the
+    run came from (kept in its record, so that it can be replayed)."""
 
     transcript: Transcript
     dialect: Dialect
@@ -67,22 +72,26 @@ class Setup:
     send_stop: bool = True  # False: the server is not told the stops; only the scanner cuts
     frames: Frames = Frames()  # the developer's text around code's turn (a chat template's)
     question: str = ""  # what a tool's example, copied as it is, must be found in to run
+    scenario: Any = None  # the scenario it was built from (harness.scenario), if any
+    source: Any = None  # where it came from (harness.source): what a replay rebuilds it from
+    workspace: Any = None  # the files its tools change (harness.workspace), as the record keeps them
 
 
 def nobody(event: Event) -> None:
-    """The listener when nobody listens: then the events that come by the chunk are not made."""
+    """The listener when nobody listens: then no event is made at all."""
 
 
 def run(setup: Setup, model: Model, emit: Emit = nobody) -> RunRecord:
+    model = as_model(model)
+    model.check(setup.transcript)  # what it cannot be sent is refused before anything is shown
     dialect, tally = setup.dialect, Tally(setup.limits)
-    out = Writer(setup.transcript, dialect, emit, setup.frames)
+    out = Writer(setup, model, emit)
     step = 0
     try:
         while step < setup.limits.max_steps:
             step += 1
             out.cue(dialect.cue(step))  # closing code's turn first, if a chat template frames it
-            call = complete(model, step, setup, emit)
-            decided = out.answered(step, call)  # the completion, verbatim, even when empty
+            decided = out.answered(step, complete(model, step, setup, out))  # the completion, verbatim, even when empty
             out.notices(step, decided.rejections)
             if decided.answer is not None:  # its lane opened: the user has it, the run is done
                 return out.stop(StopReason.FINAL_ANSWER, step, decided.answer)
@@ -117,35 +126,61 @@ def explain(setup: Setup, tally: Tally, step: int, number: int, action: Action, 
     return None if ok else why_failed(setup.dialect, setup.tools, number, action)
 
 
+@dataclass(frozen=True)
+class Reply:
+    """What one model call gave."""
+
+    text: str  # what the buffer keeps
+    cut: str = ""  # read but kept out of the buffer
+    cut_by: str = ""  # "stop" (a stop sequence), "prefix" (the prefix rule), or ""
+    decided: Round = Round()
+    prompt_chars: int = 0  # the whole buffer was sent
+    tokens: TokenUsage | None = None  # the model's own counts, if it gave them
+    messages: int | None = None  # a chat endpoint: the buffer was sent as this many messages
+
+
+def complete(model: Model, step: int, setup: Setup, out: Writer) -> Reply:
+    """One model call: chunks pass the stop scanner, then the lanes' gates, then the user."""
+    stops = setup.dialect.stops(step) if setup.use_stop else ()
+    prompt_chars = len(setup.transcript)
+    out.tell(RoundStarted, step, prompt_chars)
+    chunks = model.complete(setup.transcript, stops if setup.send_stop else ())  # the whole buffer, fresh
+    try:
+        got = read(chunks, StopScanner(stops), Governor(setup.dialect, setup.tools, setup.question), setup.peek, out.emit if out.listening else None)
+    finally:
+        chunks.close()  # a stop was found: the model stops generating
+    if got.decided.prefix_rejected:  # nothing of it is kept: what was read is quoted in the notice
+        return Reply("", got.text, "prefix", got.decided, prompt_chars, got.tokens, got.sent)
+    return Reply(got.text, got.cut, "stop" if got.cut else "", got.decided, prompt_chars, got.tokens, got.sent)
+
+
 class Writer:
     """Every append to the buffer goes through here, with its event; it keeps the record."""
 
-    def __init__(self, buffer: Transcript, dialect: Dialect, emit: Emit, frames: Frames = Frames()) -> None:
-        self.buffer, self.dialect, self.emit, self.frames = buffer, dialect, emit, frames
+    def __init__(self, setup: Setup, model: Model, emit: Emit) -> None:
+        self.setup, self.model, self.emit = setup, model, emit
         self.listening = emit is not nobody
+        self.buffer, self.dialect, self.frames = setup.transcript, setup.dialect, setup.frames
         self.codes_turn = False  # code has written since the model's last turn
         self.calls: list[CallRecord] = []  # the model calls that are over
-        self._call: tuple | None = None  # the current one: cut, cut_by, tokens, what the user did not see, messages
-        self._ran: list[str] = []  # its tools that ran
-        self._told: list[str] = []  # its notices' codes
+        self.reply: Reply | None = None  # the current call's
+        self.ran: list[str] = []  # its tools that ran
+        self.told: list[str] = []  # its notices' codes
         self.sent = 0  # prompt characters sent so far
-        self._records: dict[tuple, CallRecord] = {}  # this run's usual call records (call_record)
-        self.fresh = not len(buffer) or buffer.endswith("\n")  # the buffer ends a line (kept up by `write`)
-        for span in buffer.spans:  # what the developer wrote before the first call
+        self.fresh = not len(self.buffer) or self.buffer.endswith("\n")  # the buffer ends a line (kept up by `write`)
+        for span in self.buffer.spans:  # what the developer wrote before the first call
             self.tell(Appended, span.author, span.text)
 
     def tell(self, event: type, *fields: object) -> None:
-        """Emit an event, made only if somebody listens (most runs in tests and CI: nobody).
-        The events of every step are written out as `if self.listening: self.emit(...)`."""
+        """Emit an event, made only if somebody listens."""
         if self.listening:
             self.emit(event(*fields))
 
     def write(self, author: Author, text: str) -> None:
         self.buffer.append(author, text)
         if text:
-            self.fresh = text[-1] == "\n"
-        if self.listening:
-            self.emit(Appended(author, text))
+            self.fresh = text.endswith("\n")
+        self.tell(Appended, author, text)
 
     def code(self, text: str, framed: bool = True) -> None:
         """Code's lines always start on a line of their own, and never hold a control token:
@@ -169,32 +204,26 @@ class Writer:
         if text:
             self.code(text, framed=False)
 
-    def answered(self, step: int, call: Call) -> Round:
+    def answered(self, step: int, reply: Reply) -> Round:
         """The model's completion goes into the buffer as it is; its facts into the record.
         Returns what the reader decided on it."""
-        text, cut, cut_by, decided, prompt_chars, tokens, messages = call
-        self.write(Author.MODEL, text)
-        counted = None if tokens is None else asdict(tokens)
-        hidden = unseen(text, decided) if decided.rejections else ()  # (a lane is denied with a rejection)
-        self._next_call((cut, cut_by, counted, hidden, messages))
-        self.sent += prompt_chars
-        if self.listening:  # (the event is made only for a listener: the loop needs only `decided`)
-            self.emit(CompletionEnded(step, text, cut, cut_by, decided))
-            self.emit(Usage(step, prompt_chars, len(text), self.sent))
-        if tokens is not None:
-            self.tell(TokensCounted, step, tokens.prompt_tokens, tokens.evaluated_tokens, tokens.completion_tokens)
-        return decided
+        self.write(Author.MODEL, reply.text)
+        self._next_call(reply)
+        self.sent += reply.prompt_chars
+        self.tell(CompletionEnded, step, reply.text, reply.cut, reply.cut_by, reply.decided)
+        self.tell(Usage, step, reply.prompt_chars, len(reply.text), self.sent)
+        if (t := reply.tokens) is not None:
+            self.tell(TokensCounted, step, t.prompt_tokens, t.evaluated_tokens, t.completion_tokens)
+        return reply.decided
 
     def canceled(self, shown: str) -> None:
         """Ctrl-C mid-completion: what the user had seen of it stays in the buffer."""
         self.write(Author.MODEL, shown)
-        self._next_call(("", "", None, (), None))
+        self._next_call(Reply(""))
 
     def notices(self, step: int, rejections: Sequence[Rejection]) -> None:
         """One notice per rejection, up to a bound: a reply of 100,000 bad lines gets a
         summary after the first few, not 100,000 notices flooding the model's context."""
-        if not rejections:
-            return  # the usual reply
         for r in rejections[:NOTICES_PER_REPLY]:
             self.notice(step, r)
         if rest := rejections[NOTICES_PER_REPLY:]:
@@ -202,73 +231,35 @@ class Writer:
 
     def notice(self, step: int, r: Rejection) -> None:
         self.tell(Notice, step, r.code, r.message, r.index, r.tool, r.violations)
-        self._told.append(r.code)
+        self.told.append(r.code)
         self.code(self.dialect.notice(step, asdict(r)))  # code, message, index, tool, violations
 
     def tool(self, tools: Registry, step: int, number: int, action: Action) -> tuple[str, bool]:
-        if self.listening:
-            self.emit(ActionParsed(step, number, action.tool, action.raw))
-            self.emit(ToolStarted(step, number, action.tool))
+        self.tell(ActionParsed, step, number, action.tool, action.raw)
+        self.tell(ToolStarted, step, number, action.tool)
         result, ok = tools.run(action.tool, action.args, action.kwargs)
         result = encodable(result)  # a Python tool's "\ud800" cannot be written: it enters as U+FFFD
-        if self.listening:
-            self.emit(ToolResult(step, number, action.tool, result, ok))
-        self._ran.append(action.tool)
+        self.tell(ToolResult, step, number, action.tool, result, ok)
+        self.ran.append(action.tool)
         return result, ok
 
-    def _next_call(self, call: tuple | None) -> None:
+    def _next_call(self, reply: Reply | None) -> None:
         """Close the current call's record (what ran, what was told) and open the next."""
-        if self._call is not None:
-            cut, cut_by, tokens, hidden, messages = self._call
-            self.calls.append(call_record(self._records, cut, cut_by, tuple(self._ran), tuple(self._told), tokens, hidden, messages))
-        self._call, self._ran, self._told = call, [], []
+        if (r := self.reply) is not None:
+            tokens = None if r.tokens is None else asdict(r.tokens)
+            hidden = unseen(r.text, r.decided) if r.decided.rejections else ()  # (a lane is denied with a rejection)
+            self.calls.append(CallRecord(r.cut, r.cut_by, tuple(self.ran), tuple(self.told), tokens, hidden, r.messages))
+        self.reply, self.ran, self.told = reply, [], []
 
     def stop(self, reason: StopReason, steps: int, answer: str | None = None, detail: str = "") -> RunRecord:
         self._next_call(None)
-        self.emit(Stopped(reason, answer, steps, detail))
-        return RunRecord(self.buffer, reason, answer, steps, detail, tuple(self.calls))
-
-
-def call_record(records: dict[tuple, CallRecord], *fields) -> CallRecord:
-    """A CallRecord; one without a cut or token counts is shared with every call like it in
-    the run's `records` (most steps are: the same tool ran, nothing was told): made once,
-    not every step. They are frozen values, so sharing them is safe."""
-    if fields[0] or fields[4] is not None:  # a cut may be long (not kept here); tokens are a dict, no key
-        return CallRecord(*fields)
-    record = records.get(fields)
-    if record is None:
-        if len(records) >= 1024:  # a few kinds of call at a time
-            records.clear()
-        record = records[fields] = CallRecord(*fields)
-    return record
-
-
-# What one model call gave, as a plain tuple (made every step: a NamedTuple costs a class call):
-#   (text, cut, cut_by, decided, prompt_chars, tokens, messages)
-#   text, cut, cut_by, decided   as in CompletionEnded (decided: the Round)
-#   prompt_chars                 the whole buffer was sent
-#   tokens                       the model's own counts (a TokenUsage), if it gave them
-#   messages                     a chat endpoint: the buffer was sent as this many messages
-Call = tuple[str, str, str, Round, int, "TokenUsage | None", "int | None"]
-
-
-def complete(model: Model, step: int, setup: Setup, emit: Emit) -> Call:
-    """One model call: chunks pass the stop scanner, then the lanes' gates, then the user."""
-    stops = setup.dialect.stops(step) if setup.use_stop else ()
-    prompt_chars = len(setup.transcript)
-    listening = emit is not nobody
-    if listening:
-        emit(RoundStarted(step, prompt_chars))
-    told = stops if setup.send_stop else ()
-    # The whole buffer, as the model reads it: a chat endpoint by author, the script by its
-    # length alone, any other model as one text (harness.model.Model).
-    reads = getattr(model, "stream_spans", None) or getattr(model, "stream_buffer", None)
-    chunks = reads(setup.transcript, told) if reads else model.stream(setup.transcript.text, told)
-    try:
-        text, cut, decided, tokens, sent = read(chunks, stops, setup, emit if listening else None)
-    finally:
-        if (close := getattr(chunks, "close", None)) is not None:
-            close()
-    if decided.prefix_rejected:  # nothing of it is kept: what was read is quoted in the notice
-        return "", text, "prefix", decided, prompt_chars, tokens, sent
-    return text, cut, "stop" if cut else "", decided, prompt_chars, tokens, sent
+        self.tell(Stopped, reason, answer, steps, detail)
+        setup, workspace = self.setup, self.setup.workspace
+        return RunRecord(
+            self.buffer, reason, answer, steps, detail, tuple(self.calls),
+            scenario=setup.scenario,
+            workspace=None if workspace is None else workspace.files,
+            source=setup.source,
+            model=self.model.name,
+            endpoint=self.model.endpoint,
+        )  # fmt: skip

@@ -1,10 +1,24 @@
-"""The model boundary: one streaming method.
+"""The model boundary: one streaming method, and what every model gets by construction.
 
-    model.stream(prompt, stop) -> chunks of the completion
+    class Echo(Model):
+        def stream(self, prompt, stop):        # the one method a backend writes
+            yield "Final Answer: " + prompt[-20:]
 
-Whatever sits behind it (a scripted list, an OpenAI-compatible server, llama.cpp) sees the
-whole prompt fresh on every call; no state carries over between calls. An adapter for a
-real server turns its failures into ModelError.
+    chunks = model.complete(buffer, stop)      # what the loop calls, for every model
+
+Whatever sits behind `stream` (a scripted list, an OpenAI-compatible server, llama.cpp)
+sees the whole prompt fresh on every call; no state carries over between calls. Chunks
+are text; a backend that counts tokens may yield a TokenUsage (the last one counts), and
+a backend's failures are raised as ModelError.
+
+`complete` is the same for every model: it sends the buffer (`send`: as one text; a chat
+model splits it by author), then checks what comes back where it enters, so a new backend
+has the checks without writing them: every chunk is text or counts, never anything else;
+text is made encodable and the model's secrets are scrubbed (harness.entry); and the call
+is bounded in characters and seconds (`bounds`, Bounds below). What a model can do besides
+is declared, not probed: `endpoint`, `serves_many` and `another()`, `reset()`,
+`interrupt()`, `close()` and `notes` all exist on every model, as no-ops by default.
+An object that is not a Model but has `stream(prompt, stop)` is wrapped once (`as_model`).
 
 ScriptedModel is the built-in model: it plays back canned completions. FailingModel and
 InterruptedModel wrap any model to show what a failing server or a Ctrl-C does to a run.
@@ -12,11 +26,13 @@ InterruptedModel wrap any model to show what a failing server or a Ctrl-C does t
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Sequence
-from typing import TYPE_CHECKING, Protocol
+import time
+from collections.abc import Generator, Iterable, Iterator, Sequence
+from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
+from harness.entry import Entry
 from harness.errors import HarnessError
-from harness.values import value
 
 if TYPE_CHECKING:
     from harness.transcript import Transcript
@@ -30,7 +46,7 @@ class ModelExhausted(ModelError):
     """A scripted model has no completion left. Ends the run: model_exhausted."""
 
 
-@value(slots=False)  # public: its instances keep a __dict__, as a dataclass's do
+@dataclass(frozen=True)
 class TokenUsage:
     """What a backend that can count reports about one call, as an item of its stream
     (anywhere in it: the last one counts)."""
@@ -40,7 +56,7 @@ class TokenUsage:
     completion_tokens: int | None = None
 
 
-@value
+@dataclass(frozen=True, slots=True)
 class Sent:
     """What a chat backend says it sent, as the first item of its stream: the buffer as this
     many messages (harness.backends.messages). The run records it per call."""
@@ -48,128 +64,226 @@ class Sent:
     messages: int
 
 
-class Model(Protocol):
-    """The one method every backend implements. Chunks are text; a backend that can count
-    tokens may yield a TokenUsage in its stream (the last one counts). Failures are raised
-    as ModelError.
+@dataclass(frozen=True, slots=True)
+class Bounds:
+    """Bounds on every model call. `max_tokens` is asked of the model (the server, or
+    llama.cpp, stops there). The other two are enforced by `complete`, whatever the model
+    does: a completion longer than `max_chars`, or a call longer than `max_seconds`, ends
+    in a ModelError that names the bound and its option, so the run stops in model_error,
+    is saved, and replays to the same end. What was read of that reply is not kept."""
 
-    A backend that reads the buffer itself rather than its text has one of two more, and
-    the loop calls that instead: a chat endpoint `stream_spans(transcript, stop)` (it
-    splits the buffer by author), the script `stream_buffer(transcript, stop)` (it needs
-    only the length: joining a 10,000-step buffer into one string for every call would be
-    most of what a scripted run costs)."""
-
-    def stream(self, prompt: str, stop: Sequence[str]) -> Iterator[str | TokenUsage]: ...
+    max_tokens: int = 512  # asked of the model
+    max_chars: int = 100_000  # characters of completion text read from one call
+    max_seconds: float = 300.0  # the whole call, from the request to the last byte
 
 
-@value  # one per call: quick to build (harness.values), frozen all the same
+DEFAULTS = Bounds()  # what a backend takes when it is given no bound
+
+
+class Budget:
+    """One call's bounds while it runs: `spend` each piece of text as it arrives."""
+
+    def __init__(self, bounds: Bounds) -> None:
+        self.bounds = bounds
+        self.deadline = time.monotonic() + bounds.max_seconds
+        self.chars = 0
+
+    def spend(self, chars: int) -> None:
+        self.chars += chars
+        if self.chars > self.bounds.max_chars:
+            raise ModelError(
+                f"the completion passed {self.bounds.max_chars:,} characters without ending; "
+                "the call was stopped (raise --max-chars, or lower --max-tokens)"
+            )
+        if time.monotonic() > self.deadline:
+            raise self.late()
+
+    def late(self) -> ModelError:
+        return ModelError(f"the call passed its time limit of {self.bounds.max_seconds:g} s; the call was stopped (raise --max-seconds)")
+
+    def left(self) -> float:
+        return max(0.0, self.deadline - time.monotonic())
+
+
+class Model:
+    """The base of every model. A backend writes `stream`; the loop calls `complete`."""
+
+    name = ""  # the model as the run was started with it ("openai:smollm2"); a script has none
+    endpoint = "completions"  # or "chat": the buffer is sent as messages, split by author (send)
+    bounds: Bounds | None = DEFAULTS  # None: unbounded (a script's canned text)
+    entry = Entry()  # its secrets, scrubbed from all it sends back (a server's: its key, its URL's password)
+    serves_many = False  # True: another() gives each run of a batch its own model on shared connections
+    notes: Sequence[str] = ()  # what was dropped on arrival (a malformed token count), once each
+
+    def stream(self, prompt: str, stop: Sequence[str]) -> Iterable[str | TokenUsage]:
+        raise NotImplementedError(f"{type(self).__name__} must define stream(prompt, stop)")
+
+    def send(self, buffer: Transcript, stop: Sequence[str]) -> Iterable[str | TokenUsage | Sent]:
+        """The buffer as this model reads it: one text (a chat model overrides this)."""
+        return self.stream(buffer.text, stop)
+
+    def check(self, buffer: Transcript) -> None:
+        """Refuse, before the run's first call, a buffer this model cannot be sent (HarnessError)."""
+
+    def complete(self, buffer: Transcript, stop: Sequence[str]) -> Iterator[str | TokenUsage | Sent]:
+        """One call, as the loop makes it: sent, then checked where it enters (see above).
+        Closing it early (a stop was found) closes the model's own stream."""
+        return _checked(self.send(buffer, stop), self.bounds, self.entry)
+
+    def another(self) -> Model:
+        """A model for another run at the same time (serves_many: sharing connections)."""
+        return self
+
+    def reset(self) -> None:
+        """Forget whatever an earlier run left (llama.cpp's cache): a run starts afresh."""
+
+    def interrupt(self) -> None:
+        """End the calls in flight now (a batch's Ctrl-C while a server stalls)."""
+
+    def close(self) -> None:
+        """Let go of connections and files."""
+
+
+def _checked(chunks: Iterable[object], bounds: Bounds | None, entry: Entry) -> Iterator[str | TokenUsage | Sent]:
+    budget = None if bounds is None else Budget(bounds)
+    scrub = entry.stream()
+    try:
+        for chunk in chunks:
+            if isinstance(chunk, str):
+                if budget is not None:
+                    budget.spend(len(chunk))
+                if text := scrub.feed(chunk):
+                    yield text
+            elif isinstance(chunk, (TokenUsage, Sent)):
+                yield chunk
+            else:
+                raise ModelError(f"the model's stream gave {type(chunk).__name__!r}, not text (a str) or a TokenUsage")
+        if tail := scrub.finish():
+            yield tail
+    finally:
+        if isinstance(chunks, Generator):  # closed early: the model's own stream ends now (a server stops generating)
+            chunks.close()
+
+
+class Wrapped(Model):
+    """Any object with `stream(prompt, stop)`, as a Model (as_model)."""
+
+    def __init__(self, model: object) -> None:
+        self.model = model
+
+    def stream(self, prompt: str, stop: Sequence[str]) -> Iterable[str | TokenUsage]:
+        return self.model.stream(prompt, stop)  # type: ignore[attr-defined]
+
+    def __repr__(self) -> str:
+        return repr(self.model)
+
+
+def as_model(model: object) -> Model:
+    """A Model as it is; another object with a `stream(prompt, stop)` method, wrapped once."""
+    if isinstance(model, Model):
+        return model
+    if not callable(getattr(model, "stream", None)):
+        raise HarnessError("model", f"a {type(model).__name__} is not a model: give a harness.Model, or an object with stream(prompt, stop)")
+    return Wrapped(model)
+
+
+class Around(Model):
+    """A model that passes calls through to another, as that one reads the buffer and with
+    its bounds and scrub: a wrapper changes what happens to a call, not what the model is."""
+
+    def __init__(self, model: Model) -> None:
+        self.model = as_model(model)
+        self.name, self.endpoint, self.bounds, self.entry = self.model.name, self.model.endpoint, self.model.bounds, self.model.entry
+
+    def send(self, buffer: Transcript, stop: Sequence[str]) -> Iterable[str | TokenUsage | Sent]:
+        return self.model.send(buffer, stop)
+
+    def stream(self, prompt: str, stop: Sequence[str]) -> Iterable[str | TokenUsage]:
+        return self.model.stream(prompt, stop)
+
+    def check(self, buffer: Transcript) -> None:
+        self.model.check(buffer)
+
+
+@dataclass(frozen=True, slots=True)
 class Call:
     prompt_chars: int  # how much of the buffer it was sent: every prompt is a prefix of the final buffer
     stop: tuple[str, ...]
 
 
-_LISTED = 4096  # characters: a reply up to this long is cut into its chunks in one go
-_UNWATCHED = 65_536  # characters a chunk, past the first _LISTED, when nobody watches the stream
-
-
-class ScriptedModel:
-    """Plays back `completions` in order, `chunk_size` characters at a time.
+class ScriptedModel(Model):
+    """Plays back `completions` in order, `chunk_size` characters at a time (and, if given,
+    `tokens[i]` after completion i: a replay plays a recording's token counts back).
 
     Like a server that ignores `stop`, it streams each completion whole: the loop's stop
     scanner cuts it, exactly as it would cut a real model's. It keeps the length of each
     prompt it was sent, not the prompt (`buffer.text[:call.prompt_chars]` gives it back).
-
-    `watched=False` says nobody sees the stream (no listener: `harness run -f tagged`, `harness
-    agent`). The chunks are then only a cost: 1.25 million trips through the loop for a
-    10 MB reply, four for a 32-character one. So past its first `head` characters (by
-    default 4,096) a completion comes 64 KB at a time. The record is the same: the scanner
-    and the lanes' gates decide the same for any chunking, and the one read that stops on a
-    chunk (a reply that does not begin with the required prefix keeps what was read up to
-    there) is decided within the prefix's length: a run that knows its dialect gives that.
+    A subclass that reads the prompt's text overrides `send` (Model.send sends it the text).
     """
 
-    def __init__(self, completions: Sequence[str], chunk_size: int = 8, watched: bool = True, head: int = 4096) -> None:
+    bounds = None  # canned text: nothing to bound
+
+    def __init__(self, completions: Sequence[str], chunk_size: int = 8, tokens: Sequence[TokenUsage | None] = ()) -> None:
         if isinstance(completions, (str, bytes)):  # not a list of one: each character would be a completion
             raise HarnessError("ScriptedModel.completions", f"is one {type(completions).__name__}; give a list of completions, one per call")
         self.completions = list(completions)
         if (bad := next((i for i, c in enumerate(self.completions) if not isinstance(c, str)), None)) is not None:
             raise HarnessError(f"ScriptedModel.completions[{bad}]", f"must be a str, not {type(self.completions[bad]).__name__}")
         self.chunk_size = max(1, chunk_size)
-        self.watched = watched
-        self.head = max(0, head)  # characters an unwatched completion begins with, chunk_size at a time
-        self._sent: list[tuple[int, tuple[str, ...]]] = []  # (prompt_chars, stop) per call
+        self.tokens = list(tokens)
+        self.calls: list[Call] = []
 
-    @property
-    def calls(self) -> list[Call]:
-        """What each call was sent, as Calls (made when asked: a run of 10,000 steps asks once, if at all)."""
-        return [Call(*sent) for sent in self._sent]
-
-    def stream(self, prompt: str, stop: Sequence[str]) -> Iterator[str]:
-        return self._play(len(prompt), stop)
-
-    def stream_buffer(self, buffer: Transcript, stop: Sequence[str]) -> Iterator[str]:
-        """The same call, sent the buffer itself (the loop does: see Model)."""
-        if type(self).stream is not ScriptedModel.stream:  # a subclass that reads the text gets it
-            return self.stream(buffer.text, stop)
+    def send(self, buffer: Transcript, stop: Sequence[str]) -> Iterator[str | TokenUsage]:
+        """A script reads only the prompt's length: sent the buffer, it never joins it into
+        one text (a run of N steps would copy a growing buffer N times)."""
         return self._play(len(buffer), stop)
 
-    def _play(self, prompt_chars: int, stop: Sequence[str]) -> Iterator[str]:
-        sent = self._sent
-        if len(sent) == len(self.completions):
+    def stream(self, prompt: str, stop: Sequence[str]) -> Iterator[str | TokenUsage]:
+        return self._play(len(prompt), stop)
+
+    def _play(self, prompt_chars: int, stop: Sequence[str]) -> Iterator[str | TokenUsage]:
+        if len(self.calls) == len(self.completions):
             raise ModelExhausted(f"the script has {len(self.completions)} completions and all were used")
-        sent.append((prompt_chars, stop if type(stop) is tuple else tuple(stop)))
-        text, size = self.completions[len(sent) - 1], self.chunk_size
-        if not self.watched:
-            return _unwatched(text, size, self.head)
-        if len(text) <= _LISTED:  # the usual reply: its chunks cut at once, quicker to go through than a generator
-            return iter([text[i : i + size] for i in range(0, len(text), size)])
-        return (text[i : i + size] for i in range(0, len(text), size))  # a 10 MB one: a chunk at a time
-
-
-def _unwatched(text: str, size: int, head: int) -> Iterator[str]:
-    """The first `head` characters `size` at a time, as watched, then _UNWATCHED at a time."""
-    head = -(-head // size) * size  # the end of the small chunks that cover them
-    pieces = [text[i : i + size] for i in range(0, min(head, len(text)), size)]
-    if len(text) <= head + _UNWATCHED:  # the usual reply: at most one big piece, cut at once
-        return iter(pieces + [text[head:]] if len(text) > head else pieces)
-    return _pieces(pieces, text, head)
-
-
-def _pieces(pieces: list[str], text: str, head: int) -> Iterator[str]:
-    yield from pieces
-    for i in range(head, len(text), _UNWATCHED):
-        yield text[i : i + _UNWATCHED]
+        self.calls.append(Call(prompt_chars, tuple(stop)))
+        i = len(self.calls) - 1
+        text, size = self.completions[i], self.chunk_size
+        for at in range(0, len(text), size):
+            yield text[at : at + size]
+        if i < len(self.tokens) and self.tokens[i] is not None:
+            yield self.tokens[i]
 
 
 # --- what goes wrong, for demos: small wrappers around any model ------------------------
 
 
-class FailingModel:
+class FailingModel(Around):
     """Passes calls through to `model`, except call number `step`, which fails with `message`."""
 
     def __init__(self, model: Model, step: int, message: str) -> None:
-        self.model, self.step, self.message, self.calls = model, step, message, 0
+        super().__init__(model)
+        self.step, self.message, self.calls = step, message, 0
 
-    def stream(self, prompt: str, stop: Sequence[str]) -> Iterator[str | TokenUsage]:
+    def send(self, buffer: Transcript, stop: Sequence[str]) -> Iterable[str | TokenUsage | Sent]:
         self.calls += 1
         if self.calls == self.step:
             raise ModelError(self.message)
-        return self.model.stream(prompt, stop)
+        return self.model.send(buffer, stop)
 
 
-class InterruptedModel:
+class InterruptedModel(Around):
     """Passes calls through to `model`; in call number `step`, once `at` characters have
     streamed, raises KeyboardInterrupt, as Ctrl-C does to a stream in progress."""
 
     def __init__(self, model: Model, step: int, at: int) -> None:
-        self.model, self.step, self.at, self.calls = model, step, at, 0
+        super().__init__(model)
+        self.step, self.at, self.calls = step, at, 0
 
-    def stream(self, prompt: str, stop: Sequence[str]) -> Iterator[str | TokenUsage]:
+    def send(self, buffer: Transcript, stop: Sequence[str]) -> Iterable[str | TokenUsage | Sent]:
         self.calls += 1
-        chunks = self.model.stream(prompt, stop)
+        chunks = self.model.send(buffer, stop)
         return self._cut(chunks) if self.calls == self.step else chunks
 
-    def _cut(self, chunks: Iterator[str | TokenUsage]) -> Iterator[str | TokenUsage]:
+    def _cut(self, chunks: Iterable[str | TokenUsage | Sent]) -> Iterator[str | TokenUsage | Sent]:
         left = self.at
         for chunk in chunks:
             if isinstance(chunk, str):

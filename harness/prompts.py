@@ -31,28 +31,16 @@ import string
 from pathlib import Path
 from typing import NamedTuple
 
+import regex
 import tomli
 
 from harness.errors import TemplateError
 from harness.files import not_a_file, read_input, resolved
-from harness.patterns import lazy
-from harness.values import value
+from harness.transcript import Frames  # (the buffer's: the loop writes them)
 
-NAME = lazy(r"[A-Za-z0-9][A-Za-z0-9_.-]{0,63}")  # read by re (.quick): one class, bounded
+NAME = regex.compile(r"[A-Za-z0-9][A-Za-z0-9_.-]{0,63}")
 FRAME_KEYS = ("before_code", "after_code", "cue")
 FRAME_MAX = 1_000  # characters of one frame string
-
-
-@value
-class Frames:
-    """The developer's text around code's turn; empty strings frame nothing (a plain template)."""
-
-    before_code: str = ""  # after the model's text, before code's first line
-    after_code: str = ""  # after code's last line, before the model is called again
-    cue: str = ""  # written after `after_code`: the start of the model's next turn
-
-    def __bool__(self) -> bool:
-        return bool(self.before_code or self.after_code or self.cue)
 
 
 class Filled(NamedTuple):
@@ -68,7 +56,7 @@ def data_dir(name: str) -> Path:
 
 def check_name(name: str, field: str = "prompt") -> None:
     """A template is named, never given as a path: letters, digits, - _ . only."""
-    if not NAME.quick.fullmatch(name) or ".." in name:
+    if not NAME.fullmatch(name) or ".." in name:
         raise TemplateError(field, f"{_quoted(name)} is not a template name (letters, digits, - _ . only; no path)")
 
 

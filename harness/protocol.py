@@ -22,6 +22,7 @@ status
 
 from __future__ import annotations
 
+from dataclasses import dataclass, fields
 import gc
 import json
 from typing import Any
@@ -31,7 +32,6 @@ from harness.limits import Limits
 from harness.run_record import RunRecord
 from harness.scenario import Scenario, ToolSpec
 from harness.skim import skim
-from harness.values import value
 from harness.workspace import TOOL_NAMES
 
 DEFAULT_MAX_STEPS = Limits().max_steps
@@ -178,7 +178,7 @@ def scenario_for(request: dict[str, Any]) -> Scenario:
     )
 
 
-@value
+@dataclass(frozen=True, slots=True)
 class Answer:
     final_message: str
     status: str
@@ -186,7 +186,7 @@ class Answer:
     workspace: dict[str, str]
 
     def to_json(self) -> str:
-        return compact({name: getattr(self, name) for name in self._value_fields})  # in field order
+        return compact({f.name: getattr(self, f.name) for f in fields(self)})  # in field order
 
 
 def answer(record: RunRecord) -> Answer:

@@ -195,8 +195,7 @@ class TranscriptItem(pytest.Item):
         from harness.record import record_again
 
         model = _recording_model(self.config)
-        spec = self.config.getoption("harness_record")
-        fresh = record_again(text, self.source, self.path, self.config.rootpath, model, "" if spec == "scripted" else spec)
+        fresh = record_again(text, self.source, self.path, self.config.rootpath, model)
         if (broken := _broke_off(fresh, self.source, live=model is not None)) is not None:
             if broken.stop_reason.value == "canceled":  # Ctrl-C: it stops the session, as pytest's own does
                 raise KeyboardInterrupt

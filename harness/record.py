@@ -1,43 +1,47 @@
-"""Assembling a run from a scenario, running it, and replaying a saved transcript.
+"""Assembling a run from its source, running it, and replaying a saved transcript.
 
-    build(scenario)          the developer's prompt as the start of the buffer, the tools,
-                             and the scripted model (wrapped to fail or be interrupted
-                             where the scenario says so)
+    build(scenario, root)    a Setup: the developer's prompt as the start of the buffer, the
+                             tools, the rules, and where it came from (harness.source)
+    scripted(scenario)       the scenario's own model: its completions (wrapped to fail or be
+                             interrupted where the scenario says so)
     run_scenario(scenario)   run it: a RunRecord that knows the scenario it came from
-    replay(text, source)     run a saved transcript again, its model turns as the script
+    replay(text, source)     run a saved transcript again, fed its recorded turns
 
 A saved transcript names its source (harness.source): a scenario file or an importable
-Agent. Replay rebuilds the run from that source as it is *now* (the scenario's fields, its
-template, its tools) and feeds it the recorded model turns (the `model` spans, with what
-the stop sequence cut put back), so one source of truth decides what drift is: an edited
-question, canned result, template or tool shows in the new file. What only the recording
-can know (the model's token counts) is kept, not recomputed. If the new file differs from
-the saved one by a byte, the check fails. A file without a source (written before sources
-existed, or by `harness agent`) replays from the scenario copy it stores.
+Agent. Replay rebuilds the Setup from that source as it is *now* (the scenario's fields,
+its template, its tools) and runs it on the recording played back (`recorded`): the
+`model` spans, with what the stop sequence cut put back, and what only the recording
+knows, read from the saved record: each call's token counts, the model's name, how it
+was reached, and where a live model failed or a Ctrl-C came. So one source of truth
+decides what drift is: an edited question, canned result, template or tool shows in the
+new file; if it differs from the saved one by a byte, the check fails. A file without a
+source (written before sources existed, or by `harness agent`) replays from the scenario
+copy it stores.
 """
 
 from __future__ import annotations
 
 import functools
 from collections.abc import Callable
-from dataclasses import replace
+from dataclasses import dataclass, replace
 from pathlib import Path
-from typing import NamedTuple
 
 from harness import prompts
 from harness import source as sources
+from harness.agent import Agent
 from harness.dialects import get_dialect
 from harness.errors import HarnessError, TranscriptFormatError
 from harness.events import StopReason
 from harness.files import read_input
 from harness.loop import UNLIMITED, Emit, Setup, nobody, run
-from harness.model import FailingModel, InterruptedModel, Model, ScriptedModel
+from harness.model import FailingModel, InterruptedModel, Model, ScriptedModel, TokenUsage
 from harness.prompts import data_dir
-from harness.run_record import RunRecord, load_record
+from harness.run_record import RunRecord
+from harness.saved import load_record
 from harness.scenario import Scenario, find_scenario, load_scenario
 from harness.tools import Registry
 from harness.transcript import HEADER, Author, Transcript
-from harness.values import value
+from harness.user_code import import_object
 from harness.workspace import Workspace
 
 
@@ -47,37 +51,59 @@ def shipped() -> Path:
     return data_dir("transcripts")
 
 
-class Built(NamedTuple):
-    setup: Setup
-    model: Model
-    workspace: Workspace | None  # the files the tools change, when the scenario has any
-    sha256: str  # of what it was built from: the scenario as loaded, the template, the tools' modules
-
-
-def build(scenario: Scenario, watched: bool = True) -> Built:
+def build(scenario: Scenario, root: Path, live: Model | None = None, peek: int = 0) -> Setup:
+    """The run a scenario describes, its source named relative to `root`. A script is read
+    whole past a stop (it costs nothing to read on); a `live` model is told the stops unless
+    it is peeked past them."""
     dialect = get_dialect(scenario.dialect, f"{scenario.source}: dialect")
     workspace = None if scenario.workspace is None else Workspace(scenario.workspace)
     tools = Registry(spec.build(workspace, scenario.base, scenario.source) for spec in scenario.tools)
     buffer = Transcript()
-    variables = {"question": scenario.question, "tools": tools.render(dialect.signature)}
     template = scenario.template()
-    filled = prompts.render(template, variables)
+    filled = prompts.render(template, {"question": scenario.question, "tools": tools.render(dialect.signature)})
     buffer.append(Author.DEVELOPER, filled.text)
     modules = (sources.module_bytes(tool.fn) for tool, spec in zip(tools, scenario.tools) if spec.python)
     sha = sources.fingerprint([sources.canonical(scenario.loaded or scenario.to_meta()), template.read_bytes(), *modules])
-    # (watched, head: see ScriptedModel; the one read that stops on a chunk is decided within the prefix)
-    model: Model = ScriptedModel(scenario.completions, scenario.chunk_size, watched, len(dialect.required_prefix or ""))
+    source = None if scenario.file is None else sources.for_scenario(scenario.file, sha, scenario.overrides, shipped(), root)
+    return Setup(
+        buffer, dialect, tools, scenario.limits, scenario.use_stop,
+        peek=UNLIMITED if live is None else peek,
+        send_stop=live is None or peek == 0,
+        frames=filled.frames, question=scenario.question,
+        scenario=scenario, source=source, workspace=workspace,
+    )  # fmt: skip
+
+
+def scripted(scenario: Scenario) -> Model:
+    """The scenario's own model: its completions, failing or interrupted where it says so."""
+    model: Model = ScriptedModel(scenario.completions, scenario.chunk_size)
     if scenario.model_error is not None:
         model = FailingModel(model, *scenario.model_error)
     if scenario.interrupt is not None:
         model = InterruptedModel(model, *scenario.interrupt)
-    if scenario.endpoint == "chat":  # a chat run replayed: the same messages, counted by the same rule
-        from harness.backends.messages import ChatScript
+    return chat_script(model) if scenario.endpoint == "chat" else model
 
-        model = ChatScript(model)
-    # A script costs nothing to read on: what the stop sequence prevented is shown whole.
-    setup = Setup(buffer, dialect, tools, scenario.limits, scenario.use_stop, peek=UNLIMITED, frames=filled.frames, question=scenario.question)
-    return Built(setup, model, workspace, sha)
+
+def recorded(saved: RunRecord, chunk_size: int = 8) -> Model:
+    """A saved run's recording played back: its turns with their token counts, failing or
+    interrupted where the live run was, through the endpoint it reached, under its name."""
+    tokens = [None if c.tokens is None else TokenUsage(c.tokens.get("prompt_tokens"), c.tokens.get("evaluated_tokens"), c.tokens.get("completion_tokens")) for c in saved.calls]  # type: ignore[arg-type]
+    model: Model = ScriptedModel(turns_of(saved), chunk_size, tokens)
+    if saved.stop_reason is StopReason.MODEL_ERROR:
+        model = FailingModel(model, saved.steps + 1, saved.detail)
+    elif saved.stop_reason is StopReason.CANCELED and saved.transcript.last_author is Author.MODEL:
+        model = InterruptedModel(model, saved.steps, len(saved.transcript.spans[-1].text))
+    if saved.endpoint == "chat":
+        model = chat_script(model)
+    model.name = saved.model
+    return model
+
+
+def chat_script(model: Model) -> Model:
+    """A script sent the buffer as a chat endpoint is: the messages counted by the same rule."""
+    from harness.backends.messages import ChatScript  # (only a chat run's replay needs it)
+
+    return ChatScript(model)
 
 
 def run_scenario(
@@ -95,40 +121,25 @@ def run_scenario(
     With a live model and `peek`, the server is not told the stop strings: the scanner cuts
     and reads up to `peek` characters more, only to record what the stop prevented."""
     root = (root or Path.cwd()).absolute()  # now: a tool's os.chdir cannot move it
-    setup, scripted, workspace, sha = build(scenario, watched=emit is not nobody)
-    if model is not None:
-        setup.peek, setup.send_stop = peek, peek == 0
-        # How this run reached the model, written down for its replay.
-        scenario = scenario.but(endpoint="chat" if hasattr(model, "stream_spans") else "completions")
-        if hasattr(model, "stream_spans"):  # what a chat endpoint refuses, refused before any view shows a byte
-            from harness.backends.messages import messages
-
-            messages(setup.transcript.spans)
-    record = run(setup, wrap(model or scripted) if wrap else model or scripted, emit)
-    last = record.transcript.last_author
-    if record.stop_reason is StopReason.CANCELED and scenario.interrupt is None and last is Author.MODEL:
-        # A real Ctrl-C while the model streamed: write it down, so the replay stops there too.
-        scenario = scenario.but(interrupt=(record.steps, len(record.transcript.spans[-1].text)))
-    if record.stop_reason is StopReason.MODEL_ERROR and scenario.model_error is None:
-        # A live model failed: write it down, so the replay fails there too.
-        scenario = scenario.but(model_error=(record.steps + 1, record.detail))
-    source = None
-    if scenario.file is not None:
-        source = sources.for_scenario(scenario.file, sha, scenario.overrides, shipped(), root)
-    return record.but(scenario=scenario, workspace=None if workspace is None else workspace.files, source=source)
+    setup = build(scenario, root, model, peek)
+    model = scripted(scenario) if model is None else model
+    return run(setup, wrap(model) if wrap else model, emit)
 
 
-@value
+@dataclass(frozen=True, slots=True)
 class Replay:
     saved: str  # the file as it was
-    record: RunRecord  # the run again (offline: with the recording's token counts)
-    facts: RunRecord  # the run again with the recording's facts: what --check compares
+    record: RunRecord  # the run again
+    recording: RunRecord  # the file as it was, read
 
     @property
     def fresh(self) -> str:
-        """The file the replay would write: what code and the developer wrote now, the
-        model's turns and the facts only the recording knows as they were."""
-        return self.facts.saved
+        """What --check compares with the file: the run again, with what only a recording
+        knows (the model's name, each call's token counts) as the file has it, so that a
+        live replay's own counts are not drift (offline, they are the file's already)."""
+        calls = self.record.calls
+        tokens = [c.tokens for c in self.recording.calls] + [c.tokens for c in calls[len(self.recording.calls) :]]
+        return replace(self.record, model=self.recording.model, calls=tuple(replace(c, tokens=t) for c, t in zip(calls, tokens))).saved
 
     @property
     def matches(self) -> bool:
@@ -141,8 +152,8 @@ def turns_of(record: RunRecord) -> tuple[str, ...]:
 
 
 def scenario_of(record: RunRecord, source: str) -> Scenario:
-    """The scenario copy a saved run stores, its completions taken from the buffer (files
-    without a source line: written before sources existed, or by `harness agent`)."""
+    """The scenario copy a saved run stores (files without a source line: written before
+    sources existed, or by `harness agent`)."""
     if record.scenario is None:
         raise TranscriptFormatError(
             source, "names no source and stores no scenario: this file cannot be replayed (an Agent names its source with Agent(..., source='module:attribute'))"
@@ -156,12 +167,12 @@ def scenario_of(record: RunRecord, source: str) -> Scenario:
             f"its stored copy names {what}: a saved file runs code and reads files only "
             "through the scenario file it names as its source (save it again with harness run)",
         )
-    return record.scenario.but(completions=turns_of(record))
+    return record.scenario
 
 
 def rebuilt(record: RunRecord, where: str, folder: Path, root: Path, keep_facts: bool = True) -> Scenario:
     """The scenario the file names, loaded as it is now, with the run's overrides (without a
-    past live run's Ctrl-C and model error, unless `keep_facts`); its own completions."""
+    past live run's Ctrl-C and model error, unless `keep_facts`)."""
     path = sources.resolve(record.source, where, folder, root, shipped())
     now = load_scenario(path, sources.shown(path, root))
     facts = () if keep_facts else ("interrupt", "model_error")
@@ -173,6 +184,23 @@ def rebuilt(record: RunRecord, where: str, folder: Path, root: Path, keep_facts:
     except HarnessError as e:
         raise TranscriptFormatError(e.where, e.message) from None
     return changed.but(completions=now.completions, source=now.source, file=now.file, loaded=now.loaded)
+
+
+def imported_agent(saved: RunRecord, where: str, root: Path) -> Agent:
+    """The Agent a saved file names, imported as it is now."""
+    agent = import_object(saved.source.agent, root, f"{where}: metadata source.agent")
+    if not isinstance(agent, Agent):
+        raise HarnessError(f"{where}: metadata source.agent", f"{saved.source.agent!r} is a {type(agent).__name__}, not an Agent")
+    return agent
+
+
+def setup_again(saved: RunRecord, where: str, folder: Path, root: Path, live: Model | None, keep_facts: bool = True) -> Setup:
+    """The Setup a saved run's source gives now: its scenario (or the copy it stores) or its Agent."""
+    if saved.source is not None and saved.source.agent is not None:
+        return imported_agent(saved, where, root).setup(saved.source.question)
+    if saved.source is None:
+        return build(scenario_of(saved, where), root, live)
+    return build(rebuilt(saved, where, folder, root, keep_facts), root, live)
 
 
 def replay(
@@ -188,47 +216,27 @@ def replay(
     project root, by default the working folder), as the file says."""
     folder, root = (base or Path(source).parent).absolute(), (root or Path.cwd()).absolute()
     saved = load_record(text, source, folder)
-    if saved.source is None:
-        record = run_scenario(scenario_of(saved, source), emit, model)
-    elif saved.source.agent is not None:
-        from harness.agent import replay_agent
-
-        record = replay_agent(saved, source, emit, model, root)
-    else:
-        scenario = rebuilt(saved, source, folder, root).but(completions=turns_of(saved))
-        record = run_scenario(scenario, emit, model, root=root)
+    setup = setup_again(saved, source, folder, root, model)
     if saved.source is not None:  # named as the file names it; the hash is the source's now
-        record = record.but(source=saved.source.but(sha256=record.source.sha256 if record.source else ""))
-    facts = with_facts(record, saved)
-    return Replay(text, facts if model is None else record, facts)
+        setup.source = saved.source.but(sha256=setup.source.sha256 if setup.source else "")
+    chunk_size = setup.scenario.chunk_size if setup.scenario is not None else 8
+    return Replay(text, run(setup, model or recorded(saved, chunk_size), emit), saved)
 
 
-def with_facts(record: RunRecord, saved: RunRecord) -> RunRecord:
-    """The run with what only the recording knew put back: the model's name and each call's
-    token counts (a replay cannot count a model's tokens; a live replay's are not compared)."""
-    recorded = [call.tokens for call in saved.calls]
-    calls = tuple(
-        replace(call, tokens=recorded[i]) if i < len(recorded) else call for i, call in enumerate(record.calls)
-    )
-    return record.but(calls=calls, model=saved.model)
-
-
-def record_again(text: str, source: str, path: Path, root: Path, model: Model | None, name: str = "") -> str:
+def record_again(text: str, source: str, path: Path, root: Path, model: Model | None) -> str:
     """The file recorded again: its source run now on `model` (None: a scenario's own
     script), saved relative to `path`. Nothing of the old recording is kept but the run's
     options (--max-steps, --no-stop); a past run's Ctrl-C or model error is not one."""
     saved = load_record(text, source)
     if saved.source is None:
         raise TranscriptFormatError(source, "names no source, so it cannot be recorded again (save it again with harness run)")
-    if saved.source.agent is not None:
-        from harness.agent import record_agent
-
-        return record_agent(saved, source, model, root).but(model=name).saved
-    scenario = rebuilt(saved, source, path.parent, root, keep_facts=False)
-    record = run_scenario(scenario, model=model, root=root).placed(path).but(model=name)
+    if saved.source.agent is not None and model is None:
+        raise HarnessError(f"{source}: metadata source.agent", "an Agent has no script of its own: record it with a live model")
+    setup = setup_again(saved, source, path.parent, root, model, keep_facts=False)
     if saved.source.origin == "root":  # named as the file named it
-        record = record.but(source=record.source.but(scenario=saved.source.scenario, origin="root"))
-    return record.saved
+        setup.source = setup.source.but(scenario=saved.source.scenario, origin="root")
+    record = run(setup, model or scripted(setup.scenario))
+    return (record if saved.source.origin == "root" else record.placed(path)).saved
 
 
 def open_run(target: str) -> RunRecord:

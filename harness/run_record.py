@@ -6,32 +6,36 @@
         calls          per model call: what was cut and by what, the tools that ran, the
                        notices code wrote, the model's own token counts when it gave them
         model          the live model's name as the run was started with it ("" for a script)
+        endpoint       how the model was reached: "completions" (one text) or "chat" (messages)
         source         where the run came from (harness.source), so a replay rebuilds it from there
-        scenario       the scenario's fields as the run used them: a record, for reading
+        scenario       the scenario the run was built from (harness.scenario), if any
 
-The loop produces it, `saved` writes it in save format v1 (harness.transcript), and
-`load_record` reads a saved file back into the same type, checking every metadata field:
-a saved transcript is untrusted input (people mail them; CI replays them on pull
-requests), so anything of the wrong shape is a TranscriptFormatError naming the line
-and the field, never a crash later in a view.
+The loop makes it, whole, at the end of a run; `saved` writes it in save format v1
+(harness.transcript), and harness.saved reads a saved file back into the same type.
+What only the recording knows (the model's name, how it was reached, its token counts,
+where a live model failed or a Ctrl-C came) is the record's: a replay reads it from the
+saved record, never from the scenario. A file keeps the save format it always had: how
+the model was reached and where a live run stopped are also written as the scenario's
+fields (`endpoint`, `interrupt`, `model_error`) in its scenario copy and `source.overrides`.
 """
 
 from __future__ import annotations
 
-from dataclasses import field, replace
+import json
+from dataclasses import dataclass, field, replace
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from harness.errors import HarnessError, TranscriptFormatError
+from harness.errors import HarnessError
 from harness.events import StopReason
-from harness.patterns import lazy
-from harness.scenario import Scenario
-from harness.source import Source, from_meta
-from harness.transcript import Author, Transcript, dumps, loads
-from harness.values import value
+from harness.transcript import Author, Transcript, dumps
+
+if TYPE_CHECKING:
+    from harness.scenario import Scenario
+    from harness.source import Source
 
 
-@value  # one per model call: quick to build (harness.values), frozen all the same
+@dataclass(frozen=True, slots=True)
 class CallRecord:
     cut: str = ""  # read from the model but kept out of the buffer
     cut_by: str = ""  # "stop" (a stop sequence), "prefix" (the prefix rule), or ""
@@ -54,7 +58,7 @@ class CallRecord:
         return out
 
 
-@value
+@dataclass(frozen=True, slots=True)
 class RunRecord:
     transcript: Transcript
     stop_reason: StopReason
@@ -66,6 +70,7 @@ class RunRecord:
     workspace: dict[str, str] | None = field(default=None, compare=False)  # files as the run left them
     source: Source | None = None
     model: str = ""  # a fact of the recording, like the token counts: a replay keeps it
+    endpoint: str = "completions"  # how the model was reached: "chat", the buffer as messages
 
     @property
     def saved(self) -> str:
@@ -76,12 +81,33 @@ class RunRecord:
         if self.model:
             meta["model"] = self.model
         meta["cuts"] = {str(i): c.cut for i, c in enumerate(self.calls, 1) if c.cut}
-        meta["calls"] = _metas(self.calls)
+        meta["calls"] = [call.to_meta() for call in self.calls]
+        scenario, overrides = self.scenario, {}
+        if scenario is not None:
+            facts = self.facts()
+            scenario = scenario.but(**facts)  # the file's copy of it: as if the run had been scripted so
+            order = list(scenario.to_meta())
+            merged = {**(self.source.overrides if self.source is not None else {}), **json.loads(json.dumps(facts))}
+            overrides = {key: merged[key] for key in order if key in merged}
         if self.source is not None:
-            meta["source"] = self.source.to_meta()
-        if self.scenario is not None:
-            meta["scenario"] = self.scenario.to_meta()
+            meta["source"] = self.source.but(overrides=overrides).to_meta() if scenario is not None else self.source.to_meta()
+        if scenario is not None:
+            meta["scenario"] = scenario.to_meta()
         return dumps(self.transcript, meta)
+
+    def facts(self) -> dict[str, Any]:
+        """What only the recording knows, as the scenario's fields (`endpoint`, `interrupt`,
+        `model_error`) that the scenario does not say already: how the model was reached, and
+        where a live model failed or a real Ctrl-C came. A scenario's scripted ones stand."""
+        out: dict[str, Any] = {}
+        scenario, last = self.scenario, self.transcript.last_author
+        if scenario.endpoint != self.endpoint:
+            out["endpoint"] = self.endpoint
+        if self.stop_reason is StopReason.CANCELED and scenario.interrupt is None and last is Author.MODEL:
+            out["interrupt"] = (self.steps, len(self.transcript.spans[-1].text))
+        if self.stop_reason is StopReason.MODEL_ERROR and scenario.model_error is None:
+            out["model_error"] = (self.steps + 1, self.detail)
+        return out
 
     def but(self, **changes: Any) -> RunRecord:
         return replace(self, **changes)
@@ -99,124 +125,3 @@ class RunRecord:
             why = "its file name is not UTF-8, and a saved run names its scenario in UTF-8 text; rename the file to save its run"
             raise HarnessError(str(self.source.scenario), why) from None
         return replace(self, source=placed)
-
-
-def _metas(calls: tuple[CallRecord, ...]) -> list[dict[str, Any]]:
-    """Each call's metadata; the loop shares one CallRecord between the calls alike (most of
-    them), so each shared record's is made once (by identity: the calls hold them meanwhile)."""
-    made: dict[int, dict[str, Any]] = {}
-    out = []
-    for call in calls:
-        meta = made.get(id(call))
-        if meta is None:
-            meta = made[id(call)] = call.to_meta()
-        out.append(meta)
-    return out
-
-
-# --- reading a saved file back: every field checked -------------------------------------
-
-
-def load_record(text: str, source: str = "<transcript>", base: Path | None = None) -> RunRecord:
-    """A saved file as a RunRecord; `base` is the folder a template or tool of its own is in."""
-    if not isinstance(text, str):  # bytes too: which encoding they are in is the caller's to say
-        raise TranscriptFormatError(f"{source}: load_record(text)", f"must be the saved file's text, a str, not {type(text).__name__}")
-    transcript, meta = loads(text, source)
-
-    def fail(key: str, message: str) -> TranscriptFormatError:
-        return TranscriptFormatError(f"{source}: metadata {key}", message)
-
-    reason = meta.get("stop_reason", StopReason.MAX_STEPS.value)  # a file without one has not finished
-    if not isinstance(reason, str) or reason not in StopReason._value2member_map_:
-        raise fail("stop_reason", f"must be one of {', '.join(StopReason)}")
-    answer = meta.get("final_answer")
-    if answer is not None and not isinstance(answer, str):
-        raise fail("final_answer", "must be a string or null")
-    steps = meta.get("steps", 0)
-    if type(steps) is not int or steps < 0:
-        raise fail("steps", "must be a whole number, 0 or more")
-    detail = meta.get("detail", "")
-    if not isinstance(detail, str):
-        raise fail("detail", "must be a string")
-    replies = transcript.texts_by(Author.MODEL)
-    model_calls = len(replies)
-    if "steps" in meta and not model_calls <= steps <= model_calls + 1:  # a step is a model call (one canceled before its first text, too)
-        raise fail("steps", f"must be the number of model calls, {model_calls} (or one more, if the last was canceled); it is {steps}")
-    cuts = _cuts(meta.get("cuts", {}), model_calls, fail)
-    calls = _calls(meta.get("calls"), replies, cuts, fail)
-    scenario = None
-    if "scenario" in meta:
-        if not isinstance(meta["scenario"], dict):
-            raise fail("scenario", "must be a table of the scenario's fields")
-        try:
-            scenario = Scenario.from_dict(meta["scenario"], f"{source}: metadata scenario", base)
-        except HarnessError as e:
-            raise TranscriptFormatError(e.where, e.message) from None
-    model = meta.get("model", "")
-    if not isinstance(model, str) or len(model) > 1000:
-        raise fail("model", "must be the model's name, a string")
-    source_ = from_meta(meta["source"], source) if "source" in meta else None
-    return RunRecord(transcript, StopReason(reason), answer, steps, detail, calls, scenario, source=source_, model=model)
-
-
-_STEP = lazy(r"[1-9][0-9]{0,8}")  # ASCII digits only: "²".isdigit() is true, int("²") fails
-
-
-def _cuts(value: Any, model_calls: int, fail) -> dict[int, str]:
-    if not isinstance(value, dict):
-        raise fail("cuts", "must map step numbers to text")
-    out = {}
-    for key, cut in value.items():
-        if not (_STEP.fullmatch(key) and 1 <= int(key) <= model_calls) or not isinstance(cut, str):
-            raise fail("cuts", f"must map step numbers (1 to {model_calls}) to text; {key!r} does not")
-        out[int(key)] = cut
-    return out
-
-
-def _calls(value: Any, replies: list[str], cuts: dict[int, str], fail) -> tuple[CallRecord, ...]:
-    """Files written before `calls` existed still load: their calls carry only the cuts."""
-    model_calls = len(replies)
-    if value is None:
-        return tuple(CallRecord(cuts.get(i, ""), "stop" if cuts.get(i) else "") for i in range(1, model_calls + 1))
-    if not isinstance(value, list) or len(value) != model_calls:
-        raise fail("calls", f"must be a list with one entry per model call ({model_calls})")
-    out = []
-    for i, entry in enumerate(value, 1):
-        if not isinstance(entry, dict):
-            raise fail("calls", f"entry {i} must be a table")
-        ran, told, cut_by, tokens = entry.get("ran", []), entry.get("notices", []), entry.get("cut_by", ""), entry.get("tokens")
-        if not _strings(ran) or not _strings(told) or cut_by not in ("", "stop", "prefix"):
-            raise fail("calls", f"entry {i}: ran and notices must be lists of strings, cut_by stop or prefix")
-        if tokens is not None and not (
-            isinstance(tokens, dict) and all(v is None or (type(v) is int and v >= 0) for v in tokens.values())
-        ):  # `true`, "nine", 1e999 (Infinity), -1: refused here, in one line, not later in a view
-            raise fail("calls", f"entry {i}: tokens must map names to whole numbers, 0 or more")
-        hidden = _hidden(entry.get("hidden", []), len(replies[i - 1]))
-        if hidden is None:
-            raise fail("calls", f"entry {i}: hidden must list [start, end, \"action\" or \"answer\"], in order, within the reply")
-        messages = entry.get("messages")
-        if messages is not None and (type(messages) is not int or messages < 1):
-            raise fail("calls", f"entry {i}: messages must be a whole number, 1 or more")
-        out.append(CallRecord(cuts.get(i, ""), cut_by, tuple(ran), tuple(told), tokens, hidden, messages))
-    return tuple(out)
-
-
-def _hidden(value: Any, length: int) -> tuple[tuple[int, int, str], ...] | None:
-    """The parts of a reply the user was not shown, checked: None if they are not that."""
-    if not isinstance(value, list):
-        return None
-    out, after = [], 0
-    for item in value:
-        if not (isinstance(item, list) and len(item) == 3 and item[2] in ("action", "answer")):
-            return None
-        start, end = item[0], item[1]
-        if type(start) is not int or type(end) is not int or not after <= start < end <= length:
-            return None
-        out.append((start, end, item[2]))
-        after = end
-    return tuple(out)
-
-
-def _strings(value: Any) -> bool:
-    return isinstance(value, list) and all(isinstance(v, str) for v in value)
-

@@ -20,10 +20,11 @@ prompt is harness.prompts; assembling a run from a scenario is harness.record.
 from __future__ import annotations
 
 import json
-from dataclasses import field, replace
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
+import regex
 import tomli
 
 from harness import prompts
@@ -35,13 +36,12 @@ from harness.prompts import data_dir
 from harness.tool_specs import ToolSpec, parse_tool
 from harness.tools import ToolError
 from harness.user_code import TOOL_NAME
-from harness.values import value
 from harness.workspace import TOOL_NAMES, check_path
 
 _LIMITS = Limits()
 
 
-@value(slots=False)  # public: its instances keep a __dict__, as a dataclass's do
+@dataclass(frozen=True)
 class Scenario:
     question: str
     completions: tuple[str, ...] = ()
@@ -201,7 +201,7 @@ def _parse(data: dict[str, Any], where: str, base: Path | None, check_files: boo
         except ToolError as e:
             raise fail("workspace", str(e)) from None
     for name in tools:
-        if not TOOL_NAME.quick.fullmatch(name):
+        if not TOOL_NAME.fullmatch(name):
             raise ScenarioError(f"{where}: tools", f"{name!r} is not a tool name (a letter or _, then letters, digits, _)")
         if name in TOOL_NAMES and workspace is None:
             raise fail(f"tools.{name}", "needs a [workspace] table of files to work on")

@@ -21,30 +21,31 @@ Nothing here is needed to *show* a saved run: only `resolve` touches the disk.
 
 from __future__ import annotations
 
+import hashlib
 import json
 import os
 import sys
 from collections.abc import Iterable
-from dataclasses import field, replace
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
+import regex
+
 from harness.errors import HarnessError, TranscriptFormatError
 from harness.files import not_a_file
-from harness.patterns import lazy
-from harness.values import value
 
 ORIGINS = ("transcript", "root", "shipped")
 # What a run may change of its scenario (--max-steps, --no-stop, the endpoint it reached, a
 # live run's Ctrl-C or model error): all a saved file's overrides may hold. Anything else
 # (a tool, a prompt) would be the file's own code or text, put over the scenario it names.
 RUN_CHANGES = ("max_steps", "use_stop", "endpoint", "interrupt", "model_error")
-AGENT_REF = lazy(r"[A-Za-z_][\w.]{0,199}:[A-Za-z_]\w{0,99}")  # module:attribute
-_SHA = lazy(r"[0-9a-f]{64}")
-_SHIPPED = lazy(r"[A-Za-z0-9][A-Za-z0-9_.-]{0,63}")  # a shipped scenario's name: a file name, no path
+AGENT_REF = regex.compile(r"[A-Za-z_][\w.]{0,199}:[A-Za-z_]\w{0,99}")  # module:attribute
+_SHA = regex.compile(r"[0-9a-f]{64}")
+_SHIPPED = regex.compile(r"[A-Za-z0-9][A-Za-z0-9_.-]{0,63}")  # a shipped scenario's name: a file name, no path
 
 
-@value
+@dataclass(frozen=True, slots=True)
 class Source:
     scenario: str | None = None  # a path (relative to `origin`), or a shipped scenario's name
     origin: str = "root"  # written as "from"
@@ -85,29 +86,10 @@ def for_scenario(file: Path, sha256: str, overrides: dict[str, Any], shipped: Pa
 def fingerprint(parts: Iterable[str | bytes]) -> str:
     """sha256 of the parts, each length-prefixed (so ("ab", "c") and ("a", "bc") differ)."""
     data = [part.encode("utf-8") if isinstance(part, str) else part for part in parts]
-    digest = _sha256(sum(map(len, data)))()
+    digest = hashlib.sha256()
     for part in data:
         digest.update(b"%d:" % len(part) + part)
     return digest.hexdigest()
-
-
-def _sha256(size: int) -> Any:
-    """A SHA-256 for `size` bytes. hashlib's is OpenSSL's, whose loading costs about 11M machine
-    instructions (3 ms), a tenth of a scripted run's start-up; Python's own (a built-in module,
-    the one hashlib falls back to) starts at once but hashes at a sixth of the speed (4 ms a MB
-    here). Below a megabyte, Python's own is done first; both give the same digest."""
-    if size < 1_000_000:
-        try:
-            from _sha256 import sha256  # (Python 3.11)
-        except ImportError:
-            try:
-                from _sha2 import sha256  # (3.12 and later)
-            except ImportError:  # a Python built without it
-                from hashlib import sha256
-        return sha256
-    from hashlib import sha256
-
-    return sha256
 
 
 def canonical(value: Any) -> str:

@@ -13,22 +13,22 @@
 
 from __future__ import annotations
 
-from dataclasses import replace
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
+import regex
+
 from harness.errors import HarnessError, ScenarioError
-from harness.patterns import lazy
 from harness.tools import BUILTINS, TRAITS, Tool, canned, from_function
 from harness.user_code import import_function
-from harness.values import value
 from harness.workspace import TOOL_NAMES, Workspace
 
 _TOOL_FIELDS = {"description", "params", "results", "default", "trait", "python", "example"}
-_PYTHON_REF = lazy(r"[A-Za-z_]\w{0,63}(?:\.[A-Za-z_]\w{0,63}){0,7}:[A-Za-z_]\w{0,63}")  # a Python tool: module:function
+_PYTHON_REF = regex.compile(r"[A-Za-z_]\w{0,63}(?:\.[A-Za-z_]\w{0,63}){0,7}:[A-Za-z_]\w{0,63}")  # a Python tool: module:function
 
 
-@value
+@dataclass(frozen=True, slots=True)
 class ToolSpec:
     name: str
     description: str = ""

@@ -21,6 +21,7 @@ external tools such as a search engine or a quota API.
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 import ast
 import inspect
 import json
@@ -32,7 +33,6 @@ from typing import Any
 
 from harness import captured
 from harness.user_code import as_text, describe, loading, message, name_of, tool_function, what_it_holds
-from harness.values import value
 
 TRAITS = ("exploration", "exploitation", "neutral", "unknown")
 
@@ -41,7 +41,7 @@ class ToolError(Exception):
     """What went wrong, in words the model can act on."""
 
 
-@value(slots=False)  # public: a frozen dataclass with a __dict__, as it always was (harness.values)
+@dataclass(frozen=True)
 class Tool:
     name: str
     description: str  # one line, shown to the model

@@ -28,12 +28,13 @@ from __future__ import annotations
 
 import json
 from collections.abc import Iterable, Iterator
+from dataclasses import dataclass
 from enum import StrEnum
 from typing import Any
 
+import regex
+
 from harness.errors import TranscriptFormatError
-from harness.patterns import lazy
-from harness.values import value
 
 HEADER = "# harness transcript v1"
 # What a Windows checkout needs so that git keeps a transcript's bytes as committed:
@@ -46,10 +47,23 @@ class Author(StrEnum):
     CODE = "code"
 
 
-@value(slots=False)  # public: its instances keep a __dict__, as a dataclass's do
+@dataclass(frozen=True)
 class Span:
     author: Author
     text: str
+
+
+@dataclass(frozen=True, slots=True)
+class Frames:
+    """The developer's text around code's turn (a chat template's, harness.prompts); empty
+    strings frame nothing (a plain template)."""
+
+    before_code: str = ""  # after the model's text, before code's first line
+    after_code: str = ""  # after code's last line, before the model is called again
+    cue: str = ""  # written after `after_code`: the start of the model's next turn
+
+    def __bool__(self) -> bool:
+        return bool(self.before_code or self.after_code or self.cue)
 
 
 class Transcript:
@@ -144,7 +158,7 @@ class Transcript:
 
 _WIDTH = 9  # len("developer")
 _AUTHORS = {f"{a.value:<{_WIDTH}}": a for a in Author}  # "model    " -> Author.MODEL
-_KEY = lazy(r"[a-z_][a-z0-9_]{0,63}")
+_KEY = regex.compile(r"[a-z_][a-z0-9_]{0,63}")
 
 
 def split_lines(text: str) -> list[str]:

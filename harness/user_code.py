@@ -37,10 +37,11 @@ from contextvars import ContextVar
 from pathlib import Path
 from typing import Any
 
+import regex
+
 from harness import captured
 from harness.errors import HarnessError
 from harness.files import resolved
-from harness.patterns import lazy
 
 
 def plain(text: str) -> str:
@@ -258,7 +259,7 @@ def _said(e: BaseException) -> str:
     return _PACKAGE.sub("", describe(e))  # the folder's package is harness's name, not the user's
 
 
-_PACKAGE = lazy(r"harness_tools_[0-9a-f]{16}\.?")
+_PACKAGE = regex.compile(r"harness_tools_[0-9a-f]{16}\.?")
 
 
 def as_text(value: Any) -> str | None:
@@ -281,7 +282,7 @@ def what_it_holds(value: Any) -> str:
     return "holding something that is not JSON" if isinstance(value, (list, tuple, dict)) else "(an object)"
 
 
-TOOL_NAME = lazy(r"[A-Za-z_][A-Za-z0-9_]{0,63}")  # what an Action line can name (read by re: .quick)
+TOOL_NAME = regex.compile(r"[A-Za-z_][A-Za-z0-9_]{0,63}")  # what an Action line can name
 
 
 def tool_function(fn: Any, name: str | None, where: str) -> str:
@@ -298,10 +299,10 @@ def tool_function(fn: Any, name: str | None, where: str) -> str:
         raise HarnessError(where, f"{shown} is an async function (async def); a tool is a plain function that returns its text")
     rule = "a letter or _, then letters, digits, _"
     if name is not None:
-        if not isinstance(name, str) or not TOOL_NAME.quick.fullmatch(name):
+        if not isinstance(name, str) or not TOOL_NAME.fullmatch(name):
             raise HarnessError(where, f"name={name!r:.80} is not a tool name ({rule})")
         return name
     own = getattr(fn, "__name__", None)
-    if not isinstance(own, str) or not TOOL_NAME.quick.fullmatch(own):  # `<lambda>`: no model could call it
+    if not isinstance(own, str) or not TOOL_NAME.fullmatch(own):  # `<lambda>`: no model could call it
         raise HarnessError(where, f"the function's name is {own!r:.80}, not a tool name ({rule}); give it one: from_function(fn, name=\"...\")")
     return own

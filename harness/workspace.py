@@ -20,12 +20,13 @@ from __future__ import annotations
 import heapq
 import json
 
-from harness.patterns import lazy
+import regex
+
 from harness.tools import Tool, ToolError
 
-_DRIVE = lazy(r"[A-Za-z]:")
-_CONTROL = lazy(r"[\x00-\x1f\x7f]")
-_SEPARATOR = lazy(r"[/\\]")
+_DRIVE = regex.compile(r"[A-Za-z]:")
+_CONTROL = regex.compile(r"[\x00-\x1f\x7f]")
+_SEPARATOR = regex.compile(r"[/\\]")
 _LISTED = 10  # file names a missing-file observation lists
 _NAME_SHOWN = 100  # characters of one name it shows
 

@@ -20,10 +20,11 @@ from collections.abc import Iterator
 import pytest
 
 from harness.backends import model_from_spec
-from harness.backends.control import PATTERN, neutralise
+from harness.entry import PATTERN, neutralise
 from harness.backends.server import ServerModel
 from harness.errors import HarnessError
 from harness.model import ModelError, TokenUsage
+from harness.transcript import Author, Transcript
 from tests.loopback import GOOD, USAGE, FakeServer, Reply, sse, text  # noqa: F401 (imported from here by other tests)
 
 KEY = "sk-test-0123456789abcdef"
@@ -44,8 +45,10 @@ def model(server: FakeServer, monkeypatch: pytest.MonkeyPatch) -> ServerModel:
 
 def failure(model: ServerModel, prompt: str = "Question: 2+2?\n") -> str:
     """The one-line message of the ModelError the call raises; it never holds the key."""
+    buffer = Transcript()
+    buffer.append(Author.DEVELOPER, prompt)
     with pytest.raises(ModelError) as caught:
-        list(model.stream(prompt, ("Observation:",)))
+        list(model.complete(buffer, ("Observation:",)))  # as the loop calls it: bounded, scrubbed
     message = str(caught.value)
     assert "\n" not in message and KEY not in message
     return message
@@ -408,7 +411,7 @@ def test_a_secret_split_at_any_point_of_a_stream_never_comes_out():
     from hypothesis import given
     from hypothesis import strategies as st
 
-    from harness.backends.entry import Entry
+    from harness.entry import Entry
 
     secret = "sk-abcdef123456"
 
@@ -425,7 +428,7 @@ def test_a_secret_split_at_any_point_of_a_stream_never_comes_out():
 
 
 def test_lone_surrogates_become_the_replacement_character():
-    from harness.backends.entry import encodable
+    from harness.entry import encodable
 
     assert encodable("a\ud800b\udfff") == "a\ufffdb\ufffd"
     assert encodable("plain é 😀") == "plain é 😀"

@@ -16,7 +16,7 @@ import regex
 from typer.testing import CliRunner
 
 from harness.cli import app
-from harness.run_record import load_record
+from harness.saved import load_record
 from tests.test_stepper import HARNESS, tmux  # noqa: F401  (tmux is a fixture: a terminal of its own)
 
 runner = CliRunner()

@@ -16,7 +16,7 @@ import pytest
 import regex
 
 from harness.record import replay
-from harness.run_record import load_record
+from harness.saved import load_record
 from tests.loopback import FakeServer, Reply, sse, text
 
 ROOT = Path(__file__).parent.parent

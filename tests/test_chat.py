@@ -17,7 +17,7 @@ from harness.backends.messages import messages
 from harness.cli import app
 from harness.errors import HarnessError
 from harness.record import read_text, replay
-from harness.run_record import load_record
+from harness.saved import load_record
 from harness.transcript import Author, Span, Transcript
 from tests.loopback import FakeServer, Reply, delta, sse
 

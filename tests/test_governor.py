@@ -13,7 +13,8 @@ from hypothesis import strategies as st
 from harness.dialects import DefaultDialect, GovernedDialect, ReactPaperDialect
 from harness.events import CompletionEnded, TextDelta
 from harness.governor import Governor, read
-from harness.loop import Setup, complete
+from harness.loop import Setup, Writer, complete
+from harness.model import as_model
 from harness.transcript import Transcript
 from harness.stop import cut_at_stop
 from harness.tools import Registry, calculator, canned
@@ -44,8 +45,9 @@ def streamed(dialect, text: str, sizes: list[int]):
             return iter(chunks)
 
     deltas = []
-    text, cut, cut_by, decided, *_ = complete(Chunked(), 1, Setup(Transcript(), dialect, TOOLS), deltas.append)
-    ended = CompletionEnded(1, text, cut, cut_by, decided)
+    setup, model = Setup(Transcript(), dialect, TOOLS), as_model(Chunked())
+    reply = complete(model, 1, setup, Writer(setup, model, deltas.append))
+    ended = CompletionEnded(1, reply.text, reply.cut, reply.cut_by, reply.decided)
     return ended, "".join(d.text for d in deltas if isinstance(d, TextDelta))
 
 

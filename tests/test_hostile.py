@@ -23,7 +23,7 @@ from typer.testing import CliRunner
 from harness.cli import app
 from harness.errors import TranscriptFormatError
 from harness.record import run_scenario
-from harness.run_record import load_record
+from harness.saved import load_record
 from harness.scenario import find_scenario, load_scenario
 from harness.transcript import HEADER
 

@@ -338,7 +338,7 @@ def test_a_chat_run_s_page_shows_what_each_call_was_sent_and_hostile_text_stays_
 
     from harness.backends.messages import per_call
     from harness.record import read_text
-    from harness.run_record import load_record
+    from harness.saved import load_record
 
     hostile = "".join(HOSTILE)
     scenario = tmp_path / "chat.toml"

@@ -16,7 +16,7 @@ from typer.testing import CliRunner
 
 from harness.cli import MODEL_FAILED, app
 from harness.record import read_text, replay
-from harness.run_record import load_record
+from harness.saved import load_record
 from harness.transcript import Author
 from tests.test_backends import FakeServer, Reply, sse, text
 

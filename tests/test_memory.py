@@ -15,7 +15,7 @@ import tracemalloc
 from harness.dialects import DefaultDialect
 from harness.limits import Limits
 from harness.loop import Setup, run
-from harness.model import ScriptedModel
+from harness.model import Model, ScriptedModel
 from harness.tools import Registry, from_function
 from harness.transcript import Author, Transcript
 
@@ -70,6 +70,9 @@ def test_each_prompt_is_the_buffer_up_to_its_length():
             super().__init__(completions)
             self.digests: list[str] = []
 
+        def send(self, buffer, stop):  # a script that reads the prompt's text: Model's send
+            return Model.send(self, buffer, stop)
+
         def stream(self, prompt, stop):
             self.digests.append(hashlib.sha256(prompt.encode()).hexdigest())
             return super().stream(prompt, stop)
@@ -99,11 +102,11 @@ def test_a_scripted_run_in_a_batch_is_sent_the_buffer_too(monkeypatch):
     """A batch wraps each model to cancel it on Ctrl-C; the wrapper passes the buffer on."""
     import threading
 
-    from harness.batch import cancelable
+    from harness.batch import Cancelable
 
     joins = []
     text = Transcript.text.fget
     monkeypatch.setattr(Transcript, "text", property(lambda self: joins.append(1) or text(self)))
-    record = run(setup(1_000), cancelable(ScriptedModel(script(1_000)), threading.Event()))
+    record = run(setup(1_000), Cancelable(ScriptedModel(script(1_000)), threading.Event()))
     assert record.steps == 1_001
     assert len(joins) <= 3, f"the buffer was joined {len(joins)} times in 1,001 calls"

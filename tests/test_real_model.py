@@ -23,7 +23,7 @@ from collections.abc import Iterator
 import httpx
 import pytest
 
-from harness.backends.control import neutralise
+from harness.entry import neutralise
 from harness.backends.server import ServerModel
 from harness.model import ModelError, TokenUsage
 
@@ -114,7 +114,7 @@ def test_the_chat_endpoint_streams_the_messages_answer(server):
     chat = ChatModel("smollm2", server.base_url, max_tokens=32)
     buffer = Transcript()
     buffer.append(Author.DEVELOPER, "Name three colours, one per line.")
-    chunks = list(chat.stream_spans(buffer, ("\n\n",)))
+    chunks = list(chat.complete(buffer, ("\n\n",)))
     assert chunks[0].messages == 1 and texts(chunks).strip()
     assert "\n\n" not in texts(chunks)  # the server was told the stop
 
@@ -356,7 +356,7 @@ def test_a_batch_on_the_local_model_with_jobs_keeps_its_progress_and_summary(ggu
     assert result.returncode == 0, result.stderr
     assert result.stdout.splitlines()[-1].startswith("4 runs: ")
     assert len([line for line in result.stderr.splitlines() if line.startswith("[")]) == 4  # a line a run
-    from harness.run_record import load_record
+    from harness.saved import load_record
     from harness.transcript import Author
 
     alone = subprocess.run([sys.executable, "-m", "harness", "run", str(folder / "q3.toml"), "--model", f"local:{gguf}", "--max-steps", "1", "--max-tokens", "5", "-f", "tagged"], capture_output=True, text=True, timeout=600)

@@ -47,14 +47,6 @@ def test_a_scripted_run_imports_no_client_and_no_view_it_does_not_draw():
         assert "rich" not in imported(*args), args
 
 
-def test_a_scripted_run_of_short_lines_loads_no_regex_and_no_openssl():
-    # Its patterns are compiled when first used (harness.patterns), and its short lines are
-    # read by their re twins: regex (55M instructions to import) waits for a line too long.
-    # Its fingerprint is small: Python's own SHA-256, not hashlib's OpenSSL (11M to load).
-    for args in (["run", "nimbus"], ["run", "nimbus", "--format", "tagged"], ["run", "paper-river"], ["run", "governed-research"], ["run", "calculator"]):
-        assert not imported(*args) & {"regex", "hashlib", "_hashlib"}, args
-
-
 def test_a_fingerprint_is_sha256_small_or_big():
     import hashlib
 

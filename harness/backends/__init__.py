@@ -6,7 +6,7 @@
     model_from_spec("local:models/qwen2.5-0.5b-instruct.gguf")      # llama.cpp in process, any GGUF
 
 Options (each a command-line option of the same name) bound every call: `max_tokens`,
-`max_chars`, `max_seconds` (harness.backends.bounds); for a server, `strict` leaves llama.cpp's knobs
+`max_chars`, `max_seconds` (harness.model.Bounds); for a server, `strict` leaves llama.cpp's knobs
 out of its requests, and `wait_for_server` (seconds) lets the first call wait for it;
 `connections` sizes a server model's connection pool, which the models made from it by
 `.another()` share (a batch: one pool per server, not one client per run). Each backend
@@ -37,7 +37,9 @@ def model_from_spec(spec: str, base_url: str | None = None, **options: Any) -> M
         else:
             from harness.backends.server import ServerModel as Server
 
-        return Server(rest, base_url, **options)
+        model: Model = Server(rest, base_url, **options)
+        model.name = spec
+        return model
     options.pop("connections", None)  # a server's pool: nothing to share in process
     if base_url is not None:
         raise HarnessError("--base-url", f"only an openai:NAME or chat:NAME model talks to a server, not {spec!r}")
@@ -49,7 +51,9 @@ def model_from_spec(spec: str, base_url: str | None = None, **options: Any) -> M
             raise HarnessError("--model", "local:PATH needs a GGUF file after the colon (or plain `local` for SmolLM2)")
         from harness.backends.local import LocalModel
 
-        return LocalModel(rest or None, **options)
+        model = LocalModel(rest or None, **options)
+        model.name = spec
+        return model
     if spec == "scripted":
         raise HarnessError("--model", "scripted plays a scenario's own completions: run a scenario without --model")
     raise HarnessError("--model", f"unknown model {spec!r} (use {SPECS})")

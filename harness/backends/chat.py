@@ -1,11 +1,11 @@
 """A model behind an OpenAI-compatible *chat* endpoint: `--model chat:NAME`.
 
     model = ChatModel("gpt-4o-mini", "https://api.openai.com/v1")      # strict: detected
-    for chunk in model.stream_spans(transcript, stop=("Observation:",)):
+    for chunk in model.complete(transcript, stop=("Observation:",)):
         ...                                                  # a Sent, str chunks, then a TokenUsage
 
 One call is one POST to `{base_url}/chat/completions`. The loop hands a chat model the
-buffer *with its authors* (`stream_spans`), and harness.backends.messages splits it into
+buffer *with its authors* (`send`), and harness.backends.messages splits it into
 messages by one rule; the server's chat template frames them. The lesson holds: a chat
 API is the same growing text, with role markers the server writes instead of the
 template. The stream begins with a Sent (how many messages this call sent), which the
@@ -14,8 +14,8 @@ scrub of secrets, strict servers, the stops (sent up to the API's limit, and alw
 enforced by the loop's own scanner) — is the completions backend's, shared.
 
 `stream(prompt, stop)` (plain text, no authors) sends the prompt as one user message. A
-saved chat run records `endpoint = "chat"` in its scenario, so its replay sends the
-recorded turns through the same rule (harness.backends.messages.ChatScript), offline.
+saved chat run records `endpoint: "chat"`, so its replay sends the recorded turns through
+the same rule (harness.backends.messages.ChatScript), offline.
 """
 
 from __future__ import annotations
@@ -32,6 +32,7 @@ from harness.transcript import Author, Span, Transcript
 class ChatModel(ServerModel):
     path = "chat/completions"
     chat = True  # the events carry choices[].delta.content
+    endpoint = "chat"
 
     def _max_tokens_name(self) -> str:
         # OpenAI's chat API has renamed it (its reasoning models refuse max_tokens); other servers know the old name.
@@ -45,9 +46,12 @@ class ChatModel(ServerModel):
     def request(self, prompt: str, stop: Sequence[str]) -> dict[str, Any]:
         return self.request_messages(messages([Span(Author.DEVELOPER, prompt)]), stop)
 
-    def stream_spans(self, transcript: Transcript, stop: Sequence[str]) -> Iterator[str | TokenUsage | Sent]:
-        sent = messages(transcript.spans)  # a template with control tokens is refused here, before any request
-        return with_count(sent, self._stream(self.request_messages(sent, stop), len(transcript)))
+    def check(self, buffer: Transcript) -> None:
+        messages(buffer.spans)  # a template with control tokens is refused before the run shows a byte
+
+    def send(self, buffer: Transcript, stop: Sequence[str]) -> Iterator[str | TokenUsage | Sent]:
+        sent = messages(buffer.spans)
+        return with_count(sent, self._stream(self.request_messages(sent, stop), len(buffer)))
 
     def stream(self, prompt: str, stop: Sequence[str]) -> Iterator[str | TokenUsage | Sent]:
         body = self.request(prompt, stop)

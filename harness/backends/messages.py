@@ -25,12 +25,12 @@ them (`prompt = "default"`) for `--model chat:NAME`.
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Iterator, Sequence
+from collections.abc import Generator, Iterable, Iterator, Sequence
 from typing import TYPE_CHECKING, Any
 
-from harness.backends.control import PATTERN
+from harness.entry import PATTERN
 from harness.errors import HarnessError
-from harness.model import Sent, TokenUsage
+from harness.model import Around, Model, Sent, TokenUsage
 from harness.transcript import Author, Span, Transcript
 
 if TYPE_CHECKING:
@@ -103,7 +103,7 @@ def sent_text(record: RunRecord, source: str) -> str:
     every line of a message's content after its role (shown, never obeyed, by a terminal)."""
     from harness.escape import for_terminal
 
-    if record.scenario is None or record.scenario.endpoint != "chat":
+    if record.endpoint != "chat":
         raise HarnessError(f"{source}: --messages", "this run did not go through a chat endpoint: each call was sent the buffer as one text")
     run, counts = sent_counts(record.transcript.spans)
     out = []
@@ -115,25 +115,26 @@ def sent_text(record: RunRecord, source: str) -> str:
     return "".join(out)
 
 
-def with_count(sent: list[dict[str, str]], chunks: Iterator[Any]) -> Iterator[Any]:
+def with_count(sent: list[dict[str, str]], chunks: Iterable[Any]) -> Iterator[Any]:
     """A call's stream, told first how many messages it sent."""
     yield Sent(len(sent))
     try:
         yield from chunks
     finally:
-        getattr(chunks, "close", lambda: None)()
+        if isinstance(chunks, Generator):
+            chunks.close()
 
 
-class ChatScript:
+class ChatScript(Around):
     """A scripted model replaying a chat run: the recorded turns, and for each call the
     messages count the rule gives now (so a change of the rule is drift a replay shows)."""
 
-    def __init__(self, model: Any) -> None:
-        self.model = model
+    def __init__(self, model: Model) -> None:
+        super().__init__(model)
+        self.endpoint = "chat"
 
-    def stream_spans(self, transcript: Transcript, stop: Sequence[str]) -> Iterator[str | TokenUsage | Sent]:
-        sent = messages(transcript.spans)
-        return with_count(sent, self.model.stream(transcript.text, stop))  # a script that ran out says so first
+    def check(self, buffer: Transcript) -> None:
+        messages(buffer.spans)
 
-    def stream(self, prompt: str, stop: Sequence[str]) -> Iterator[str | TokenUsage]:
-        return self.model.stream(prompt, stop)
+    def send(self, buffer: Transcript, stop: Sequence[str]) -> Iterator[str | TokenUsage | Sent]:
+        return with_count(messages(buffer.spans), self.model.send(buffer, stop))

@@ -16,10 +16,11 @@ rejects them): `strict=True`, `--strict` on the command line, or a base URL on
 api.openai.com. A strict server is sent at most 4 stop strings (OpenAI's limit); the
 client-side scanner enforces all of them anyway.
 
-Each call is bounded (harness.backends.bounds: tokens, characters, seconds), and every
-piece of text the server sends enters through one Entry (harness.backends.entry): lone
-surrogates replaced, the API key (read only from HARNESS_API_KEY or OPENAI_API_KEY) and
-the URL's password scrubbed, before it reaches the buffer, a message or repr().
+Each call is bounded (harness.model.Bounds: tokens, characters, seconds; the deadline
+also ends every read of the call's socket), and every piece of text the server sends
+enters through one Entry (harness.entry): lone surrogates replaced, the API key (read
+only from HARNESS_API_KEY or OPENAI_API_KEY) and the URL's password scrubbed, before it
+reaches the buffer (Model.complete), a message or repr().
 
 Left out: retries (a failed call ends the run: model_error), n > 1, logprobs,
 compressed answers (harness asks for none and refuses one).
@@ -38,13 +39,12 @@ from urllib.parse import urlsplit
 import httpx
 
 from harness.backends import wire
-from harness.backends.bounds import DEFAULTS, Bounds, Budget
 from harness.backends.connection import CALLS, Sockets, certificate_refused, drain, handshake_failed, new_client, proxied, read_bounded
 from harness.backends.counts import PromptCounter
-from harness.backends.entry import Entry
+from harness.entry import Entry
 from harness.backends.urls import check_base_url, hidden, url_secrets
 from harness.errors import HarnessError
-from harness.model import ModelError, TokenUsage
+from harness.model import DEFAULTS, Bounds, Budget, Model, ModelError, TokenUsage
 
 DEFAULT_BASE_URL = "http://127.0.0.1:8080/v1"
 
@@ -57,9 +57,10 @@ ERROR_BODY = 65536  # bytes of an error answer read, at most
 TOO_LONG = "longer than the model's context; give the server a larger one (llama.cpp: --n_ctx) or lower max_steps"
 
 
-class ServerModel:
+class ServerModel(Model):
     path = "completions"  # after the base URL
     chat = False  # the events carry choices[].text
+    serves_many = True  # another(): a run of its own on this one's connections
 
     def __init__(
         self,
@@ -150,7 +151,7 @@ class ServerModel:
                     usage = chunk
                 yield chunk
         finally:
-            getattr(chunks, "close", lambda: None)()
+            chunks.close()
         if counter is not None and (late := counter.after(prompt, usage, notes)) is not None:
             yield late
         self._note(notes)
@@ -184,7 +185,7 @@ class ServerModel:
         if self._wait is not None:  # a server still starting: the first call waits for it, once
             self.wait(self._wait)
             self._wait = None
-        budget, scrub = Budget(self.bounds), self.entry.stream()
+        budget = Budget(self.bounds)  # its deadline ends every read and write of the call (the scrub and the character bound are Model.complete's)
         text_chars, events, finished, had_choices, usage = 0, 0, False, False, None
         try:
             # `with` is the try/finally: closing this generator early (the loop does, once the
@@ -211,9 +212,7 @@ class ServerModel:
                         self._note(notes)
                     if piece.text:
                         text_chars += len(piece.text)
-                        budget.spend(len(piece.text))
-                        if shown := scrub.feed(piece.text):
-                            yield shown
+                        yield piece.text
                     finished, had_choices = finished or piece.finished, had_choices or piece.had_choices
         except (httpx.ConnectError, httpx.ConnectTimeout) as e:
             if refused := certificate_refused(e):
@@ -231,8 +230,6 @@ class ServerModel:
         except httpx.TransportError as e:
             what = f"({type(e).__name__}): did the server stop?"
             raise ModelError(f"the connection to {self.where} broke mid-stream {what}") from None
-        if tail := scrub.finish():
-            yield tail
         if events == 0 and text_chars == 0:  # llama.cpp's answer to a prompt longer than its context
             raise ModelError(
                 f"the server closed the stream without sending an event: the prompt ({prompt_chars} characters) "

@@ -24,7 +24,7 @@ import json
 from collections.abc import Iterator
 from typing import Any, NamedTuple
 
-from harness.backends.entry import Entry
+from harness.entry import Entry
 from harness.model import ModelError, TokenUsage
 
 MAX_COUNT = 10**12

@@ -14,14 +14,14 @@ linearly. A prefix cache would only have to process what is new since the last c
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from harness.run_record import CallRecord, RunRecord
 from harness.transcript import Author, Transcript
-from harness.values import value
 
 CHARS_PER_TOKEN = 4  # a rough rule for English text; token figures are estimates
 
 
-@value
+@dataclass(frozen=True, slots=True)
 class Frame:
     index: int  # 0 .. N
     author: Author  # who wrote the newest part
@@ -123,7 +123,7 @@ def _stopped(record: RunRecord) -> str:
     return text
 
 
-@value
+@dataclass(frozen=True, slots=True)
 class CallCost:
     call: int
     prompt_chars: int  # sent: the whole buffer

@@ -1,8 +1,13 @@
-"""Where text from outside enters: made encodable, secrets scrubbed, then (for messages) cut.
+"""Where text from outside enters the buffer: made encodable, secrets scrubbed, control tokens made inert.
 
-Every piece of text a server sends — completion text, an error's message, a header quoted
-in one — passes through one Entry before it can reach the buffer, a view, an event, an
-error or a file. After that, everything downstream can trust it:
+Two kinds of text enter. A model's text (every model's, by harness.model.Model.complete)
+is made encodable and scrubbed of secrets; text code writes (observations, notices) is made
+encodable and has its control tokens neutralised. After that, everything downstream (the
+buffer, a view, an event, an error, a file) can trust it.
+
+## Model text: encodable, secrets scrubbed
+
+A server's error messages go through the same Entry (`detail`: scrubbed, then cut):
 
     entry = Entry(["sk-abc123secret"])
     entry.detail("bad key sk-abc123secret " + "x" * 500)   ->  "bad key *** xxxx…"   (scrubbed, then cut)
@@ -25,13 +30,37 @@ Two rules, in this order:
 
     Entry(key="none").scrub("none of them")           ->  "none of them"
     Entry(key="sk-abc123secret").scrub("sk-abc123secret")  ->  "***"
+
+## Code's text: control tokens made visible, and inert
+
+A chat template's turns are marked by control tokens that are also plain strings:
+`<|im_end|>` ends a ChatML turn. A server tokenizes the whole prompt with special tokens
+parsed, so a tool result that *contains* the string `<|im_end|>` would become the real
+control token and end the assistant's turn in the middle of an observation. Text that
+code writes (observations, notices) therefore goes through `neutralise` first:
+
+    neutralise("done<|im_end|>")   ->  "done<¦im_end¦>"
+    neutralise("[INST] hi [/INST]") ->  "[¦INST¦] hi [¦/INST¦]"
+
+One rule, so a reader can undo it by eye: a delimiter `|` becomes a broken bar `¦`, and a
+delimiter without one gets `¦` inside its brackets. The result still reads as what it
+was, but no tokenizer has it as a special token. It is applied again to its own output
+without change.
+
+Covered: `<|anything|>` (ChatML's im_start/im_end/endoftext, Llama 3's eot_id and
+start_header_id, Phi's end), DeepSeek's fullwidth-barred `<｜anything｜>`
+(`<｜end▁of▁sentence｜>`, `<｜Assistant｜>`), `<s>` and `</s>`, `[INST]` and `[/INST]`, Gemma's
+`<start_of_turn>`/`<end_of_turn>`, and the code-model tokens SmolLM2's vocabulary marks
+as control (`<file_sep>`, `<jupyter_code>`, ...). Left out: other vocabularies' tokens
+that look like ordinary text; the developer's prompt and the model's own text, which are
+what they are and are never changed.
 """
 
 from __future__ import annotations
 
 from collections.abc import Iterable
 
-from harness.patterns import lazy
+import regex
 
 MASK = "***"
 MIN_SECRET = 4
@@ -41,7 +70,7 @@ PLACEHOLDER_KEYS = frozenset(
      "not-needed", "placeholder", "changeme", "password", "secret", "sk-no-key-required", "sk-xxx")
 )  # compared without case
 REPLACEMENT = "\ufffd"  # what a lone surrogate becomes
-_SURROGATE = lazy(r"[\ud800-\udfff]")
+_SURROGATE = regex.compile(r"[\ud800-\udfff]")
 
 
 def encodable(text: str) -> str:
@@ -94,6 +123,8 @@ class StreamScrub:
         self.entry, self.held = entry, ""
 
     def feed(self, chunk: str) -> str:
+        if not self.entry.secrets:  # nothing to scrub: the text is only made encodable
+            return encodable(chunk)
         text = self.entry.scrub(self.held + chunk)
         keep = self._could_begin_a_secret(text)
         self.held = text[len(text) - keep :] if keep else ""
@@ -112,3 +143,36 @@ class StreamScrub:
                     best = n
                     break
         return best
+
+
+# <|name|> with a bounded name of no bars, brackets or spaces; or one of a few literals.
+# Every alternative starts with a literal and has only bounded repeats: linear, whatever the text.
+_SPACE = r"\t-\r \x85\xa0\u1680\u2000-\u200a\u2028\u2029\u202f\u205f\u3000"
+_BARRED = rf"<\|(?P<name>[^|<>{_SPACE}]{{1,64}})\|>"
+_WORDS = (
+    "s|/s|start_of_turn|end_of_turn|"
+    "filename|reponame|gh_stars|file_sep|empty_output|"
+    "issue_start|issue_comment|issue_closed|"
+    "jupyter_start|jupyter_text|jupyter_code|jupyter_output|jupyter_script|"
+    "commit_before|commit_msg|commit_after|repo_name"
+)
+# DeepSeek's own: fullwidth bars, words joined by U+2581 (<｜end▁of▁sentence｜>, <｜User｜>).
+_WIDE = rf"<\uff5c(?P<wide>[^\uff5c<>{_SPACE}]{{1,64}})\uff5c>"
+PATTERN = regex.compile(rf"{_BARRED}|{_WIDE}|<(?P<word>{_WORDS})>|\[(?P<inst>/?INST)\]")
+
+
+def neutralise(text: str) -> str:
+    """`text` with every control-token string broken visibly (see the module docstring)."""
+    if "<" not in text and "[" not in text:  # every control token starts with one of them
+        return text
+    return PATTERN.sub(_break, text)  # (linear on any text: no timeout needed)
+
+
+def _break(match: regex.Match[str]) -> str:
+    if match["name"] is not None:
+        return f"<¦{match['name']}¦>"
+    if match["wide"] is not None:
+        return f"<¦{match['wide']}¦>"
+    if match["word"] is not None:
+        return f"<¦{match['word']}¦>"
+    return f"[¦{match['inst']}¦]"
