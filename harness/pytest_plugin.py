@@ -141,7 +141,7 @@ def _broke_off(fresh: str, source: str, live: bool):
     scenario scripts itself (its own `model_error` or `interrupt`, played by its script,
     not by a live model): that stop is what the file records. A stop the run wrote down (a
     live failure, a Ctrl-C) is among the run's overrides, never the scenario's own."""
-    from harness.run_record import load_record
+    from harness.saved import load_record
 
     record = load_record(fresh, source)
     reason = record.stop_reason.value

@@ -97,7 +97,7 @@ def main() -> int:
     started = time.perf_counter()
     for name, task in tasks.items():
         scenario = task_scenario(name, task, args.tasks, "chatml", "default", args.max_steps)
-        tools = langchain_tools(build(scenario).setup.tools)
+        tools = langchain_tools(build(scenario, HERE).tools)
         agent = create_react_agent(llm, tools, PromptTemplate.from_template(REACT))
         executor = AgentExecutor(agent=agent, tools=tools, max_iterations=args.max_steps, handle_parsing_errors=True, verbose=args.verbose)
         calls["n"], t0 = 0, time.perf_counter()
