@@ -83,8 +83,6 @@ class Governor:
         self.prefix_rejected = False
         self.stopped = False  # the read must end (the prefix was ruled out); read after every chunk
 
-    # --- streaming ----------------------------------------------------------------
-
     def feed(self, chunk: str) -> str:
         """Take a chunk of the completion; return the text that now reaches the user."""
         self.fed.append(chunk)
@@ -152,8 +150,6 @@ class Governor:
         self.prefix_rejected = False
         self.stopped = False  # the read must end (the prefix was ruled out); read after every chunk
 
-    # --- streaming ----------------------------------------------------------------
-
     def feed(self, chunk: str) -> str:
         """Take a chunk of the completion; return the text that now reaches the user."""
         self.fed.append(chunk)
@@ -210,12 +206,6 @@ class Governor:
             self.shown.append(tail)
         return tail
 
-    def read(self, text: str) -> Round:
-        """The whole completion at once: the same decisions, by the same code."""
-        self.feed(text)
-        self.finish()
-        return self.result()
-
     def result(self) -> Round:
         lanes = tuple(
             g if isinstance(g, Lane) else Lane(i, g.kind, "allowed" if g.status == "allowed" else "denied", g.emitted, g.text)
@@ -236,8 +226,6 @@ class Governor:
             shown="".join(self.shown),
             prefix_rejected=self.prefix_rejected,
         )
-
-    # --- lines and lanes ----------------------------------------------------------
 
     def _take(self, piece: str, ended: bool) -> str:
         """Add a piece that ends at most with one newline (`ended`: it does)."""
@@ -345,4 +333,7 @@ class Governor:
 
 def read(dialect: Dialect, completion: str, tools: Registry | None = None) -> Round:
     """The decisions on a finished completion (the same reader as the live one)."""
-    return Governor(dialect, tools).read(completion)
+    governor = Governor(dialect, tools)
+    governor.feed(completion)
+    governor.finish()
+    return governor.result()
