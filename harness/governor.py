@@ -86,18 +86,6 @@ class Governor:
     def feed(self, chunk: str) -> str:
         """Take a chunk of the completion; return the text that now reaches the user."""
         self.fed.append(chunk)
-        lane = self.lane  # (a lane is open only once the prefix, if any, is confirmed)
-        if lane is not None and chunk and "\n" not in chunk:
-            # The common case: more of a line whose lane is known. Its gate decides (what
-            # _Gate.push does, written out: this runs for every chunk of a 10 MB line).
-            self.read_chars += len(chunk)
-            lane.parts.append(chunk)
-            if lane.status != "allowed":
-                return ""
-            lane.emitted += len(chunk)
-            self.shown_end = self.read_chars
-            self.shown.append(chunk)
-            return chunk
         if self.prefix_rejected:
             return ""
         if self._head is not None:
@@ -108,16 +96,15 @@ class Governor:
                 self._reject_prefix(self._head)
                 return ""
             chunk, self._head = self._head, None
-        if "\n" not in chunk:  # the common case: part of one line
+        if "\n" not in chunk:  # part of one line
             out = self._take(chunk, False) if chunk else ""
         else:  # line by line, each piece ending with its newline (the last one may not)
             outs, start = [], 0
             while stop := chunk.find("\n", start) + 1:
-                if piece := self._take(chunk[start:stop], True):
-                    outs.append(piece)
+                outs.append(self._take(chunk[start:stop], True))
                 start = stop
-            if start < len(chunk) and (piece := self._take(chunk[start:], False)):
-                outs.append(piece)
+            if start < len(chunk):
+                outs.append(self._take(chunk[start:], False))
             out = "".join(outs)
         if out:
             self.shown.append(out)
