@@ -124,13 +124,7 @@ def run_all(
             future.add_done_callback(ended.put)
         while pending:
             try:  # Ctrl-C may come anywhere in here, a second one too
-                try:
-                    future = ended.get(timeout=0.5)
-                except queue.Empty:  # (and one taken just as a Ctrl-C came is found again)
-                    for future in [f for f in pending if f.done()]:
-                        ended.put(future)
-                    continue
-                if future not in pending:
+                if (future := _next_ended(ended, pending)) is None:
                     continue
                 outcome = None if future.cancelled() else future.result()
                 i = pending.pop(future)
@@ -152,6 +146,18 @@ def run_all(
     finally:
         pool.shutdown(wait=not abandoned, cancel_futures=True)
     return outcomes, interrupted
+
+
+def _next_ended(ended: queue.SimpleQueue[Future], pending: dict[Future, int]) -> Future | None:
+    """The next run that ended, or None after half a second (then any that ended meanwhile,
+    taken just as a Ctrl-C came, is queued again)."""
+    try:
+        future = ended.get(timeout=0.5)
+    except queue.Empty:
+        for future in [f for f in pending if f.done()]:
+            ended.put(future)
+        return None
+    return future if future in pending else None
 
 
 class Cancelable(Around):

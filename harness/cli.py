@@ -68,14 +68,13 @@ class OneLineErrors(TyperGroup):
         return code
 
 
-SETTINGS: dict[str, Any] = {
-    "cls": OneLineErrors,
-    "name": "harness",
-    "rich_markup_mode": None,
-    "pretty_exceptions_enable": False,
-    "help": "A ReAct harness you can see through: one text buffer, every byte tagged with its author.",
-}
-app = typer.Typer(**SETTINGS)
+app = typer.Typer(
+    cls=OneLineErrors,
+    name="harness",
+    rich_markup_mode=None,
+    pretty_exceptions_enable=False,
+    help="A ReAct harness you can see through: one text buffer, every byte tagged with its author.",
+)
 
 
 def _version(value: bool) -> None:
@@ -98,20 +97,7 @@ def _root(
 for command in (run, show, replay, agent, step, export):
     app.command()(command)
 app.command("list")(list_scenarios)
-NAMES = {info.name or info.callback.__name__: info for info in app.registered_commands}
 
 
 def main() -> None:
-    for_arguments(sys.argv[1:])()
-
-
-def for_arguments(arguments: list[str]) -> typer.Typer:
-    """The app, or when the first argument names a command, an app of that command alone:
-    typer builds the options of every command it holds at each start (about 13 ms for
-    all seven), and one command needs only its own. `--help` and the rest get them all."""
-    if not arguments or arguments[0] not in NAMES:
-        return app
-    one = typer.Typer(**SETTINGS)
-    one.registered_callback = app.registered_callback
-    one.registered_commands = [NAMES[arguments[0]]]
-    return one
+    app()

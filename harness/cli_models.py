@@ -28,7 +28,7 @@ def live_model_from(spec: str | None, base_url: str | None, options: CallOptions
         if options.given():
             raise HarnessError(options.given()[0], "goes with a live --model")
         return None
-    from harness.backends import model_from_spec
+    from harness.backends.spec import model_from_spec
 
     return model_from_spec(spec, base_url, connections=connections, **options.for_model())
 

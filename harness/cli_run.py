@@ -86,8 +86,15 @@ def run(
         call = CallOptions(max_tokens, max_chars, max_seconds, strict, wait_for_server)
         run_many(scenarios, Options(jobs, save_dir, report, junit, reasons, model, base_url, call, peek or 0, max_steps, no_stop))
         return
-    scenario = scenarios[0]
-    from harness.loop import nobody
+    call = CallOptions(max_tokens, max_chars, max_seconds, strict, wait_for_server)
+    run_one(scenarios[0], format, save, max_steps, no_stop, live, delay, cost, model, base_url, call, peek)
+
+
+def run_one(
+    scenario: str, format: Format, save: Path | None, max_steps: int | None, no_stop: bool, live: bool,
+    delay: float | None, cost: bool, model: str | None, base_url: str | None, call: CallOptions, peek: int | None,
+) -> None:  # fmt: skip
+    """`harness run SCENARIO`: the one run, shown and saved."""
     from harness.record import run_scenario
     from harness.scenario import load_scenario
     from harness.transcript import HEADER
@@ -100,7 +107,7 @@ def run(
         spec = spec.but(max_steps=max_steps)
     if no_stop:
         spec = spec.but(use_stop=False)
-    live_model = live_model_from(model, base_url, CallOptions(max_tokens, max_chars, max_seconds, strict, wait_for_server))
+    live_model = live_model_from(model, base_url, call)
     if peek is not None and live_model is None:
         raise HarnessError("--peek", "goes with a live --model; a script is always read whole")
     target = None if save is None else save.absolute()  # before the run: a tool may os.chdir
@@ -108,13 +115,7 @@ def run(
         from harness.files import check_target
 
         check_target(save, HEADER, "--save")
-    # rich and events are drawn from the events as they happen; tagged and json at the end.
-    emit = live_view(delay if delay is not None else 0.03 if live else 0.0) if format is Format.rich else None
-    if format is Format.events:
-        emit = print_event
-    emit = emit or nobody
-    if live_model is not None and not sys.stderr.isatty():
-        emit = call_lines(emit)
+    emit = listener(format, delay if delay is not None else 0.03 if live else 0.0, live_model is not None)
     record = run_scenario(spec, emit, live_model, peek or 0, Path.cwd())
     tell_stderr(record, live_model)
     if target is not None:  # the scenario named relative to the saved file, which replay finds it by
@@ -129,6 +130,16 @@ def run(
     if record.stop_reason == "canceled" and spec.interrupt is None:
         raise typer.Exit(130)  # a real Ctrl-C; a scenario's scripted interrupt is a demo, not a failure
     exit_if_failed(record, live_model)
+
+
+def listener(format: Format, delay: float, live_model: bool):
+    """What listens to the run: rich and events are drawn from the events as they happen;
+    tagged and json are written at the end. A live run says each call on stderr."""
+    from harness.loop import nobody
+
+    emit = live_view(delay) if format is Format.rich else print_event if format is Format.events else None
+    emit = emit or nobody
+    return call_lines(emit) if live_model and not sys.stderr.isatty() else emit
 
 
 def agent(

@@ -83,8 +83,6 @@ class Governor:
         self.prefix_rejected = False
         self.stopped = False  # the read must end (the prefix was ruled out); read after every chunk
 
-    # --- streaming ----------------------------------------------------------------
-
     def feed(self, chunk: str) -> str:
         """Take a chunk of the completion; return the text that now reaches the user."""
         self.fed.append(chunk)
@@ -114,88 +112,6 @@ class Governor:
 
     @property
     def text(self) -> str:
-        return "".join(self.parts)
-
-    def push(self, text: str) -> str:
-        self.parts.append(text)
-        if self.status == "allowed":
-            self.emitted += len(text)
-            return text
-        return ""
-
-    def allow(self) -> str:
-        self.status, out = "allowed", "".join(self.parts)  # what it held: all it received
-        self.emitted = len(out)
-        return out
-
-    def deny(self) -> None:
-        self.status = "denied"
-
-
-class Governor:
-    def __init__(self, dialect: Dialect, tools: Registry | None = None, question: str = "") -> None:
-        self.dialect, self.tools, self.question = dialect, tools, question
-        self.lanes: list[_Gate | Lane] = []  # a judged Action line's gate becomes its Lane at once
-        self.line = ""  # the start of the current line, while its kind cannot be told yet
-        self.blanks: list[str] = []  # spaces and tabs that begin it, before anything else (see _take)
-        self.lane: _Gate | None = None  # the lane the current line belongs to, once known
-        self.answer: _Gate | None = None
-        self.actions: list[tuple[int, Action, str]] = []  # (number, action, trait), accepted
-        self.action_lines = 0
-        self.rejections: list[Rejection] = []
-        self.shown: list[str] = []
-        self.fed: list[str] = []  # every chunk, as it came (`text` joins them once)
-        self.read_chars = 0  # characters fed so far
-        self.shown_end = 0  # position just after the last character the user saw
-        self._prefix = dialect.required_prefix or ""
-        self._head: str | None = "" if self._prefix else None  # held until the prefix is confirmed
-        self.prefix_rejected = False
-        self.stopped = False  # the read must end (the prefix was ruled out); read after every chunk
-
-    # --- streaming ----------------------------------------------------------------
-
-    def feed(self, chunk: str) -> str:
-        """Take a chunk of the completion; return the text that now reaches the user."""
-        self.fed.append(chunk)
-        lane = self.lane  # (a lane is open only once the prefix, if any, is confirmed)
-        if lane is not None and chunk and "\n" not in chunk:
-            # The common case: more of a line whose lane is known. Its gate decides (what
-            # _Gate.push does, written out: this runs for every chunk of a 10 MB line).
-            self.read_chars += len(chunk)
-            lane.parts.append(chunk)
-            if lane.status != "allowed":
-                return ""
-            lane.emitted += len(chunk)
-            self.shown_end = self.read_chars
-            self.shown.append(chunk)
-            return chunk
-        if self.prefix_rejected:
-            return ""
-        if self._head is not None:
-            self._head += chunk
-            if self._prefix.startswith(self._head):
-                return ""  # could still become the prefix: wait
-            if not self._head.startswith(self._prefix):
-                self._reject_prefix(self._head)
-                return ""
-            chunk, self._head = self._head, None
-        if "\n" not in chunk:  # the common case: part of one line
-            out = self._take(chunk, False) if chunk else ""
-        else:  # line by line, each piece ending with its newline (the last one may not)
-            outs, start = [], 0
-            while stop := chunk.find("\n", start) + 1:
-                if piece := self._take(chunk[start:stop], True):
-                    outs.append(piece)
-                start = stop
-            if start < len(chunk) and (piece := self._take(chunk[start:], False)):
-                outs.append(piece)
-            out = "".join(outs)
-        if out:
-            self.shown.append(out)
-        return out
-
-    @property
-    def text(self) -> str:
         """All it was fed: the completion as read so far."""
         return "".join(self.fed)
 
@@ -209,12 +125,6 @@ class Governor:
         if tail := self._end_line():
             self.shown.append(tail)
         return tail
-
-    def read(self, text: str) -> Round:
-        """The whole completion at once: the same decisions, by the same code."""
-        self.feed(text)
-        self.finish()
-        return self.result()
 
     def result(self) -> Round:
         lanes = tuple(
@@ -236,8 +146,6 @@ class Governor:
             shown="".join(self.shown),
             prefix_rejected=self.prefix_rejected,
         )
-
-    # --- lines and lanes ----------------------------------------------------------
 
     def _take(self, piece: str, ended: bool) -> str:
         """Add a piece that ends at most with one newline (`ended`: it does)."""
@@ -345,4 +253,7 @@ class Governor:
 
 def read(dialect: Dialect, completion: str, tools: Registry | None = None) -> Round:
     """The decisions on a finished completion (the same reader as the live one)."""
-    return Governor(dialect, tools).read(completion)
+    governor = Governor(dialect, tools)
+    governor.feed(completion)
+    governor.finish()
+    return governor.result()

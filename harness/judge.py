@@ -116,17 +116,10 @@ def why_not(dialect: Dialect, tools: Registry | None, number: int, line: str) ->
     example = None  # a call to copy: of the tool the line names (`Use the capital(country) tool`), or the first tool's
     if tools is not None and len(line) <= ARGS_MAX:
         named = inner_call(dialect, tools, line)
-        tool = tools[named[0]] if named else _first_with_example(tools)
+        tool = tools[named[0]] if named else next((t for t in tools if t.example), None)
         if tool is not None:
             example = dialect.signature(tool.name, (tool.example,)) if tool.example else f"{tool.name}(...)"
     return notices.tool_call_invalid(number, line, dialect.expected_action, dialect.expected, ARGS_MAX, example)
-
-
-def _first_with_example(tools: Registry) -> Tool | None:
-    for tool in tools:  # (a loop, not next() over a generator: a reply may hold 100,000 such lines)
-        if tool.example:
-            return tool
-    return None
 
 
 def misused(dialect: Dialect, tools: Registry, number: int, action: Action) -> Rejection | None:

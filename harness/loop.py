@@ -167,7 +167,7 @@ class Writer:
         self.ran: list[str] = []  # its tools that ran
         self.told: list[str] = []  # its notices' codes
         self.sent = 0  # prompt characters sent so far
-        self.fresh = not len(self.buffer) or self.buffer.endswith("\n")  # the buffer ends a line (kept up by `write`)
+        self.fresh = not len(self.buffer) or self.buffer.text.endswith("\n")  # the buffer ends a line (kept up by `write`)
         for span in self.buffer.spans:  # what the developer wrote before the first call
             self.tell(Appended, span.author, span.text)
 

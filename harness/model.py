@@ -211,9 +211,14 @@ class Call:
     stop: tuple[str, ...]
 
 
+STREAMED = 4_096  # characters of a completion a script streams `chunk_size` at a time
+LONG_CHUNK = 65_536  # characters a chunk past them: a 10 MB reply is not a million chunks
+
+
 class ScriptedModel(Model):
-    """Plays back `completions` in order, `chunk_size` characters at a time (and, if given,
-    `tokens[i]` after completion i: a replay plays a recording's token counts back).
+    """Plays back `completions` in order, `chunk_size` characters at a time up to their
+    first 4,096 (past them, 64 KB at a time), and, if given, `tokens[i]` after completion i
+    (a replay plays a recording's token counts back).
 
     Like a server that ignores `stop`, it streams each completion whole: the loop's stop
     scanner cuts it, exactly as it would cut a real model's. It keeps the length of each
@@ -246,9 +251,11 @@ class ScriptedModel(Model):
             raise ModelExhausted(f"the script has {len(self.completions)} completions and all were used")
         self.calls.append(Call(prompt_chars, tuple(stop)))
         i = len(self.calls) - 1
-        text, size = self.completions[i], self.chunk_size
-        for at in range(0, len(text), size):
+        text, at = self.completions[i], 0
+        while at < len(text):
+            size = self.chunk_size if at < STREAMED else LONG_CHUNK
             yield text[at : at + size]
+            at += size
         if i < len(self.tokens) and self.tokens[i] is not None:
             yield self.tokens[i]
 

@@ -10,7 +10,6 @@ and harness.loop decide when, this module only says what.
 
 from __future__ import annotations
 
-import functools
 from collections.abc import Iterable
 
 from harness.decisions import Action, Rejection
@@ -169,9 +168,8 @@ def too_many_actions(number: int, tool: str, max_actions: int) -> Rejection:
     )
 
 
-@functools.cache
 def _too_many(max_actions: int) -> tuple[str, tuple[str, ...]]:
-    """The words for a dialect's limit, made once: a reply may hold 100,000 lines over it."""
+    """The words for a dialect's limit."""
     count = "one Action line" if max_actions == 1 else f"{max_actions} Action lines"
     return count, (f"more than {count} in one reply",)
 

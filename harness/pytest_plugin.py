@@ -229,7 +229,7 @@ def _recording_model(config: pytest.Config):
         if spec == "scripted":
             cached = None
         else:
-            from harness.backends import model_from_spec
+            from harness.backends.spec import model_from_spec
 
             cached = model_from_spec(spec, config.getoption("harness_base_url"))
         config._harness_model = cached

@@ -69,13 +69,9 @@ class Frames:
 class Transcript:
     """Append-only spans; `text` is their plain concatenation (the buffer).
 
-    The buffer is kept as the pieces appended, in order, and joined only when somebody
-    asks for `text`: the join replaces the pieces, so asking again costs nothing until the
-    next append. An append costs what its own text costs, however long the buffer is.
-    Asking for `text` after appends costs one join of the whole buffer (one copy, whoever
-    else holds the text given last time), so the loop does not ask on every call: a model
-    that reads the buffer itself is sent the Transcript (harness.model). The spans are the
-    offsets where each author's run begins.
+    The buffer is kept as the pieces appended, and joined when somebody asks for `text`
+(the join replaces the pieces, so asking again costs nothing until the next append). The
+spans are the offsets where each author's run begins.
     """
 
     def __init__(self, spans: Iterable[Span] = ()) -> None:
@@ -83,8 +79,9 @@ class Transcript:
         self._length = 0
         self._authors: list[Author] = []  # one per span
         self._starts: list[int] = []  # where each span begins in the buffer
-        for span in spans:
-            self._new_span(Author(span.author))  # an empty span is kept as given
+        for span in spans:  # each span as given, an empty one too
+            self._authors.append(Author(span.author))
+            self._starts.append(self._length)
             self._grow(span.text)
 
     @property
@@ -96,31 +93,12 @@ class Transcript:
     def __len__(self) -> int:
         return self._length
 
-    def endswith(self, suffix: str) -> bool:
-        """Does the buffer end with `suffix`? Read from the last pieces, without joining them."""
-        pieces = self._pieces
-        if pieces and len(last := pieces[-1]) >= len(suffix):
-            return last.endswith(suffix)  # the usual case: the last piece is long enough to tell
-        tail = ""
-        for piece in reversed(pieces):
-            if len(tail) >= len(suffix):
-                break
-            tail = piece[-len(suffix) :] + tail
-        return tail.endswith(suffix)
-
     def append(self, author: Author, text: str) -> None:
-        if type(author) is not Author:
-            author = Author(author)  # "model" -> Author.MODEL
-        if not self._authors or self._authors[-1] is not author:  # (what _new_span does, written out)
+        author = Author(author)  # "model" -> Author.MODEL
+        if not self._authors or self._authors[-1] is not author:
             self._authors.append(author)
             self._starts.append(self._length)
-        if text:  # (and _grow: every append of a run comes here)
-            self._pieces.append(text)
-            self._length += len(text)
-
-    def _new_span(self, author: Author) -> None:
-        self._authors.append(author)
-        self._starts.append(self._length)
+        self._grow(text)
 
     def _grow(self, text: str) -> None:
         if text:
@@ -178,23 +156,6 @@ def records(transcript: Transcript) -> list[str]:
     return out
 
 
-def _blocks(transcript: Transcript) -> list[str]:
-    """The records of each span, joined by newlines: `records`, one string per span. A span
-    without an empty line (most are) is written with one replace, not line by line."""
-    out: list[str] = []
-    for author, written in transcript._runs():
-        if not written or "\n\n" in written or written[0] == "\n":  # an empty record ("model    |"): line by line
-            out += _span_records(author, written)
-            continue
-        head = _HEADS[author]
-        last = written.rfind("\n") + 1  # where the line that does not end with a newline begins
-        block = head + "| " + written[: last - 1].replace("\n", "\n" + head + "| ") if last else ""
-        if last < len(written):
-            block += ("\n" if block else "") + head + "\\ " + written[last:]
-        out.append(block)
-    return out
-
-
 def _span_records(author: Author, written: str) -> list[str]:
     head, lines = _HEADS[author], written.split("\n")
     bar, empty = head + "| ", head + "|"
@@ -209,7 +170,7 @@ def dumps(transcript: Transcript, meta: dict[str, Any] | None = None) -> str:
     lines = [HEADER]
     for key, value in (meta or {}).items():  # keys keep their order: it is meaningful (tool order)
         lines.append(f"# {key}: {json.dumps(value, ensure_ascii=False)}")
-    lines += _blocks(transcript)
+    lines += records(transcript)
     return "\n".join(lines) + "\n"
 
 

@@ -24,19 +24,15 @@ Unseen = tuple[tuple[int, int, str], ...]  # (start, end, "action" | "answer")
 
 
 def unseen(text: str, decided: Round) -> Unseen:
-    for lane in decided.lanes:
-        if lane.status == "denied":
-            break
-    else:
+    if all(lane.status != "denied" for lane in decided.lanes):
         return ()  # the usual reply: the user saw all of it
     out: list[tuple[int, int, str]] = []
     cursor, size, last_end = 0, len(text), -1  # (last_end: where the last entry ends)
-    starts = text.startswith  # (bound once: a reply may have 100,000 lanes)
     for lane in decided.lanes:
         lane_text = lane.text
         line = lane_text[: find_nl + 1] if (find_nl := lane_text.find("\n")) >= 0 else lane_text  # its first line
         # Lanes are mostly one line after another: the next one begins where the last ended.
-        at = cursor if starts(line, cursor) and (not cursor or text[cursor - 1] == "\n") else _line_start(text, line, cursor)
+        at = cursor if text.startswith(line, cursor) and (not cursor or text[cursor - 1] == "\n") else _line_start(text, line, cursor)
         if at < 0 or not line:
             continue
         cursor = at + len(line)

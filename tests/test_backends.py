@@ -19,7 +19,7 @@ from collections.abc import Iterator
 
 import pytest
 
-from harness.backends import model_from_spec
+from harness.backends.spec import model_from_spec
 from harness.entry import PATTERN, neutralise
 from harness.backends.server import ServerModel
 from harness.errors import HarnessError

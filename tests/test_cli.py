@@ -7,7 +7,7 @@ from pathlib import Path
 import pytest
 from typer.testing import CliRunner
 
-from harness.cli import NAMES, app, for_arguments
+from harness.cli import app
 from harness.scenario import shipped_scenarios
 from harness.transcript import HEADER
 
@@ -202,14 +202,3 @@ def test_python_dash_m_runs_the_same_command():
 
     done = subprocess.run([sys.executable, "-m", "harness", "list"], capture_output=True, text=True, cwd=Path(__file__).parent.parent)
     assert done.returncode == 0 and "nimbus" in done.stdout
-
-
-@pytest.mark.parametrize("name", sorted(NAMES))
-def test_a_command_run_alone_reads_and_explains_its_arguments_as_the_whole_app_does(name):
-    # `harness NAME ...` builds only that command (start-up); what it says must not change.
-    alone = for_arguments([name, "--help"])
-    assert alone is not app and [c.callback for c in alone.registered_commands] == [NAMES[name].callback]
-    for args in ([name, "--help"], [name, "--no-such-option"], [name]):
-        whole, one = runner.invoke(app, args), runner.invoke(alone, args)
-        assert (one.exit_code, one.stdout, one.stderr) == (whole.exit_code, whole.stdout, whole.stderr), args
-    assert for_arguments(["--help"]) is app and for_arguments([]) is app and for_arguments(["runn"]) is app

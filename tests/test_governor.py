@@ -86,7 +86,7 @@ def test_any_chunking_decides_exactly_as_the_whole_text(text, sizes, which):
     dialect = DIALECTS[which]
     ended, shown = streamed(dialect, text, sizes)
     kept, _ = cut_at_stop(text, dialect.stops(1))
-    decided_whole = Governor(dialect, TOOLS).read(kept)
+    decided_whole = read(dialect, kept, TOOLS)
     live = ended.round
     if live.prefix_rejected:  # the read stopped early; the whole text is rejected just the same
         assert decided_whole.prefix_rejected and live.shown == "" and shown == ""
@@ -131,7 +131,7 @@ def test_a_pending_action_line_is_shown_only_once_it_is_judged():
 
 
 def test_a_denied_lane_shows_nothing_and_counts_zero():
-    decided = Governor(DefaultDialect(), TOOLS).read("Thought: hm\nAction: nope(1)\n")
+    decided = read(DefaultDialect(), "Thought: hm\nAction: nope(1)\n", TOOLS)
     assert decided.shown == "Thought: hm\n"
     assert [(lane.kind, lane.status, lane.emitted_chars) for lane in decided.lanes] == [
         ("thinking", "allowed", 12),

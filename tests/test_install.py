@@ -55,7 +55,7 @@ def test_not_installed_at_all_the_hint_names_the_distribution(monkeypatch):
 
 
 def test_the_local_model_hint_in_this_checkout_reinstalls_this_checkout(monkeypatch):
-    from harness.backends import model_from_spec
+    from harness.backends.spec import model_from_spec
 
     monkeypatch.setitem(sys.modules, "llama_cpp", None)  # as if it were not installed
     with pytest.raises(HarnessError) as caught:

@@ -189,7 +189,7 @@ def local(llama_cpp):
 
 
 def test_a_file_that_is_not_a_model_is_one_clear_error(llama_cpp, tmp_path):
-    from harness.backends import model_from_spec
+    from harness.backends.spec import model_from_spec
     from harness.errors import HarnessError
 
     junk = tmp_path / "notes.gguf"

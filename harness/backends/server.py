@@ -193,8 +193,8 @@ class ServerModel(Model):
             # so the server stops generating.
             with CALLS.until(budget.deadline), self._client.stream("POST", url, json=body, extensions={"trace": self._sockets.trace}) as response:
                 if response.status_code != 200:
-                    raise self._status_error(response)
-                self._check_headers(response)
+                    raise status_error(response, model=self)
+                check_headers(response, model=self)
                 max_line = 8 * self.bounds.max_chars + 65536  # room for JSON's escapes around the text
                 raw = response.iter_raw()
                 for data in wire.data_lines(wire.lines(raw, max_line)):
@@ -214,22 +214,8 @@ class ServerModel(Model):
                         text_chars += len(piece.text)
                         yield piece.text
                     finished, had_choices = finished or piece.finished, had_choices or piece.had_choices
-        except (httpx.ConnectError, httpx.ConnectTimeout) as e:
-            if refused := certificate_refused(e):
-                raise ModelError(f"{self.where} is not trusted: its TLS certificate was refused ({refused}; SSL_CERT_FILE names a CA to trust)") from None
-            if failed := handshake_failed(e):
-                raise ModelError(f"the TLS handshake with {self.where} failed ({failed}): does it speak https://, or plain http://?") from None
-            where = "set --base-url or HARNESS_BASE_URL, or --wait-for-server SECONDS while it starts"
-            through = " through the proxy a *_proxy variable names (is the proxy up? NO_PROXY=127.0.0.1 skips it)" if proxied(self.base_url) else ""
-            raise ModelError(f"cannot connect to {self.where}{through}: is the server running? ({where})") from None
-        except httpx.TimeoutException:
-            if budget.left() == 0:  # the call's deadline ended the read or write (connection.Deadlines)
-                raise budget.late() from None
-            what = "the server is stuck or too slow for this prompt"
-            raise ModelError(f"{self.where} sent nothing for {self.timeout:g} s: {what}") from None
-        except httpx.TransportError as e:
-            what = f"({type(e).__name__}): did the server stop?"
-            raise ModelError(f"the connection to {self.where} broke mid-stream {what}") from None
+        except httpx.HTTPError as e:
+            raise self._failed(e, budget) from None
         if events == 0 and text_chars == 0:  # llama.cpp's answer to a prompt longer than its context
             raise ModelError(
                 f"the server closed the stream without sending an event: the prompt ({prompt_chars} characters) "
@@ -242,35 +228,23 @@ class ServerModel(Model):
         if usage is not None:
             yield usage
 
-    def _check_headers(self, response: httpx.Response) -> None:
-        kind = self.entry.detail(response.headers.get("content-type", ""), 60) or "no content type"
-        if not kind.startswith("text/event-stream"):
-            what = f"does it serve /{self.path} with stream: true?"
-            raise ModelError(f"{self.where} answered with {kind}, not a stream of events: {what}")
-        encoding = response.headers.get("content-encoding", "identity").strip().lower()
-        if encoding not in ("", "identity"):
-            shown = self.entry.detail(encoding, 40)
-            raise ModelError(f"{self.where} compressed its answer (Content-Encoding: {shown}) though harness asked for none")
-
-    def _status_error(self, response: httpx.Response) -> ModelError:
-        status = response.status_code
-        body = bytearray()
-        try:
-            for chunk in response.iter_raw():
-                body += chunk
-                if len(body) >= ERROR_BODY:
-                    break
-        except httpx.HTTPError:
-            pass  # what came is enough to say what happened
-        detail = wire.error_text(bytes(body[:ERROR_BODY]), self.entry)
-        hint = {
-            401: "check HARNESS_API_KEY",
-            403: "check HARNESS_API_KEY",
-            404: f"check the base URL (it ends in /v1) and the model name; does the server serve /{self.path}?",
-        }.get(status, "the server refused the request" if status < 500 else "the server failed")
-        if "context" in detail.lower():
-            hint = f"the prompt is probably {TOO_LONG}"
-        return ModelError(f"{self.where} answered HTTP {status}: {detail or '(no message)'}; {hint}")
+    def _failed(self, error: httpx.HTTPError, budget: Budget) -> ModelError:
+        """What a call that could not reach, or stopped hearing from, the server says."""
+        if isinstance(error, (httpx.ConnectError, httpx.ConnectTimeout)):
+            if refused := certificate_refused(error):
+                return ModelError(f"{self.where} is not trusted: its TLS certificate was refused ({refused}; SSL_CERT_FILE names a CA to trust)")
+            if failed := handshake_failed(error):
+                return ModelError(f"the TLS handshake with {self.where} failed ({failed}): does it speak https://, or plain http://?")
+            where = "set --base-url or HARNESS_BASE_URL, or --wait-for-server SECONDS while it starts"
+            through = " through the proxy a *_proxy variable names (is the proxy up? NO_PROXY=127.0.0.1 skips it)" if proxied(self.base_url) else ""
+            return ModelError(f"cannot connect to {self.where}{through}: is the server running? ({where})")
+        if isinstance(error, httpx.TimeoutException):
+            if budget.left() == 0:  # the call's deadline ended the read or write (connection.Deadlines)
+                return budget.late()
+            return ModelError(f"{self.where} sent nothing for {self.timeout:g} s: the server is stuck or too slow for this prompt")
+        if isinstance(error, httpx.TransportError):
+            return ModelError(f"the connection to {self.where} broke mid-stream ({type(error).__name__}): did the server stop?")
+        raise error
 
     def _error_message(self, error: Any) -> str:
         if isinstance(error, dict):
@@ -281,6 +255,40 @@ class ServerModel(Model):
         for note in notes:
             if note not in self.notes:
                 self.notes.append(note)
+
+
+def check_headers(response: httpx.Response, model: ServerModel) -> None:
+    """A stream of events, not compressed: anything else is the wrong server or endpoint."""
+    kind = model.entry.detail(response.headers.get("content-type", ""), 60) or "no content type"
+    if not kind.startswith("text/event-stream"):
+        what = f"does it serve /{model.path} with stream: true?"
+        raise ModelError(f"{model.where} answered with {kind}, not a stream of events: {what}")
+    encoding = response.headers.get("content-encoding", "identity").strip().lower()
+    if encoding not in ("", "identity"):
+        shown = model.entry.detail(encoding, 40)
+        raise ModelError(f"{model.where} compressed its answer (Content-Encoding: {shown}) though harness asked for none")
+
+
+def status_error(response: httpx.Response, model: ServerModel) -> ModelError:
+    """A refused call, said with the server's own message and what to check."""
+    status = response.status_code
+    body = bytearray()
+    try:
+        for chunk in response.iter_raw():
+            body += chunk
+            if len(body) >= ERROR_BODY:
+                break
+    except httpx.HTTPError:
+        pass  # what came is enough to say what happened
+    detail = wire.error_text(bytes(body[:ERROR_BODY]), model.entry)
+    hint = {
+        401: "check HARNESS_API_KEY",
+        403: "check HARNESS_API_KEY",
+        404: f"check the base URL (it ends in /v1) and the model name; does the server serve /{model.path}?",
+    }.get(status, "the server refused the request" if status < 500 else "the server failed")
+    if "context" in detail.lower():
+        hint = f"the prompt is probably {TOO_LONG}"
+    return ModelError(f"{model.where} answered HTTP {status}: {detail or '(no message)'}; {hint}")
 
 
 def _api_key() -> str:

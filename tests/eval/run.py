@@ -25,7 +25,7 @@ from pathlib import Path
 import regex
 
 from harness import run_scenario
-from harness.backends import model_from_spec
+from harness.backends.spec import model_from_spec
 from harness.scenario import Scenario
 
 HERE = Path(__file__).resolve().parent

@@ -1,0 +1,59 @@
+"""Real models behind the one `stream` method, chosen by a spec string:
+
+    model_from_spec("openai:smollm2", "http://127.0.0.1:8080/v1")  # any OpenAI-compatible completions server
+    model_from_spec("chat:gpt-4o-mini", "https://api.openai.com/v1") # a chat endpoint (harness.backends.chat)
+    model_from_spec("local")                                       # llama.cpp in process, SmolLM2
+    model_from_spec("local:models/qwen2.5-0.5b-instruct.gguf")      # llama.cpp in process, any GGUF
+
+Options (each a command-line option of the same name) bound every call: `max_tokens`,
+`max_chars`, `max_seconds` (harness.model.Bounds); for a server, `strict` leaves llama.cpp's knobs
+out of its requests, and `wait_for_server` (seconds) lets the first call wait for it;
+`connections` sizes a server model's connection pool, which the models made from it by
+`.another()` share (a batch: one pool per server, not one client per run). Each backend
+is imported only when it is chosen, so `harness --help` does not pay for httpx or
+llama.cpp, and the local extra stays optional.
+`scripted` is not built here: its completions come from the scenario.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from harness.errors import HarnessError
+from harness.model import Model
+
+SPECS = "local, local:PATH, openai:NAME or chat:NAME"
+SERVERS = ("openai", "chat")
+
+
+def model_from_spec(spec: str, base_url: str | None = None, **options: Any) -> Model:
+    kind, colon, rest = spec.partition(":")
+    options = {k: v for k, v in options.items() if v is not None}
+    if kind in SERVERS:
+        if not rest.strip():
+            raise HarnessError("--model", f"{kind}:NAME needs the server's model name after the colon, e.g. {kind}:smollm2")
+        if kind == "chat":
+            from harness.backends.chat import ChatModel as Server
+        else:
+            from harness.backends.server import ServerModel as Server
+
+        model: Model = Server(rest, base_url, **options)
+        model.name = spec
+        return model
+    options.pop("connections", None)  # a server's pool: nothing to share in process
+    if base_url is not None:
+        raise HarnessError("--base-url", f"only an openai:NAME or chat:NAME model talks to a server, not {spec!r}")
+    for server_only in ("strict", "wait_for_server"):
+        if options.pop(server_only, None) is not None:
+            raise HarnessError("--" + server_only.replace("_", "-"), "goes with a server: openai:NAME or chat:NAME")
+    if kind == "local":
+        if colon and not rest:
+            raise HarnessError("--model", "local:PATH needs a GGUF file after the colon (or plain `local` for SmolLM2)")
+        from harness.backends.local import LocalModel
+
+        model = LocalModel(rest or None, **options)
+        model.name = spec
+        return model
+    if spec == "scripted":
+        raise HarnessError("--model", "scripted plays a scenario's own completions: run a scenario without --model")
+    raise HarnessError("--model", f"unknown model {spec!r} (use {SPECS})")
