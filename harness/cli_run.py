@@ -109,7 +109,7 @@ def run(
 
         check_target(save, HEADER, "--save")
     # rich and events are drawn from the events as they happen; tagged and json at the end.
-    emit = live_view(delay if delay is not None else 0.03 if live else 0.0) if format is Format.rich else None
+    emit = live_view(delay if delay is not None else 0.03 if live else 0.0, not spec.use_stop) if format is Format.rich else None
     if format is Format.events:
         emit = print_event
     emit = emit or nobody
