@@ -15,7 +15,7 @@ from typer.testing import CliRunner
 from harness.cli import app
 from harness.record import open_run
 from harness.render.frames import frames
-from harness.render.live import STOP_OFF
+STOP_OFF = "The stop sequence is off (--no-stop): nothing cuts what the model writes."
 from harness.render.stepper import Screen
 from tests.test_html import browser  # noqa: F401  (the fixture)
 from tests.test_stepper import HARNESS, drawn, tmux  # noqa: F401  (the fixture)
@@ -128,8 +128,6 @@ def test_no_stop_and_the_action_that_never_ran_are_said_in_the_run_and_show_view
 
 def test_no_stop_and_the_action_that_never_ran_in_the_stepper(tmux):
     term = tmux(100, 30, f"{HARNESS} step nimbus --no-stop")
-    record = open_run("nimbus")
-    record = record.but(scenario=record.scenario.but(use_stop=False))
     fs = frames(open_run(str(_saved_no_stop())))
     model = Screen(fs, Console(width=100, height=30), stop_off=True)
     shown = term.expect(drawn(model), "frame 0")
