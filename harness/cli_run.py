@@ -115,7 +115,7 @@ def run_one(
         from harness.files import check_target
 
         check_target(save, HEADER, "--save")
-    emit = listener(format, delay if delay is not None else 0.03 if live else 0.0, live_model is not None)
+    emit = listener(format, delay if delay is not None else 0.03 if live else 0.0, live_model is not None, not spec.use_stop)
     record = run_scenario(spec, emit, live_model, peek or 0, Path.cwd())
     tell_stderr(record, live_model)
     if target is not None:  # the scenario named relative to the saved file, which replay finds it by
@@ -132,12 +132,12 @@ def run_one(
     exit_if_failed(record, live_model)
 
 
-def listener(format: Format, delay: float, live_model: bool):
+def listener(format: Format, delay: float, live_model: bool, no_stop: bool = False):
     """What listens to the run: rich and events are drawn from the events as they happen;
     tagged and json are written at the end. A live run says each call on stderr."""
     from harness.loop import nobody
 
-    emit = live_view(delay) if format is Format.rich else print_event if format is Format.events else None
+    emit = live_view(delay, no_stop) if format is Format.rich else print_event if format is Format.events else None
     emit = emit or nobody
     return call_lines(emit) if live_model and not sys.stderr.isatty() else emit
 

@@ -1,5 +1,5 @@
 """The commands that look at a run without changing it: `show` prints a saved transcript,
-`step` walks through a run one addition to the buffer at a time, `export` writes it as
+`step` walks through a run one frame (one addition to the buffer) at a time, `export` writes it as
 one HTML page or as Markdown, `list` names the shipped scenarios.
 """
 
@@ -39,10 +39,10 @@ def step(
     no_stop: NoStopOption = False,
     model: ModelOption = None,
     base_url: BaseUrlOption = None,
-    messages: Annotated[bool, typer.Option("--messages", help="With --frame K, a chat run: the messages that step's call sent (the m key).")] = False,
+    messages: Annotated[bool, typer.Option("--messages", help="With --frame K, a chat run: the messages that frame's call sent (the m key).")] = False,
 ) -> None:
-    """Step through a run in the terminal, one addition to the buffer at a time."""
-    from harness.render.frames import frames
+    """Step through a run in the terminal, one frame (one addition to the buffer) at a time."""
+    from harness.render.frames import frames, stop_was_off
     from harness.render.sent import SentMessages
     from harness.render.stepper import frame_view, sent_view, step_through
 
@@ -50,7 +50,7 @@ def step(
         raise HarnessError("--messages", "goes with --frame K; while stepping, the m key shows them")
     record = open_target(target, no_stop, model, base_url)
     live = model not in (None, "scripted")  # a live model that failed (said on stderr): exit 3 after the frames
-    fs = frames(record)
+    fs, stop_off = frames(record), stop_was_off(record)
     sent = SentMessages(record, fs)
     if not fs:
         raise HarnessError(target, "this run has nothing to step through: its transcript holds no text")
@@ -60,23 +60,23 @@ def step(
         if messages and not sent.chat:
             raise HarnessError(f"{target}: --messages", "this run did not go through a chat endpoint: each call was sent the buffer as one text")
         console = new_console()
-        console.print(sent_view(console, fs, frame, sent) if messages else frame_view(fs, frame, console))
+        console.print(sent_view(console, fs, frame, sent) if messages else frame_view(fs, frame, console, stop_off))
         return exit_if_failed(record, live)
     if not (sys.stdin.isatty() and sys.stdout.isatty()):
         raise HarnessError("harness step", "needs a terminal to read keys; use --frame K to print one frame")
-    step_through(new_console(), fs, sent)
+    step_through(new_console(), fs, sent, stop_off)
     exit_if_failed(record, live)
 
 
 def export(
     target: Annotated[str, typer.Argument(help="A scenario (file or shipped name) or a saved transcript.")],
     html: Annotated[Path | None, typer.Option("--html", parser=output_path, metavar="<path>", help="Write one self-contained HTML stepper here.")] = None,
-    markdown: Annotated[Path | None, typer.Option("--markdown", parser=output_path, metavar="<path>", help="Write the steps as Markdown, for course notes.")] = None,
+    markdown: Annotated[Path | None, typer.Option("--markdown", parser=output_path, metavar="<path>", help="Write the frames as Markdown, for course notes.")] = None,
     no_stop: NoStopOption = False,
     model: ModelOption = None,
     base_url: BaseUrlOption = None,
 ) -> None:
-    """Export a run as one HTML file that opens anywhere (a stepper, the facts, the cost), or as Markdown."""
+    """Export a run as one HTML file that opens anywhere (a stepper, the facts, the cost per call), or as Markdown."""
     from harness.files import check_target, same_file
     from harness.render.frames import stop_was_off
     from harness.render.html import PAGE_HEADER, page

@@ -68,16 +68,19 @@ def show_record(fmt: Format, record: RunRecord) -> None:
     else:
         from harness.render.live import saved_events
 
-        draw = live_view(0.0) if fmt is Format.rich else print_event
+        from harness.render.frames import stop_was_off
+
+        draw = live_view(0.0, stop_was_off(record)) if fmt is Format.rich else print_event
         for event in saved_events(record):
             draw(event)
 
 
-def live_view(delay: float):
-    """The run drawn as it streams: by rich on a terminal, as plain text anywhere else."""
+def live_view(delay: float, stop_off: bool = False):
+    """The run drawn as it streams: by rich on a terminal, as plain text anywhere else.
+    `stop_off`: the run has no stop sequence (--no-stop), which the view says first."""
     from harness.render.live import LiveView
 
-    return LiveView(new_console() if watched(sys.stdout) else sys.stdout, delay)
+    return LiveView(new_console() if watched(sys.stdout) else sys.stdout, delay, stop_off)
 
 
 def watched(stream: Any) -> bool:
@@ -94,7 +97,7 @@ def print_event(event: Any) -> None:
 
 def call_lines(draw):
     """`draw`, and for a live run off a terminal (a CI log) one line on stderr as each model
-    call ends, so the log is never silent for the length of a run: `step 2: 418 characters,
+    call ends, so the log is never silent for the length of a run: `call 2: 418 characters,
     1.93 s`. On a terminal the rich view is the progress; a script takes no time to read."""
     from harness.events import CompletionEnded, RoundStarted
 
@@ -106,7 +109,7 @@ def call_lines(draw):
             started = time.perf_counter()
         elif type(event) is CompletionEnded:
             chars = len(event.text) + len(event.cut)  # read from the model, kept or cut
-            typer.echo(f"step {event.step}: {chars} characters, {time.perf_counter() - started:.2f} s", err=True)
+            typer.echo(f"call {event.step}: {chars} characters, {time.perf_counter() - started:.2f} s", err=True)
         draw(event)
 
     return emit

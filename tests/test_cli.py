@@ -43,8 +43,8 @@ def test_rich_output_has_legend_cut_text_steps_and_stop_reason():
     assert result.stdout.startswith("authors:  developer   model   code")
     assert "model     │ Action: check_quota(nimbus)\n" in result.stdout
     assert "✂ cut by the stop sequence, never in the buffer: Observation: quota was fine" in result.stdout
-    assert "── step 2 · the model is sent the whole buffer: 751 characters" in result.stdout
-    assert "stopped: final_answer after 3 steps" in result.stdout
+    assert "── call 2 · the model is sent the whole buffer: 751 characters" in result.stdout
+    assert "stopped: final_answer after 3 calls" in result.stdout
 
 
 def test_live_draws_the_same_view_and_refuses_other_formats():
@@ -101,7 +101,7 @@ def test_show_prints_a_saved_transcript(tmp_path):
     shown = invoke("show", str(saved))
     assert shown.exit_code == 0
     assert "code      │ Thought 1: ⤸\nmodel     │  I need to find" in shown.stdout  # one buffer line, two authors
-    assert "stopped: final_answer after 3 steps" in shown.stdout
+    assert "stopped: final_answer after 3 calls" in shown.stdout
     assert invoke("show", str(saved), "-f", "tagged").stdout == saved.read_text(encoding="utf-8")
 
 

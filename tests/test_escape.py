@@ -105,7 +105,7 @@ def test_hostile_model_text_neither_retitles_the_terminal_nor_forges_a_row(tmp_p
 
     try:
         if command == "step":
-            wait_for("Step 0 of")
+            wait_for("Frame 0 of")
             subprocess.run([*tmux, "send-keys", "-t", session, "End"], check=True)
         shown = wait_for("Final Answer: 2")
         title = subprocess.run([*tmux, "display", "-p", "-t", session, "#{pane_title}"], capture_output=True, text=True).stdout

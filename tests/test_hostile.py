@@ -627,7 +627,7 @@ def test_a_page_holds_nothing_a_terminal_would_obey(tmp_path):
         ("{harness} run savings >&-", ""),  # stdout closed: as /dev/null, in every format
         ("{harness} run nimbus -f tagged >&-", ""),
         ("{harness} run savings > /dev/full", "error: writing the output failed: No space left on device\n"),
-        ("PYTHONIOENCODING=ascii {harness} run nimbus > /dev/null", "error: the output cannot hold '✗' in ascii; use UTF-8 (PYTHONIOENCODING=utf-8)\n"),
+        ("PYTHONIOENCODING=ascii {harness} run nimbus > /dev/null", "error: the output cannot hold '⤸' in ascii; use UTF-8 (PYTHONIOENCODING=utf-8)\n"),
     ],
     ids=["closed", "closed tagged", "full disk", "ascii"],
 )

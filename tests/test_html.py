@@ -83,13 +83,13 @@ def test_the_stepper_in_a_real_browser(browser, tmp_path):
     page_.on("pageerror", lambda e: problems.append(str(e)))
     page_.goto(out.as_uri())
     counter, buffer = page_.locator("#counter"), page_.locator("#buffer")
-    assert counter.inner_text() == "Step 0 of 5"
+    assert counter.inner_text() == "Frame 0 of 5"
     SHOTS.mkdir(exist_ok=True)
     page_.screenshot(path=str(SHOTS / "nimbus-step-0.png"), full_page=True)
 
     page_.keyboard.press("ArrowRight")
     page_.keyboard.press("ArrowRight")
-    assert counter.inner_text() == "Step 2 of 5"
+    assert counter.inner_text() == "Frame 2 of 5"
     assert buffer_text(page_).rstrip().endswith("Observation: 99.8 GB of 100 GB used")
     assert page_.locator("#buffer .newest .who").inner_text().lower() == "code"
     assert page_.locator("#why").inner_text().startswith("Code has spoken")
@@ -100,12 +100,12 @@ def test_the_stepper_in_a_real_browser(browser, tmp_path):
     assert page_.locator("#sent").inner_text().startswith("completion = model(buffer): the whole buffer, 599")
 
     page_.keyboard.press("End")
-    assert counter.inner_text() == "Step 5 of 5"
+    assert counter.inner_text() == "Frame 5 of 5"
     assert page_.locator("#why").inner_text().startswith("The loop stopped: final_answer.")
     page_.screenshot(path=str(SHOTS / "nimbus-step-5.png"), full_page=True)
 
     page_.locator("#first").click()
-    assert counter.inner_text() == "Step 0 of 5"
+    assert counter.inner_text() == "Frame 0 of 5"
     assert page_.locator("svg[aria-label='characters sent per model call']").count() == 1
     assert requests == [out.as_uri()]  # the page itself and nothing else
     assert problems == []
@@ -129,7 +129,7 @@ def test_printing_gives_every_step_with_its_three_facts(browser, tmp_path):
     assert steps.count() == 6
     for k in range(6):
         step = steps.nth(k)
-        assert step.locator("h2").inner_text() == f"Step {k} of 5"
+        assert step.locator("h2").inner_text() == f"Frame {k} of 5"
         assert [dd.inner_text() != "" for dd in step.locator("dd").all()] == [True] * 3
         assert step.locator(".row:not(.note):not(.ghost) .who").count() > 0
     assert "quota was fine, must be a network issue" in steps.nth(1).locator(".ghost .cut").inner_text()
@@ -187,9 +187,9 @@ def test_the_page_on_a_screen_and_a_projector(browser, exported, run, size):
     last = int(page_.locator("#counter").inner_text().split()[-1])
     view = {"x": 0, "y": 0, "width": SIZES[size]["viewport"]["width"], "height": SIZES[size]["viewport"]["height"]}
     for k in (0, 1, last):
-        page_.goto(f"{uri}#step-{k}")  # a link to a step opens at that step
+        page_.goto(f"{uri}#frame-{k}")  # a link to a step opens at that step
         page_.reload()
-        assert page_.locator("#counter").inner_text() == f"Step {k} of {last}"
+        assert page_.locator("#counter").inner_text() == f"Frame {k} of {last}"
         SHOTS.mkdir(exist_ok=True)
         page_.screenshot(path=str(SHOTS / f"{run}-{size}-step-{k}.png"))
         # The page's blocks, one under (or beside) the other.
@@ -221,15 +221,15 @@ def test_the_page_on_a_screen_and_a_projector(browser, exported, run, size):
             assert ghost.count() == 0
     page_.locator("h1").click()  # the keys go to the page, not to a control that kept the focus
     page_.keyboard.press("Home")
-    page_.wait_for_function("location.hash === '#step-0'", timeout=10_000)  # the address follows the step
-    assert page_.url.endswith("#step-0") and page_.locator("#counter").inner_text() == f"Step 0 of {last}"
+    page_.wait_for_function("location.hash === '#frame-0'", timeout=10_000)  # the address follows the step
+    assert page_.url.endswith("#frame-0") and page_.locator("#counter").inner_text() == f"Frame 0 of {last}"
     assert problems == []
     context.close()
 
 
 def test_denied_and_withheld_text_is_marked_on_the_page(browser, exported):
     page_ = browser.new_page()
-    page_.goto((exported / "governed-research.html").as_uri() + "#step-3")
+    page_.goto((exported / "governed-research.html").as_uri() + "#frame-3")
     denied = page_.locator("#buffer .row.denied")
     assert denied.count() == 1 and denied.locator(".txt").inner_text() == "Action: post_summary(4.2 summary)"
     assert denied.locator(".mark").inner_text() == "✗" and denied.locator(".who").inner_text().lower() == "model"
@@ -298,7 +298,7 @@ def test_hostile_text_stays_text_in_a_real_browser(browser, tmp_path):
     assert requests == [out.as_uri()]  # the <img src=x> was never loaded
     assert page_.locator("h1").inner_text() == title
     assert page_.title() == title
-    assert page_.locator("#counter").inner_text() == "Step 2 of 2"
+    assert page_.locator("#counter").inner_text() == "Frame 2 of 2"
     assert buffer_text(page_) == transcript.text.removesuffix("\n")  # every byte, as text
     assert hostile in page_.locator("#why").inner_text()
     page_.keyboard.press("ArrowLeft")
@@ -357,7 +357,7 @@ def test_a_chat_run_s_page_shows_what_each_call_was_sent_and_hostile_text_stays_
     page_.goto(out.as_uri())
     button, box = page_.locator("#show-sent"), page_.locator("#messages")
     assert button.is_visible() and button.is_disabled()  # step 0: no call yet
-    assert button.inner_text() == "No call at this step: nothing was sent"
+    assert button.inner_text() == "No call at this frame: nothing was sent"
 
     def shown() -> list[list[str]]:
         return page_.evaluate("Array.from(document.querySelectorAll('#messages .msg')).map(m => [m.querySelector('.role').textContent, m.querySelector('.content').textContent])")

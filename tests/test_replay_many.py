@@ -174,7 +174,7 @@ def test_a_single_live_run_piped_says_each_model_call_as_it_ends(tmp_path):
     try:
         proc = subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=ENV, cwd=tmp_path)
         line = proc.stderr.readline()  # while the second call is still held
-        assert regex.fullmatch(r"step 1: ([0-9]+) characters, [0-9]+[.][0-9]{2} s\n", line), line
+        assert regex.fullmatch(r"call 1: ([0-9]+) characters, [0-9]+[.][0-9]{2} s\n", line), line
         assert int(line.split()[2]) == len(first)
         release.set()
         stdout, rest = proc.communicate(timeout=30)
@@ -184,7 +184,7 @@ def test_a_single_live_run_piped_says_each_model_call_as_it_ends(tmp_path):
         release.set()
         server.close()
     assert proc.returncode == 0, rest
-    assert regex.fullmatch(rf"step 2: {len(second)} characters, [0-9]+[.][0-9]{{2}} s\nwrote sum.txt\n", rest), rest
+    assert regex.fullmatch(rf"call 2: {len(second)} characters, [0-9]+[.][0-9]{{2}} s\nwrote sum.txt\n", rest), rest
     assert stdout == (tmp_path / "sum.txt").read_text(encoding="utf-8")  # stdout is still the transcript alone
     assert live_replay.returncode == 0, live_replay.stderr  # a live replay says its calls too
     assert [line.split(":")[0] for line in live_replay.stderr.splitlines()] == ["step 1", "step 2"]

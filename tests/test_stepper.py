@@ -43,7 +43,7 @@ def test_frame_output_matches_its_snapshot(name, frame, text_snapshot):
 
 def test_a_frame_names_its_step_marks_the_newest_part_and_shows_the_cut():
     out = invoke("step", "nimbus", "--frame", "1").stdout
-    assert out.startswith("Step 1 of 5")
+    assert out.startswith("Frame 1 of 5")
     assert "model     ▶ Action: check_quota(nimbus)" in out
     assert "✂ cut by the stop sequence, never in the buffer: Observation: quota was fine" in out
     assert "sent   completion = model(buffer): the whole buffer, 599 characters, sent fresh" in out
@@ -96,14 +96,14 @@ def test_frames_begin_with_the_developer_and_end_with_the_stop_reason():
     assert fs[0].author == "developer" and fs[-1].why.startswith("The loop stopped: final_answer.")
 
 
-AUTHORED = re.compile(r"(developer|model    |code     )[ ↪][│▶⚠✗]( |$)")  # a buffer row: its author, its mark
+AUTHORED = re.compile(r"(developer|model    |code     )[ ↪▶][│▶⚠✗]( |$)")  # a buffer row: its author, its mark
 NOTE = re.compile(r" {12}[✂✗]| {9}↪ {4}\S")  # a note about the buffer, or its continuation (marked ↪)
 
 
 def buffer_rows(screen: list[str]) -> list[str]:
-    """The rows between the legend (and the "above" line) and the blank line before the facts."""
-    start = next(i for i, line in enumerate(screen) if "never in the buffer" in line) + 1  # after the legend
-    body = screen[start : screen.index("", start + 1)]
+    """The rows between the heads (and the "above" line) and the blank line before the facts."""
+    start = next(i for i, line in enumerate(screen) if line == "" or line.startswith("↑ "))  # the heads end
+    body = screen[start + 1 : screen.index("", start + 1)]
     return [line for line in body if not line.startswith(("↑ ", "↓ ")) and line]
 
 
@@ -139,8 +139,8 @@ def test_a_screen_is_the_frame_fitted_to_the_window():
     # A small window: the end of the buffer (the newest part), the facts and the keys still show.
     plain = [line.plain for line in screen_lines(Console(width=60, height=16), fs, 3)]
     assert len(plain) == 16 and max(map(len, plain)) <= 60
-    assert plain[0].startswith("Step 3 of 5") and plain[-1] == keys_line(60) and plain[-1].startswith("q: quit")
-    assert plain[2].startswith("↑ ") and plain[2].endswith("lines above (PgUp ↑)")
+    assert plain[0].startswith("Frame 3 of 5") and plain[-1] == keys_line(60) and plain[-1].startswith("q: quit")
+    assert any(line.startswith("↑ ") and line.endswith("lines above (PgUp ↑)") for line in plain[2:6])  # under the wrapped heads
     assert any(line.startswith("model     ▶ ") for line in plain) and any(line.startswith("why ") for line in plain)
     # A final answer of 300 lines (shown in the facts) takes at most a third of the screen.
     record = open_run("nimbus")
@@ -199,7 +199,7 @@ def test_the_key_reader_returns_a_whole_burst_a_lone_escape_and_the_end_of_input
 def test_harness_starts_and_prints_frames_where_termios_does_not_exist(monkeypatch):
     code = "import sys; sys.modules['termios'] = sys.modules['tty'] = None; from harness.cli import main; main()"
     result = subprocess.run([sys.executable, "-c", code, "step", "nimbus", "--frame", "1"], capture_output=True, text=True, cwd=ROOT)
-    assert result.returncode == 0 and result.stdout.startswith("Step 1 of 5"), result.stderr
+    assert result.returncode == 0 and result.stdout.startswith("Frame 1 of 5"), result.stderr
     monkeypatch.setitem(sys.modules, "termios", None)
     with pytest.raises(HarnessError, match="use --frame K"):
         step_through(Console(), frames(open_run("nimbus")))
@@ -293,7 +293,7 @@ def test_the_stepper_in_a_real_terminal(tmp_path, tmux):
             break
         time.sleep(0.1)
     assert done.read_text().strip() == "RESTORED"  # the terminal settings are as before
-    assert not any(line.startswith("Step ") for line in term.screen())  # the stepper's screen is gone
+    assert not any(line.startswith("Frame ") for line in term.screen())  # the stepper's screen is gone
 
 
 @pytest.mark.parametrize(("width", "height"), [(80, 24), (120, 40)])
@@ -313,7 +313,7 @@ def test_a_small_terminal_wraps_every_row_with_its_author_and_scrolls(tmux, widt
         return term.expect(drawn(model), f"{tmux_keys} at {width}×{height}")
 
     shown = term.expect(drawn(model), "step 0")
-    assert shown[0].startswith("Step 0 of 5") and shown[-1] == keys_line(width) and "q: quit" in shown[-1]
+    assert shown[0].startswith("Frame 0 of 5") and shown[-1] == keys_line(width) and "q: quit" in shown[-1]
     shown = press("\x1b[C", tmux_keys=("Right",))
     rows = buffer_rows(shown)
     assert all(AUTHORED.match(line) or NOTE.match(line) for line in rows), rows  # no row without its author
@@ -394,7 +394,7 @@ def test_step_and_export_take_no_stop_and_model_like_run(tmp_path):
     assert out.exit_code == 0, out.output
     assert "model     ▶ Observation: quota was fine, must be a network issue" in out.stdout
     assert "✂" not in out.stdout.split("\n", 2)[2]  # nothing was cut (the legend line aside)
-    assert out.stdout.startswith("Step 1 of 1")  # the run ended on the wrong answer
+    assert out.stdout.startswith("Frame 1 of 1")  # the run ended on the wrong answer
     assert invoke("step", "nimbus", "--model", "scripted", "--frame", "2").stdout == invoke("step", "nimbus", "--frame", "2").stdout
     page = tmp_path / "p.html"
     assert invoke("export", "nimbus", "--no-stop", "--html", str(page)).exit_code == 0
@@ -429,11 +429,11 @@ def test_denied_and_withheld_text_is_model_text_marked_not_shown_in_the_run_view
 def test_the_stepper_marks_denied_and_withheld_text_and_puts_the_notice_mark_on_the_notice():
     one = invoke("step", "governed-research", "--frame", "1").stdout.splitlines()
     assert "model     ▶ Action: search_notes(4.2)" in one
-    at = one.index(GOVERNED_DENIED)
+    at = one.index(GOVERNED_DENIED.replace("model     ✗", "model    ▶✗"))  # new, and not shown to the user
     assert one[at + 1] == IN_BUFFER + "its gate denied this action"
     three = invoke("step", "governed-research", "--frame", "3").stdout.splitlines()
     assert GOVERNED_DENIED in three  # an older part keeps its mark
-    at = three.index(GOVERNED_WITHHELD)
+    at = three.index(GOVERNED_WITHHELD.replace("model     ✗", "model    ▶✗"))
     assert three[at + 1] == IN_BUFFER + "the final answer was withheld"
     assert "code      │ Observation 1: 4.2: uploads can resume after a dropped connection; the quota API answers 3x faster." in three
     assert [line[:12] for line in three if "Notice:" in line] == ["code      ⚠ "]
@@ -513,7 +513,7 @@ def test_hostile_text_the_user_was_not_shown_stays_inert_in_notes_and_rows():
     quoted = [line for line in notes(record, "t").splitlines() if line.startswith("> ✗")]
     assert len(quoted) == 1 and "<img" not in quoted[0] and "\x1b" not in quoted[0] and "\\[link\\]" in quoted[0]
     rows = "\n".join(line.plain for line in screen_lines(Console(width=60, height=20), frames(record), 1))
-    assert "\x1b" not in rows and "model     ✗ Action: x(<img" in rows and "␛]0;PWNED␇" in rows
+    assert "\x1b" not in rows and "model    ▶✗ Action: x(<img" in rows and "␛]0;PWNED␇" in rows
 
 
 HOSTILE_THOUGHT = "Thought: add.\x1b]0;PWNED\x07\x1b[2J <b>now</b>\n"
@@ -533,7 +533,7 @@ def test_step_frame_messages_prints_what_that_step_s_call_was_sent(tmp_path):
     result = invoke("step", str(saved), "--frame", str(last_call), "--messages")
     assert result.exit_code == 0, result.output
     lines = result.stdout.splitlines()
-    assert lines[0].startswith(f"Step {last_call} of ")
+    assert lines[0].startswith(f"Frame {last_call} of ")
     assert lines[1] == "what was sent: call 2, 3 messages by the chat rule (m: back to the buffer)"
     assert lines[3] == "user      │ Answer the question below. You can use these tools:"
     assert lines[-3:] == [
@@ -545,7 +545,7 @@ def test_step_frame_messages_prints_what_that_step_s_call_was_sent(tmp_path):
     facts = invoke("step", str(saved), "--frame", str(last_call)).stdout  # the step's "sent" fact says how it went
     assert "sent   completion = model(messages(buffer)): the whole buffer, " in facts and "sent fresh as 3 chat messages" in facts
     first = invoke("step", str(saved), "--frame", "0", "--messages")
-    assert first.exit_code == 0 and first.stdout.splitlines()[1].startswith("what was sent: no call wrote step 0")
+    assert first.exit_code == 0 and first.stdout.splitlines()[1].startswith("what was sent: no call wrote frame 0")
     plain = invoke("step", "nimbus", "--frame", "1", "--messages")
     assert plain.exit_code == 2 and plain.stderr == "error: nimbus: --messages: this run did not go through a chat endpoint: each call was sent the buffer as one text\n"
     alone = invoke("step", str(saved), "--messages")
@@ -574,10 +574,11 @@ def test_the_m_key_shows_a_chat_call_s_messages_in_a_real_terminal(tmp_path, tmu
     assert shown[-1] == keys_line(width, chat=True) and "m: messages" in shown[-1] and "q: quit" in shown[-1]
     press("\x1b[F", "End")  # the last step: the model's final answer, call 2
     shown = press("m", "m")
-    assert shown[1] == "what was sent: call 2, 3 messages by the chat rule (m: back"
+    at = shown.index("what was sent: call 2, 3 messages by the chat rule (m: back")  # under the header, wrapped at 60
+    assert shown[at + 1] == "to the buffer)"
     assert "assistant │ Thought: add.␛]0;PWNED␇␛[2J <b>now</b>" in shown
     assert "assistant │ Action: calculator(1 + 1)" in shown and "user      │ Observation: 2" in shown
-    rows = shown[3 : shown.index("", 3)]
+    rows = shown[at + 3 : shown.index("", at + 3)]
     assert rows and all(re.match(r"(user     |assistant)[ ↪]│", row) for row in rows), rows
     assert any(row.startswith("user     ↪│ ") for row in rows)  # a wrapped line keeps its role
     assert "PWNED" not in term.run("display-message", "-p", "-t", term.name, "#{pane_title}")
@@ -585,14 +586,42 @@ def test_the_m_key_shows_a_chat_call_s_messages_in_a_real_terminal(tmp_path, tmu
     assert "model     ▶ Final Answer: 2" in shown and "model     │ Thought: add.␛]0;PWNED␇␛[2J <b>now</b>" in shown
     term.keys("q")
 
-    plain = tmux(120, 40, f"{HARNESS} step nimbus")
-    nimbus = Screen(frames(open_run("nimbus")), Console(width=120, height=40), SentMessages(open_run("nimbus"), frames(open_run("nimbus"))))
-    plain.expect(drawn(nimbus), "nimbus step 0")
-    nimbus.press("m", 40)
-    plain.keys("m")
-    shown = plain.expect(drawn(nimbus), "nimbus after m")
-    assert shown[1] == NOT_CHAT and shown[-1] == HELP
-    plain.keys("q")
+
+def test_m_on_a_run_without_chat_says_so_in_one_line_and_never_blanks_the_buffer(tmux):
+    """A key pressed by mistake in front of a class: on nimbus (no chat endpoint) `m` says in
+    one line that the run did not use chat; the buffer, scrolled where it was, stays on screen,
+    and the next key takes the line away."""
+    from harness.render.sent import NOT_CHAT
+
+    term = tmux(80, 24, f"{HARNESS} step nimbus")
+    fs = frames(open_run("nimbus"))
+    model = Screen(fs, Console(width=80, height=24))
+    term.expect(drawn(model), "nimbus step 0")
+    for _ in range(3):
+        model.press("\x1b[C", 24)
+    term.keys("Right", "Right", "Right")
+    before = term.expect(drawn(model), "nimbus step 3")
+    term.keys("m")
+    for _ in range(50):
+        if (shown := term.screen())[1] != before[1]:
+            break
+        time.sleep(0.1)
+    assert shown[1] == NOT_CHAT  # the one line, in place of the legend
+    assert shown[:1] + shown[2:] == before[:1] + before[2:]  # the rest as it was: the newest part in view
+    assert any(line.startswith("model     ▶ ") for line in shown) and shown[-1] == keys_line(80)
+    term.keys("m")  # again: still there, never a blank buffer
+    time.sleep(0.5)
+    assert term.screen()[2:] == before[2:]
+    term.keys("PageUp", "m")  # scrolled up: m keeps the view where it was
+    model.press("\x1b[5~", 24)
+    scrolled = drawn(model)
+    model.press("m", 24)
+    assert drawn(model)[1] == NOT_CHAT and drawn(model)[2:] == scrolled[2:]
+    term.expect(drawn(model), "scrolled, after m")
+    term.keys("Right")  # the next key: the legend is back
+    model.press("\x1b[C", 24)
+    assert term.expect(drawn(model), "step 4")[1] == before[1]
+    term.keys("q")
 
 
 def test_a_saved_chat_run_edited_to_hold_a_control_token_is_still_shown(tmp_path):

@@ -1,20 +1,24 @@
-"""A run as a sequence of frames, for stepping through it: the lesson's "Step k of N".
+"""A run as a sequence of frames, for stepping through it: the lesson's "Frame k of N".
 
 Frame 0 is the developer's prompt; each later frame adds one span of the buffer (the
-model's completion, or what code spliced in). Each frame carries the three facts of the
+model's completion, or what code spliced in). A frame is not a call: one model call writes
+one model frame, and code's observations are frames of their own, so "call 2" (the model's
+second reply) may be frame 3. Each frame carries the three facts of the
 lesson: what was sent to the model, what was appended and by whom, and why the loop went
 on or stopped. Frames are built from a RunRecord, which a fresh run and a saved file
 give alike, so both step through alike; why the loop went on is what the loop recorded
 (the tools that ran, the notices it wrote), not guessed from the text.
 
 The cost of resubmission is here too: the model is sent the whole buffer on every call,
-so the characters sent grow with the square of the steps while the new text grows
+so the characters sent grow with the square of the calls while the new text grows
 linearly. A prefix cache would only have to process what is new since the last call.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
+
+from harness.events import StopReason
 from harness.run_record import CallRecord, RunRecord
 from harness.transcript import Author, Transcript
 
@@ -33,6 +37,7 @@ class Frame:
     notice_lines: int = 0  # a code frame: how many of its first lines are notices (code's answer to a broken rule)
     cut_by: str = ""  # what cut `cut`: "stop" (the stop sequence) or "prefix" (the prefix rule)
     hidden: tuple[tuple[int, int, str], ...] = ()  # a model frame: (start, end, lane) in the buffer, not shown to the user
+    unran: tuple[str, ...] = ()  # the last model frame: Action lines that never ran, as its Final Answer ended the run
 
     @property
     def is_notice(self) -> bool:
@@ -53,6 +58,21 @@ NO_STOP = (
 
 def stop_was_off(record: RunRecord) -> bool:
     return record.scenario is not None and not record.scenario.use_stop
+
+
+def unran_actions(record: RunRecord) -> tuple[str, ...]:
+    """The Action lines of the last reply that never ran because the same reply's Final
+    Answer ended the run: the reply read again by the loop's own reader (harness.governor),
+    as the run view is told them live (harness.render.live.unran)."""
+    spans = record.transcript.spans
+    if record.stop_reason is not StopReason.FINAL_ANSWER or not spans or spans[-1].author is not Author.MODEL:
+        return ()
+    from harness.dialects import get_dialect
+    from harness.governor import read
+    from harness.render.live import unran
+
+    dialect = get_dialect(record.scenario.dialect if record.scenario is not None else "default")
+    return tuple(unran(read(dialect, spans[-1].text)))
 
 
 def parts(frame: Frame) -> list[tuple[str, str]]:
@@ -77,7 +97,7 @@ def parts(frame: Frame) -> list[tuple[str, str]]:
 def frames(record: RunRecord) -> list[Frame]:
     spans, calls = record.transcript.spans, iter(record.calls)
     out, before, call, told = [], 0, CallRecord(), 0
-    no_stop = stop_was_off(record)
+    no_stop, unran = stop_was_off(record), unran_actions(record)
     for i, span in enumerate(spans):
         if span.author is Author.MODEL:
             call = next(calls, CallRecord())
@@ -98,7 +118,8 @@ def frames(record: RunRecord) -> list[Frame]:
             notices = min(told, max(1, span.text.count("\n") - span.text.startswith("\n")))
             told -= notices
         cut, cut_by, hidden = (call.cut, call.cut_by, call.hidden) if model else ("", "", ())
-        out.append(Frame(i, span.author, span.text, before, cut, sent, why, notices, cut_by, hidden))
+        last_ran = unran if i == len(spans) - 1 else ()
+        out.append(Frame(i, span.author, span.text, before, cut, sent, why, notices, cut_by, hidden, last_ran))
         before += len(span.text)
     return out
 

@@ -1,9 +1,9 @@
-"""One self-contained HTML file: the stepper, the three facts per step, the cost chart.
+"""One self-contained HTML file: the stepper, the three facts per frame, the cost chart.
 
 No network, no external fonts or scripts: the page, its style, its script and the run's
 data are all in the file. The data travels as JSON in a <script type="application/json">
 element and is put on the page with textContent, so nothing the model wrote is ever
-parsed as HTML. A chat run's messages travel once, each step saying how many of them its
+parsed as HTML. A chat run's messages travel once, each frame saying how many of them its
 call was sent (harness.render.sent), for the page's "what was sent" toggle. The cost
 chart is an inline SVG drawn here.
 
@@ -25,6 +25,7 @@ import regex
 
 from harness.escape import for_html, for_script_json
 from harness.render.frames import CHARS_PER_TOKEN, KINDS, NO_STOP, CallCost, costs, frames, parts, stop_was_off
+from harness.render.live import never_ran
 from harness.render.sent import SentMessages
 from harness.run_record import RunRecord
 
@@ -34,11 +35,11 @@ PAGE_HEADER = "<!doctype html>\n<!-- harness page v1 -->\n"  # how a page of our
 
 def page(record: RunRecord, title: str) -> str:
     fs = frames(record)
-    sent = SentMessages(record, fs)  # a chat run: its messages once, and how many each step's call was sent
+    sent = SentMessages(record, fs)  # a chat run: its messages once, and how many each frame's call was sent
     data = {
         "frames": [
             {"author": f.author.value, "added": f.added, "parts": parts(f), "cut": f.cut, "cut_by": f.cut_by, "sent": f.sent, "why": f.why,
-             "messages": sent.count_of(i)}
+             "messages": sent.count_of(i), "never_ran": never_ran(f.unran) if f.unran else ""}
             for i, f in enumerate(fs)
         ],
         "chat": sent.chat,

@@ -44,12 +44,15 @@ NOTE_STYLE = "dim italic"  # a line about the buffer that is not part of it
 MARKS = {"notice": "⚠", "denied": "✗", "withheld": "✗", "cut": "✂"}  # a row's mark, by what its text is
 
 
+SHARED = "⤸ shared line"  # a row whose buffer line the next author goes on with
+
+
 def legend() -> Styled:
     text = Styled("authors: ")
     for author, style in STYLES.items():
         text.append(f" {author.value} ", style=f"reverse {style}")
         text.append(" ")
-    return text
+    return text.append(f"  {SHARED}", style="dim")
 
 
 def marks_legend(stepper: bool = False) -> Styled:
@@ -58,9 +61,26 @@ def marks_legend(stepper: bool = False) -> Styled:
     return Styled(("▶ new  ⚠ notice  " if stepper else "") + marks, style="dim")
 
 
-def cut_note(cut: str, cut_by: str) -> str:
+def cut_note(cut: str, cut_by: str, limit: int | None = None) -> str:
+    """What was cut, whole (its newlines shown as ⏎), or its first `limit` characters."""
     why = {"stop": "cut by the stop sequence", "prefix": "stopped by the prefix rule"}.get(cut_by, "cut")
-    return f"✂ {why}, never in the buffer: {preview(cut)}"
+    return f"✂ {why}, never in the buffer: {preview(cut, limit)}"
+
+
+STOP_OFF = "The stop sequence is off (--no-stop): nothing cuts what the model writes."
+ENDED_BY_ANSWER = "never ran: the Final Answer in the same reply ended the run"
+
+
+def unran(decided: Round) -> list[str]:
+    """The accepted Action lines of a reply whose Final Answer ended the run: they never ran."""
+    if decided.answer is None:
+        return []
+    return [lane.text.strip() for lane in decided.lanes if lane.kind == "action" and lane.status == "allowed"]
+
+
+def never_ran(actions: list[str] | tuple[str, ...]) -> str:
+    """One line on a reply that held Actions and a Final Answer: the answer ended the run first."""
+    return f"{'; '.join(a.strip() for a in actions)} {ENDED_BY_ANSWER}."
 
 
 class Rows:
@@ -99,7 +119,7 @@ class LiveView:
     """Call it with each event; it prints as they come (with `delay` seconds per piece).
     `out` is rich's Console (a terminal), or a text file that gets the plain text."""
 
-    def __init__(self, out: Console | TextIO, delay: float = 0.0) -> None:
+    def __init__(self, out: Console | TextIO, delay: float = 0.0, stop_off: bool = False) -> None:
         self.console = out if hasattr(out, "color_system") else None
         self.file = self.console.file if self.console is not None else out
         self.delay = delay
@@ -112,6 +132,8 @@ class LiveView:
         self.plain = self.console is None or (self.console.color_system is None and self.console.soft_wrap)
         # Shown with the first event: nothing if the run never starts.
         self.pending = legend().append("\n").append_text(marks_legend()).append("\n")
+        if stop_off:  # a run with --no-stop: said once, before the first row
+            self.pending.append_text(Styled(STOP_OFF, style="bold")).append("\n")
         self.streamed: list[str] = []  # a file's or pipe's model text, drawn as one row when the next event comes
 
     def __call__(self, event: Event) -> None:
@@ -132,13 +154,13 @@ class LiveView:
                 self._break()
                 self._flush()
                 self._print(
-                    Styled(f"── step {step} · the model is sent the whole buffer: {prompt_chars:,} characters", style="dim")
+                    Styled(f"── call {step} · the model is sent the whole buffer: {prompt_chars:,} characters", style="dim")
                 )
             case CompletionEnded(_, _, cut, cut_by, decided):
                 self._completion_ended(cut, cut_by, decided)
             case Stopped(reason, answer, steps, detail):
                 self._break()
-                line = Styled(f"stopped: {reason.value} after {steps} step{'s' if steps != 1 else ''}", style="bold")
+                line = Styled(f"stopped: {reason.value} after {steps} call{'s' if steps != 1 else ''}", style="bold")
                 if detail:
                     line.append(f" ({for_terminal(detail)})")
                 if answer is not None:
@@ -161,6 +183,8 @@ class LiveView:
                 self._note(f"✗ {KINDS[kind]}")
         if cut:
             self._note(cut_note(cut, cut_by))
+        if actions := unran(decided):
+            self._note(never_ran(actions))
 
     def _note(self, message: str) -> None:
         self._break()
@@ -196,8 +220,10 @@ def note(message: str) -> Styled:
 def saved_events(record: RunRecord) -> Iterator[Event]:
     """The events a view needs to draw a finished run: its model text as deltas, the parts
     the user was not shown as the denied lanes they were (harness.unseen)."""
-    calls = iter(record.calls)
-    for span in record.transcript.spans:
+    from harness.render.frames import unran_actions
+
+    calls, spans = iter(record.calls), record.transcript.spans
+    for i, span in enumerate(spans):
         if span.author is not Author.MODEL:
             yield Appended(span.author, span.text)
             continue
@@ -210,12 +236,17 @@ def saved_events(record: RunRecord) -> Iterator[Event]:
             lanes.append(Lane(len(lanes), lane, "denied", 0, span.text[start:end]))
             at = end
         yield TextDelta(span.text[at:])
+        answer, unran_ = None, unran_actions(record) if i == len(spans) - 1 else ()
+        if unran_:  # the Final Answer ended the run before these Actions could run
+            lanes += [Lane(len(lanes) + n, "action", "allowed", len(text), text) for n, text in enumerate(unran_)]
+            answer = record.final_answer
         if call is not None and (call.cut or lanes):
-            yield CompletionEnded(0, span.text, call.cut, call.cut_by, Round(lanes=tuple(lanes)))
+            yield CompletionEnded(0, span.text, call.cut, call.cut_by, Round(lanes=tuple(lanes), answer=answer))
     yield Stopped(record.stop_reason, record.final_answer, record.steps, record.detail)
 
 
-def preview(text: str, limit: int = 120) -> str:
-    """One line, at most `limit` characters: newlines shown as ⏎, control characters visible."""
+def preview(text: str, limit: int | None = 120) -> str:
+    """One line, at most `limit` characters (None: all of it): newlines shown as ⏎, control
+    characters visible."""
     flat = for_terminal(text.replace("\n", "⏎"))
-    return flat if len(flat) <= limit else flat[: limit - 1] + "…"
+    return flat if limit is None or len(flat) <= limit else flat[: limit - 1] + "…"

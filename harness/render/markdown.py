@@ -1,6 +1,7 @@
-"""A run as Markdown for course notes: one section per step, the buffer's new part in the
+"""A run as Markdown for course notes: one section per frame, the buffer's new part in the
 save format (so every line names its author), what of it the user was not shown, what
-the stop sequence cut, and the lesson's three facts. A chat run's steps also say how many
+the stop sequence cut (whole), an Action the reply's Final Answer kept from running, and
+the lesson's three facts. A chat run's frames also say how many
 messages their call was sent, and its messages follow once, at the end (call i was sent
 the first of them: the notes grow with the run, not with calls times messages)."""
 
@@ -8,7 +9,7 @@ from __future__ import annotations
 
 from harness.escape import for_markdown, for_terminal
 from harness.render.frames import KINDS, NO_STOP, frames, parts, stop_was_off
-from harness.render.live import MARKS, WIDTH, cut_note, preview
+from harness.render.live import MARKS, WIDTH, cut_note, never_ran, preview
 from harness.render.sent import SentMessages
 from harness.run_record import RunRecord
 from harness.transcript import Transcript, records, split_lines
@@ -34,13 +35,15 @@ def notes(record: RunRecord, title: str) -> str:
         part.append(f.author, f.added)
         # Every record line begins with its author, so no text inside can close the fence.
         # Inside the fence nothing renders as Markdown; control characters are still shown, not obeyed.
-        out += [f"## Step {f.index} of {len(fs) - 1}", "", "```text", *map(for_terminal, records(part)), "```", ""]
+        out += [f"## Frame {f.index} of {len(fs) - 1}", "", "```text", *map(for_terminal, records(part)), "```", ""]
         for text, kind in parts(f):
             if kind in ("denied", "withheld"):
                 shown = for_markdown(preview(text.removesuffix("\n")))
                 out += [f"> {MARKS[kind]} {KINDS[kind]}: {shown}", ""]
         if f.cut:
             out += [f"> {for_markdown(cut_note(f.cut, f.cut_by))}", ""]
+        if f.unran:
+            out += [f"> {for_markdown(never_ran(f.unran))}", ""]
         out += [f"- **sent:** {f.sent}", f"- **appended:** by {f.author.value}, {len(f.added):,} characters", f"- **why:** {for_markdown(f.why)}"]
         if (count := sent.count_of(f.index)) is not None:
             out.append(f"- **messages:** the call was sent the first {count} of the run's messages (below), by the chat rule")

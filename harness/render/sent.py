@@ -27,7 +27,7 @@ from harness.render.live import NOTE_STYLE, STYLES, WIDTH
 from harness.run_record import RunRecord
 from harness.transcript import Author, split_lines
 
-NOT_CHAT = "m: this run did not go through a chat endpoint: each call was sent the buffer as one text"
+NOT_CHAT = "m: this run did not use chat: each call was sent the buffer as one text"  # one line at 80 columns
 ROLE_STYLE = {"assistant": STYLES[Author.MODEL], "user": ""}
 
 
@@ -59,7 +59,7 @@ class SentMessages:
             return NOT_CHAT
         sent = self.of_frame(k)
         if sent is None:
-            return f"what was sent: no call wrote step {k} (a model step shows what its call was sent)"
+            return f"what was sent: no call wrote frame {k} (a model frame shows what its call was sent)"
         return f"what was sent: call {self.call_of[k] + 1}, {len(sent)} message{'s' if len(sent) != 1 else ''} by the chat rule (m: back to the buffer)"
 
     def lines(self, k: int, console: Console, width: int) -> list[Text]:

@@ -1,7 +1,7 @@
 """The terminal stepper: one frame of the run at a time, for a projector.
 
-    Step 2 of 7    authors:  developer   model   code
-    ▶ newest  ⚠ notice  ✂ cut: never in the buffer
+    Frame 2 of 7    authors:  developer   model   code    ⤸ shared line
+    ▶ new  ⚠ notice  ✗ in the buffer, not shown to the user  ✂ never in the buffer
     ↑ 14 lines above (PgUp ↑)
     model     │ Thought: Failing uploads often mean the storage quota is full. I
     model    ↪│ should check it first.
@@ -11,15 +11,21 @@
     added  model, 112 characters
     why    An Action line and no final answer: code runs the tool …
 
-Every physical line names its author: a row too long for the screen is wrapped by
-harness.render.wrap, its continuation marked ↪. The newest part is marked ▶ (and bold,
-underlined); parts that hold a notice are marked ⚠; neither needs colour. When the
-buffer is taller than the screen the view follows the newest part, its end (where the
-model goes on) at the bottom, and says how many lines are above and below. Keys: Enter, → or space next; ← or backspace back; Home, End;
-PgUp, PgDn, ↑, ↓ scroll (and the mouse wheel, where the terminal turns it into ↑ ↓);
-m shows what the step's call was sent, message by message, in place of the buffer (a chat
-run's; harness.render.sent); q quits and gives the terminal back as it was. Keys that
-arrive together all count.
+A frame is one addition to the buffer (harness.render.frames); a call is one reply of
+the model, so "Frame 3" and "call 2" may be the same text. Every physical line names its
+author: a row too long for the screen is wrapped by harness.render.wrap, its continuation
+marked ↪. The newest part is marked ▶ (and bold, underlined); parts that hold a notice are
+marked ⚠, a new one ▶⚠; none of it needs colour. The legend and the header wrap on a
+narrow screen. When the buffer is taller than the screen the view follows the newest
+part, its end (where the model goes on) at the bottom, and says how many lines are above
+and below. What the stop sequence cut is shown whole when the newest part fits with it,
+else its first line, and c shows it whole (or short again).
+
+Keys: Enter, → or space next; ← or backspace back; Home, End; PgUp, PgDn, ↑, ↓ scroll (and
+the mouse wheel, where the terminal turns it into ↑ ↓); c the cut text, whole or short;
+m shows what the frame's call was sent, message by message, in place of the buffer (a chat
+run's; harness.render.sent; on any other run it says so in one line and the buffer stays);
+q quits and gives the terminal back as it was. Keys that arrive together all count.
 
 Each move, or a resize of the window, redraws the whole screen: home, clear, then exactly
 one screen of lines (the terminal's own size, whatever COLUMNS and LINES say), none wider
@@ -41,7 +47,7 @@ from harness.errors import HarnessError
 from harness.escape import for_terminal
 from harness.render.frames import Frame
 from harness.render.keys import KeyReader
-from harness.render.live import legend, marks_legend
+from harness.render.live import STOP_OFF, legend, marks_legend
 from harness.render.sent import NOT_CHAT, SentMessages
 from harness.render.wrap import BufferLines
 
@@ -56,7 +62,9 @@ KEYS = {
     "page_down": ("\x1b[6~",),
     "quit": ("q", "Q", "\x03", "\x1b"),
     "messages": ("m", "M"),
+    "cut": ("c", "C"),
 }
+CUT_SHORT = 120  # characters of the cut text shown when the screen has no room for all of it
 HELP = "→ Enter space: next  ← Bksp: back  Home End  PgUp PgDn ↑ ↓: scroll  q: quit"
 HELP_CHAT = "→ Enter space: next  ← Bksp: back  m: messages  Home End  PgUp PgDn ↑ ↓  q: quit"  # a chat run's: m early, in view on a narrow screen
 NARROW = "q: quit  → next  ← back  PgUp PgDn"  # a screen narrower than the keys: how to leave comes first
@@ -87,38 +95,49 @@ def facts_lines(frame: Frame, console: Console, width: int) -> list[Text]:
 
 
 def header(frames: list[Frame], k: int) -> Text:
-    out = Text(f"Step {k} of {len(frames) - 1}", style="bold")
+    out = Text(f"Frame {k} of {len(frames) - 1}", style="bold")
     out.append("    ")
     out.append_text(legend().rich())
     return out
 
 
-def frame_lines(console: Console, frames: list[Frame], k: int, width: int | None = None) -> list[Text]:
+def heads(console: Console, frames: list[Frame], k: int, width: int, second: Text, stop_off: bool = False) -> list[Text]:
+    """The header, the second line (the marks, or what m shows) and, for a run with no stop
+    sequence, a line that says so: each wrapped to the width, never cut off."""
+    lines = [header(frames, k), second, *([Text(STOP_OFF, style="bold")] if stop_off else [])]
+    return [piece for line in lines for piece in line.wrap(console, width)]
+
+
+def frame_lines(console: Console, frames: list[Frame], k: int, width: int | None = None, stop_off: bool = False) -> list[Text]:
     """Frame k whole, as --frame prints it: every line fitted to `width` (the console's)."""
     width = width or console.size.width
     lines, before, newest = BufferLines(frames, console, width).upto(k)
-    heads = [*header(frames, k).wrap(console, width), *marks_legend(True).rich().wrap(console, width)]
-    return [*heads, Text(), *lines[:before], *newest, Text(), *facts_lines(frames[k], console, width)]
+    top = heads(console, frames, k, width, marks_legend(True).rich(), stop_off)
+    return [*top, Text(), *lines[:before], *newest, Text(), *facts_lines(frames[k], console, width)]
 
 
-def frame_view(frames: list[Frame], k: int, console: Console) -> Text:
-    return Text("\n").join(frame_lines(console, frames, k))
+def frame_view(frames: list[Frame], k: int, console: Console, stop_off: bool = False) -> Text:
+    return Text("\n").join(frame_lines(console, frames, k, stop_off=stop_off))
 
 
 def sent_view(console: Console, frames: list[Frame], k: int, sent: SentMessages) -> Text:
-    """What `--frame K --messages` prints: the step's header, then what its call was sent."""
+    """What `--frame K --messages` prints: the frame's header, then what its call was sent."""
     width = console.size.width
-    lines = [*header(frames, k).wrap(console, width), *sent.heading_line(k).wrap(console, width), Text()]
+    lines = [*heads(console, frames, k, width, sent.heading_line(k)), Text()]
     return Text("\n").join([*lines, *sent.lines(k, console, width)])
 
 
 class Screen:
     """What one screen shows: frame k, scrolled by `top` (None: follow the newest part);
-    with `showing_sent` (the m key), what frame k's call was sent instead of the buffer."""
+    with `showing_sent` (the m key), what frame k's call was sent instead of the buffer;
+    the cut text whole or short by `cut_whole` (None: whole if the newest part fits with it)."""
 
-    def __init__(self, frames: list[Frame], console: Console, sent: SentMessages | None = None) -> None:
-        self.frames, self.console, self.sent = frames, console, sent
+    def __init__(self, frames: list[Frame], console: Console, sent: SentMessages | None = None, stop_off: bool = False) -> None:
+        self.frames, self.console, self.sent, self.stop_off = frames, console, sent, stop_off
         self.k, self.top, self.showing_sent = 0, None, False
+        self.cut_whole: bool | None = None
+        self._cut_shown_whole = True  # as last drawn
+        self.said = ""  # one line in answer to a key that has nothing to show (m on a run without chat), until the next key
         self._sent_lines: tuple[tuple[int, int], list[Text]] | None = None
         self._follow = 0  # the top line that follows the newest part, as last drawn
         self._lines: BufferLines | None = None
@@ -130,16 +149,22 @@ class Screen:
 
     def press(self, key: str, height: int) -> None:
         last, page = len(self.frames) - 1, max(1, height // 2)
+        self.said = ""
         moves = {"next": self.k + 1, "back": self.k - 1, "first": 0, "last": last}
         scrolls = {"up": -1, "down": 1, "page_up": -page, "page_down": page}
         for name, value in moves.items():
             if key in KEYS[name]:
-                self.k, self.top = max(0, min(last, value)), None
+                self.k, self.top, self.cut_whole = max(0, min(last, value)), None, None
         for name, delta in scrolls.items():
             if key in KEYS[name]:
                 self.top = (self.top if self.top is not None else self._follow) + delta
+        if key in KEYS["cut"] and self.frames[self.k].cut and not self.showing_sent:
+            self.cut_whole = not self._cut_shown_whole
         if key in KEYS["messages"]:
-            self.showing_sent, self.top = not self.showing_sent, None
+            if self.sent is None or not self.sent.chat:  # nothing to show: say so, and leave the buffer where it is
+                self.said = NOT_CHAT
+            else:
+                self.showing_sent, self.top = not self.showing_sent, None
 
     def sent_lines(self, width: int) -> list[Text]:
         """Frame k's messages at this width, made once per (step, width)."""
@@ -153,16 +178,26 @@ class Screen:
         """Exactly one screen: the header, the buffer's window, the facts (at most a third
         of the screen), and the keys last; no line wider than the screen."""
         width, height = self.console.size
-        if self.showing_sent:  # the messages, their end in view: the newest message is last
-            made, newest = self.sent_lines(width), []
-            before = len(made)
-        else:
-            made, before, newest = self.buffer(width).upto(self.k)
+        second = marks_legend(True).rich()
+        if self.showing_sent:
+            second = self.sent.heading_line(self.k)
+        elif self.said:
+            second = Text(self.said, style="bold")
+        top_lines = heads(self.console, self.frames, self.k, width, second, self.stop_off)
         facts = facts_lines(self.frames[self.k], self.console, width)
         most = max(1, height // 3)
         if len(facts) > most:
             facts = [*facts[: most - 1], Text("…", style="dim")]
-        room = max(1, height - 5 - len(facts))  # besides header, legend, "above", blank, keys
+        room = max(1, height - len(top_lines) - 3 - len(facts))  # besides the heads, "above", blank, keys
+        if self.showing_sent:  # the messages, their end in view: the newest message is last
+            made, newest = self.sent_lines(width), []
+            before = len(made)
+        else:
+            made, before, newest = self.buffer(width).upto(self.k, None, " (c: short)" if self.cut_whole else "")
+            whole = self.cut_whole if self.cut_whole is not None else len(newest) <= room
+            if not whole:  # no room for all of it beside the newest part: its start, and the key
+                made, before, newest = self.buffer(width).upto(self.k, CUT_SHORT, " (c: show it whole)")
+            self._cut_shown_whole = whole
         total = before + len(newest)
         # Follow the newest part: the buffer's end at the bottom, always. (The start of a part
         # taller than the screen would hide its end: at step 0, the question the model is given.)
@@ -177,10 +212,7 @@ class Screen:
         if end < total:
             window.append(Text(f"↓ {total - end:,} lines below (PgDn ↓; → or ← follows the newest part)", style="dim"))
         above = Text(f"↑ {top:,} lines above (PgUp ↑)", style="dim") if top else Text()
-        second = marks_legend(True).rich()
-        if self.showing_sent:
-            second = self.sent.heading_line(self.k) if self.sent else Text(NOT_CHAT, style="dim")
-        lines = [header(self.frames, self.k), second, above, *window, Text(), *facts]
+        lines = [*top_lines, above, *window, Text(), *facts]
         keys = keys_line(width, self.sent is not None and self.sent.chat)
         lines += [Text()] * (height - 1 - len(lines)) + [Text(keys, style="dim")]
         for line in lines:
@@ -194,7 +226,7 @@ def keys_line(width: int, chat: bool = False) -> str:
     return full if len(full) <= width else NARROW_CHAT if chat else NARROW
 
 
-def step_through(console: Console, frames: list[Frame], sent: SentMessages | None = None) -> None:
+def step_through(console: Console, frames: list[Frame], sent: SentMessages | None = None, stop_off: bool = False) -> None:
     """Full screen, keys as they come, until q. The terminal is restored however it ends."""
     try:
         import termios
@@ -203,7 +235,7 @@ def step_through(console: Console, frames: list[Frame], sent: SentMessages | Non
         raise HarnessError("harness step", "reads keys only on a POSIX terminal; use --frame K to print one frame") from None
     fd = sys.stdin.fileno()
     saved = termios.tcgetattr(fd)
-    screen_, reader = Screen(frames, console, sent), KeyReader(fd)
+    screen_, reader = Screen(frames, console, sent, stop_off), KeyReader(fd)
     try:
         tty.setcbreak(fd)  # keys arrive at once and unechoed
         with console.screen(hide_cursor=True) as screen:
@@ -211,7 +243,7 @@ def step_through(console: Console, frames: list[Frame], sent: SentMessages | Non
             drawn = None
             while True:
                 size = os.get_terminal_size(sys.stdout.fileno())  # the terminal's own, not COLUMNS/LINES
-                state = (screen_.k, screen_.top, screen_.showing_sent, size)
+                state = (screen_.k, screen_.top, screen_.showing_sent, screen_.said, screen_.cut_whole, size)
                 if drawn != state:  # a key moved, scrolled or toggled, or a resize
                     console.size = size
                     console.control(Control.home(), Control.clear())
@@ -232,8 +264,8 @@ def step_through(console: Console, frames: list[Frame], sent: SentMessages | Non
         termios.tcsetattr(fd, termios.TCSADRAIN, saved)
 
 
-def screen_lines(console: Console, frames: list[Frame], k: int, sent: SentMessages | None = None) -> list[Text]:
+def screen_lines(console: Console, frames: list[Frame], k: int, sent: SentMessages | None = None, stop_off: bool = False) -> list[Text]:
     """The screen of frame k as a fresh stepper draws it (following the newest part)."""
-    screen = Screen(frames, console, sent)
+    screen = Screen(frames, console, sent, stop_off)
     screen.k = k
     return screen.lines()

@@ -3,17 +3,20 @@
     model     ▶ Thought: Failing uploads often mean the storage quota is full. I
     model    ↪▶ should check it first.
                 ✂ cut by the stop sequence, never in the buffer: Observation: quota
-             ↪    was fine, must be a network issue…
+             ↪    was fine, must be a network issue⏎Thought: The quota is fine, so it is
+             ↪    the network.⏎Final Answer: A network issue is blocking your uploads; …
 
-A row too long for the screen is wrapped here, not by the terminal: each physical line
-repeats the author's name and the row's mark, a continuation marked ↪ in the author
-column, so no line of the screen is without its author. Notes about the buffer (what was
+Rows of the newest part are marked ▶; a new row whose mark says what it is (⚠ a notice,
+✗ not shown to the user) has ▶ before that mark. A row too long for the screen is wrapped
+here, not by the terminal: each physical line repeats the author's name and the row's
+mark, a continuation marked ↪ in the author column, so no line of the screen is without
+its author. Notes about the buffer (what was
 cut, what the user was not shown) are set under the author column and keep that indent,
 their continuations marked ↪ in the same column.
 
 The lines of a frame do not depend on the frames after it (each frame starts its own
 row), so `BufferLines` makes each frame's lines once per width and a screen is a slice of
-them: stepping through 10,000 steps costs what the steps cost, not their square.
+them: stepping through 10,000 frames costs what the frames cost, not their square.
 """
 
 from __future__ import annotations
@@ -23,31 +26,37 @@ from rich.text import Text
 
 from harness.escape import for_terminal
 from harness.render.frames import KINDS, Frame, parts
-from harness.render.live import MARKS, NOTE_STYLE, STYLES, WIDTH, cut_note
+from harness.render.live import MARKS, NOTE_STYLE, STYLES, WIDTH, cut_note, never_ran
 from harness.transcript import split_lines
 
 PREFIX = WIDTH + 3  # "model     │ "
+
 def mark_of(kind: str, newest: bool) -> str:
     """A row's mark: what its text is (⚠ ✗), else ▶ for the newest part."""
     return MARKS.get(kind) or ("▶" if newest else "│")
 
 
+def new_of(kind: str, newest: bool) -> str:
+    """The column before the mark: ▶ for a new row whose mark says what it is (a new ⚠ notice
+    is `code     ▶⚠ Notice: …`), so every row of the newest part is marked new."""
+    return "▶" if newest and kind in MARKS else " "
 
 
 def _fold(text: Text, console: Console, width: int) -> list[Text]:
     return list(text.wrap(console, max(1, width), overflow="fold"))
 
 
-def row_lines(author, text: str, mark: str, extra: str, console: Console, width: int, joined: bool) -> list[Text]:
+def row_lines(author, text: str, mark: str, extra: str, console: Console, width: int, joined: bool, new: str = " ") -> list[Text]:
     """One row of the buffer (a line of one author, without its newline) as physical lines.
-    `joined`: the buffer line goes on, written by the next author (shown as ⤸)."""
+    `joined`: the buffer line goes on, written by the next author (shown as ⤸); `new`: what
+    the first line has before its mark (▶ on a new ⚠ or ✗ row)."""
     style = f"{STYLES[author]} {extra}".strip()
     body = Text(for_terminal(text), style=style)
     if joined:
         body.append(" ⤸", style="dim")
     out = []
     for i, piece in enumerate(_fold(body, console, width - PREFIX)):
-        head = f"{author.value:<{WIDTH}} {mark} " if i == 0 else f"{author.value:<{WIDTH}}↪{mark} "
+        head = f"{author.value:<{WIDTH}}{new}{mark} " if i == 0 else f"{author.value:<{WIDTH}}↪{mark} "
         line = Text(head, style=f"bold {style}")
         line.append_text(piece)
         out.append(line)
@@ -65,9 +74,10 @@ def note_lines(message: str, console: Console, width: int) -> list[Text]:
     return out
 
 
-def frame_lines(frame: Frame, newest: bool, console: Console, width: int) -> list[Text]:
+def frame_lines(frame: Frame, newest: bool, console: Console, width: int, cut_limit: int | None = None, cut_hint: str = "") -> list[Text]:
     """The rows of one frame; the newest is marked ▶ (and bold, underlined) and says what
-    was cut and what the user was not shown."""
+    was cut (whole, or its first `cut_limit` characters and `cut_hint`), what the user was
+    not shown, and which Actions never ran."""
     extra = "bold underline" if newest else ""
     out: list[Text] = []
     pieces = [(piece, kind) for text, kind in parts(frame) for piece in split_lines(text)]
@@ -75,12 +85,14 @@ def frame_lines(frame: Frame, newest: bool, console: Console, width: int) -> lis
         ended = piece.endswith("\n")
         joined = not ended and i == len(pieces) - 1 and not newest  # the next frame goes on with this line
         mark = mark_of(kind, newest)
-        out += row_lines(frame.author, piece.rstrip("\n"), mark, extra, console, width, joined)
+        out += row_lines(frame.author, piece.rstrip("\n"), mark, extra, console, width, joined, new_of(kind, newest))
         last_of_kind = i == len(pieces) - 1 or pieces[i + 1][1] != kind
         if newest and kind in ("denied", "withheld") and last_of_kind:
             out += note_lines(f"{MARKS[kind]} {KINDS[kind]}", console, width)
     if newest and frame.cut:
-        out += note_lines(cut_note(frame.cut, frame.cut_by), console, width)
+        out += note_lines(cut_note(frame.cut, frame.cut_by, cut_limit) + cut_hint, console, width)
+    if newest and frame.unran:
+        out += note_lines(never_ran(frame.unran), console, width)
     return out
 
 
@@ -92,11 +104,12 @@ class BufferLines:
         self.lines: list[Text] = []  # frames 0 .. len(ends)-1, each as an older frame
         self.ends: list[int] = []  # where each frame's lines end in `lines`
 
-    def upto(self, k: int) -> tuple[list[Text], int, list[Text]]:
-        """(the made lines, where frame k begins in them, frame k's own lines as the newest)."""
+    def upto(self, k: int, cut_limit: int | None = None, cut_hint: str = "") -> tuple[list[Text], int, list[Text]]:
+        """(the made lines, where frame k begins in them, frame k's own lines as the newest,
+        its cut text whole or cut to `cut_limit` characters)."""
         while len(self.ends) < k:
             self.lines += frame_lines(self.frames[len(self.ends)], False, self.console, self.width)
             self.ends.append(len(self.lines))
         before = self.ends[k - 1] if k else 0
-        return self.lines, before, frame_lines(self.frames[k], True, self.console, self.width)
+        return self.lines, before, frame_lines(self.frames[k], True, self.console, self.width, cut_limit, cut_hint)
 
