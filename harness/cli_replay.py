@@ -51,7 +51,10 @@ StrictSource = Annotated[
     ),
 ]
 REHASHED = "its source was edited since the recording (pytest --harness-update records the new hash; --strict-source fails on it)"
-HINT = "(under pytest, `pytest --harness-update` rewrites a saved transcript whose replay changed)"
+HINT = (
+    "(under pytest, `pytest --harness-update` rewrites a saved transcript whose replay changed, keeping its "
+    "recorded model turns; `pytest --harness-record MODEL` asks the model again)"
+)
 
 
 def replay(

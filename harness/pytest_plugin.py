@@ -33,7 +33,10 @@ Three modes, as VCR has record modes:
 
     pytest                          replay: offline, the recorded model turns; fail at a difference
     pytest --harness-update         keep the recorded model turns, refresh what code and the
-                                    developer wrote now; rewrite the files that changed
+                                    developer wrote now; rewrite the files that changed, and
+                                    warn (naming the file and the call) where a kept turn
+                                    followed text the update changed: it answers text the
+                                    model never read, and only --harness-record asks again
     pytest --harness-record MODEL   run each file's source again on MODEL (live, or `scripted`:
                                     a scenario's own completions) and rewrite the file; a
                                     recording that did not complete (the model failed, its
@@ -63,6 +66,8 @@ import pytest
 
 _REWROTE = "harness_rewrote"  # the user property an item leaves when it rewrote its file
 _REHASHED = "harness_rehashed"  # ... when it passed with only its source's hash stale
+_STALE = "harness_stale"  # ... when it kept a model turn that followed text the update changed
+RECORD_HINT = "pytest --harness-record MODEL (a live model, or `scripted`: the scenario's own completions) asks the model again"
 
 
 def pytest_addoption(parser: pytest.Parser) -> None:
@@ -211,9 +216,14 @@ class TranscriptItem(pytest.Item):
         if update:
             _rewrite(self.path, result.fresh, self.source)
             self.user_properties.append((_REWROTE, self.source))
+            if (warning := _kept_stale_turn(result, self.source, self.path.parent)) is not None:
+                self.user_properties.append((_STALE, warning))
             return
         diff = transcript_diff(result.saved, result.fresh, self.source).rstrip("\n")
-        raise Mismatch(f"{diff}\n(if the new replay is right: pytest --harness-update rewrites {self.source})")
+        raise Mismatch(
+            f"{diff}\n(if the new replay is right: pytest --harness-update rewrites {self.source}, keeping the "
+            f"recorded model turns; if the model should answer the new text: {RECORD_HINT})"
+        )
 
     def record(self, text: str) -> None:
         """--harness-record: the source run again on the model, the file rewritten if it
@@ -246,6 +256,22 @@ class TranscriptItem(pytest.Item):
 
     def reportinfo(self):
         return self.path, None, f"replay {self.source}"
+
+
+def _kept_stale_turn(result, source: str, folder: Path) -> str | None:
+    """The warning line for an update that kept a model turn written after text it changed."""
+    from harness.escape import one_line
+    from harness.run_record import load_record
+    from harness.stale import stale_turn
+
+    stale = stale_turn(load_record(result.saved, source, folder).transcript, result.facts.transcript)
+    if stale is None:
+        return None
+    return (
+        f"warning: {one_line(source)}: call {stale.call}'s recorded turn was kept, but it followed {stale.author}'s "
+        f'text that this update changed ("{stale.old}" is now "{stale.new}"), which the model never read; '
+        f"{RECORD_HINT}"
+    )
 
 
 def _strict(config: pytest.Config) -> bool:
@@ -284,11 +310,13 @@ class _Rewrites:
         self.config = config
         self.rewritten: list[str] = []
         self.rehashed: list[str] = []
+        self.stale: list[str] = []  # warning lines: a kept model turn that followed changed text
 
     def pytest_runtest_logreport(self, report: pytest.TestReport) -> None:
         if report.when == "call":  # each phase's report carries the item's properties: count one
             self.rewritten += [value for key, value in report.user_properties if key == _REWROTE]
             self.rehashed += [value for key, value in report.user_properties if key == _REHASHED]
+            self.stale += [value for key, value in report.user_properties if key == _STALE]
 
     def pytest_terminal_summary(self, terminalreporter) -> None:
         if self.rehashed:
@@ -309,6 +337,8 @@ class _Rewrites:
         terminalreporter.section(f"harness {mode}")
         for source in sorted(self.rewritten):
             terminalreporter.write_line(f"rewrote {source}")
+        for warning in sorted(self.stale):
+            terminalreporter.write_line(warning, yellow=True)
 
 
 # --- the snapshot fixture ---------------------------------------------------------------

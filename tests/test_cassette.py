@@ -574,3 +574,33 @@ def test_an_agent_source_that_is_not_an_agent_is_one_line(tmp_path, monkeypatch)
     result = invoke("replay", "a.txt")
     assert result.exit_code == 2 and result.stderr == "error: a.txt: metadata source.agent: 'json:dumps' is a function, not an Agent\n"
     assert invoke("show", "a.txt").exit_code == 0  # showing it never imports anything
+
+
+def test_an_update_that_changes_what_a_kept_turn_followed_says_so_and_names_harness_record(pytester, project):
+    """The observation now says snow, the recorded answer still says rain (issue 31, item 7):
+    the failure names --harness-record beside --harness-update, and the update warns."""
+    edit(project / "scenarios" / "weather_tools.py", 'f"rain in {city}"', 'f"snow in {city}"')
+    failed = pytester.runpytest()
+    failed.assert_outcomes(failed=1)
+    failed.stdout.fnmatch_lines(
+        [
+            "(if the new replay is right: pytest --harness-update rewrites tests/transcripts/weather.txt, keeping the recorded "
+            "model turns; if the model should answer the new text: pytest --harness-record MODEL (a live model, or `scripted`: "
+            "the scenario's own completions) asks the model again)"
+        ]
+    )
+    update = pytester.runpytest("--harness-update")
+    update.assert_outcomes(passed=1)
+    update.stdout.fnmatch_lines(
+        [
+            "rewrote tests/transcripts/weather.txt",
+            "warning: tests/transcripts/weather.txt: call 2's recorded turn was kept, but it followed code's text that this "
+            'update changed ("Observation: rain in Oslo" is now "Observation: snow in Oslo"), which the model never read; '
+            "pytest --harness-record MODEL*",
+        ]
+    )
+    assert "code      | Observation: snow in Oslo\nmodel     | Action: units(Oslo)" in read(project / SAVED)
+    edit(project / "scenarios" / "prompts" / "weather.txt", "\nQuestion:", "\nQuestion (short):")  # the prompt every turn followed
+    again = pytester.runpytest("--harness-update", "-n", "2")  # carried from the workers under xdist
+    again.stdout.fnmatch_lines(["warning: tests/transcripts/weather.txt: call 1's recorded turn was kept, but it followed developer's text*"])
+    assert "warning:" not in pytester.runpytest("--harness-update").stdout.str()  # nothing changed: nothing to say
