@@ -43,7 +43,18 @@ if TYPE_CHECKING:  # imported when replays run: `harness --help` stays fast
     from harness.batch import Job, Work
 
 Jobs = Annotated[int, typer.Option("--jobs", "-j", min=1, max=256, help="Several files: how many replay at once.")]
-HINT = "(under pytest, `pytest --harness-update` rewrites a saved transcript whose replay changed)"
+StrictSource = Annotated[
+    bool,
+    typer.Option(
+        "--strict-source",
+        help="With --check: fail a replay that is the same but whose source was edited (only source.sha256 differs); by default it passes.",
+    ),
+]
+REHASHED = "its source was edited since the recording (pytest --harness-update records the new hash; --strict-source fails on it)"
+HINT = (
+    "(under pytest, `pytest --harness-update` rewrites a saved transcript whose replay changed, keeping its "
+    "recorded model turns; `pytest --harness-record MODEL` asks the model again)"
+)
 
 
 def replay(
@@ -58,16 +69,19 @@ def replay(
     strict: Strict = None,
     wait_for_server: WaitForServer = None,
     jobs: Jobs = 1,
+    strict_source: StrictSource = False,
 ) -> None:
     """Run the loop again from saved transcripts: their model turns are the script (or a live --model)."""
     if any(not f.strip() for f in files):  # Path("") is ".": it would replay everything under here
         raise HarnessError("FILE", "an empty argument names no transcript")
+    if strict_source and not check:
+        raise HarnessError("--strict-source", "goes with --check")
     saved = [Path(f) for f in files]
     call = CallOptions(max_tokens, max_chars, max_seconds, strict, wait_for_server)
     if len(saved) > 1 or is_folder(saved[0]):
         if format is not Format.rich:
             raise HarnessError("--format", "goes with one file; several replays print a summary")
-        replay_many(saved, check, jobs, model, base_url, call)
+        replay_many(saved, check, jobs, model, base_url, call, strict_source)
         return
     from harness.diff import transcript_diff
     from harness.loop import nobody
@@ -85,10 +99,14 @@ def replay(
     exit_if_failed(result.record, live_model)  # (a failed live call: 3, whatever --check would say)
     if not check:
         return
-    if result.matches:
-        from harness.escape import one_line
+    from harness.escape import one_line
+    from harness.source import only_rehashed
 
+    if result.matches:
         typer.echo(f"ok: replaying {one_line(str(path))} gives the same transcript, byte for byte")
+        return
+    if not strict_source and only_rehashed(result.saved, result.fresh):
+        typer.echo(f"ok: replaying {one_line(str(path))} gives the same run; only source.sha256 differs: {REHASHED}")
         return
     diff = transcript_diff(result.saved, result.fresh, str(path))
     typer.echo(diff if diff.endswith("\n") else diff + "\n", nl=False)
@@ -117,13 +135,14 @@ def gather(arguments: list[Path]) -> "list[Job]":
     return jobs
 
 
-def worker(check: bool, models: RunModels, root: Path) -> "Work":
+def worker(check: bool, models: RunModels, root: Path, strict_source: bool = False) -> "Work":
     """The work of one replay: what `harness replay FILE [--check]` does, without printing."""
     from harness.batch import Outcome
     from harness.cli_batch import say_notes
     from harness.diff import transcript_diff
     from harness.record import read_text
     from harness.record import replay as replay_text
+    from harness.source import only_rehashed
 
     def work(job: "Job", wrap) -> "Outcome":
         start, path = time.perf_counter(), job.saved
@@ -138,20 +157,20 @@ def worker(check: bool, models: RunModels, root: Path) -> "Work":
         outcome = Outcome.of(job.name, result.record, seconds, None, None)
         if not check:
             return outcome
-        diff = "" if result.matches else transcript_diff(result.saved, result.fresh, job.name)
-        return replace(outcome, same=result.matches, diff=diff)
+        same = result.matches or (not strict_source and only_rehashed(result.saved, result.fresh))
+        return replace(outcome, same=same, diff="" if same else transcript_diff(result.saved, result.fresh, job.name))
 
     return work
 
 
-def replay_many(arguments: list[Path], check: bool, jobs: int, model: str | None, base_url: str | None, call: CallOptions) -> None:
+def replay_many(arguments: list[Path], check: bool, jobs: int, model: str | None, base_url: str | None, call: CallOptions, strict_source: bool = False) -> None:
     from harness.batch_report import exit_code
     from harness.cli_batch import end_interrupted, run_batch
 
     found = gather(arguments)
     models = RunModels(model, base_url, call, jobs, sum(not j.error for j in found))  # a bad --model is one line, once, before any replay
     try:
-        ordered, _, interrupted = run_batch(found, worker(check, models, Path.cwd()), jobs, "transcript", interrupt=models.interrupt)
+        ordered, _, interrupted = run_batch(found, worker(check, models, Path.cwd(), strict_source), jobs, "transcript", interrupt=models.interrupt)
     finally:
         models.close()
     if interrupted:

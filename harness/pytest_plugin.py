@@ -21,11 +21,22 @@ file that is a transcript but for its line endings (CRLF) or a byte-order mark i
 collected and fails, saying so: it must never pass by not being run. The snapshot
 fixture's own `__snapshots__` folders are never collected as replays.
 
+What counts as drift. The saved file's source line holds a sha256 of what the run was
+built from (the scenario, its template, its Python tools' modules). An edit that changes
+nothing the run shows (a comment or a docstring in a shared tools module, a refactor)
+changes only that hash: such a replay PASSES, and the session's summary lists the files
+whose hash is stale (`--harness-update` refreshes it). Only a replay that differs in
+anything else fails. `--harness-strict-source` (or `harness_strict_source = true` in the
+ini file) fails on the hash alone too, as a record of every edit.
+
 Three modes, as VCR has record modes:
 
     pytest                          replay: offline, the recorded model turns; fail at a difference
     pytest --harness-update         keep the recorded model turns, refresh what code and the
-                                    developer wrote now; rewrite the files that changed
+                                    developer wrote now; rewrite the files that changed, and
+                                    warn (naming the file and the call) where a kept turn
+                                    followed text the update changed: it answers text the
+                                    model never read, and only --harness-record asks again
     pytest --harness-record MODEL   run each file's source again on MODEL (live, or `scripted`:
                                     a scenario's own completions) and rewrite the file; a
                                     recording that did not complete (the model failed, its
@@ -54,6 +65,9 @@ from pathlib import Path
 import pytest
 
 _REWROTE = "harness_rewrote"  # the user property an item leaves when it rewrote its file
+_REHASHED = "harness_rehashed"  # ... when it passed with only its source's hash stale
+_STALE = "harness_stale"  # ... when it kept a model turn that followed text the update changed
+RECORD_HINT = "pytest --harness-record MODEL (a live model, or `scripted`: the scenario's own completions) asks the model again"
 
 
 def pytest_addoption(parser: pytest.Parser) -> None:
@@ -63,11 +77,23 @@ def pytest_addoption(parser: pytest.Parser) -> None:
         type="paths",
         default=[],
     )
+    parser.addini(
+        "harness_strict_source",
+        "fail a saved harness transcript whose replay is the same but whose source was edited (its sha256)",
+        type="bool",
+        default=False,
+    )
     group = parser.getgroup("harness")
     group.addoption(
         "--harness-update",
         action="store_true",
-        help="rewrite the saved harness transcripts whose replay changed, and list them",
+        help="rewrite the saved harness transcripts whose replay changed (a stale source hash too), and list them",
+    )
+    group.addoption(
+        "--harness-strict-source",
+        action="store_true",
+        help="fail a transcript whose replay is the same byte for byte but whose source was edited "
+        "(only source.sha256 differs); by default that passes and is listed in the summary",
     )
     group.addoption(
         "--harness-record",
@@ -172,6 +198,7 @@ class TranscriptItem(pytest.Item):
         from harness.errors import HarnessError
         from harness.files import read_input
         from harness.record import replay
+        from harness.source import only_rehashed
 
         try:
             text = read_input(self.path)  # as every command reads one: "\r" kept, a FIFO refused, UTF-16 named
@@ -182,12 +209,21 @@ class TranscriptItem(pytest.Item):
         result = replay(text, self.source, base=self.path.parent, root=self.config.rootpath)
         if result.matches:
             return
-        if self.config.getoption("harness_update"):
+        update = self.config.getoption("harness_update")
+        if not update and not _strict(self.config) and only_rehashed(result.saved, result.fresh):
+            self.user_properties.append((_REHASHED, self.source))  # the run is the same: not drift
+            return
+        if update:
             _rewrite(self.path, result.fresh, self.source)
             self.user_properties.append((_REWROTE, self.source))
+            if (warning := _kept_stale_turn(result, self.source, self.path.parent)) is not None:
+                self.user_properties.append((_STALE, warning))
             return
         diff = transcript_diff(result.saved, result.fresh, self.source).rstrip("\n")
-        raise Mismatch(f"{diff}\n(if the new replay is right: pytest --harness-update rewrites {self.source})")
+        raise Mismatch(
+            f"{diff}\n(if the new replay is right: pytest --harness-update rewrites {self.source}, keeping the "
+            f"recorded model turns; if the model should answer the new text: {RECORD_HINT})"
+        )
 
     def record(self, text: str) -> None:
         """--harness-record: the source run again on the model, the file rewritten if it
@@ -221,6 +257,26 @@ class TranscriptItem(pytest.Item):
         return self.path, None, f"replay {self.source}"
 
 
+def _kept_stale_turn(result, source: str, folder: Path) -> str | None:
+    """The warning line for an update that kept a model turn written after text it changed."""
+    from harness.escape import one_line
+    from harness.run_record import load_record
+    from harness.stale import stale_turn
+
+    stale = stale_turn(load_record(result.saved, source, folder).transcript, result.facts.transcript)
+    if stale is None:
+        return None
+    return (
+        f"warning: {one_line(source)}: call {stale.call}'s recorded turn was kept, but it followed {stale.author}'s "
+        f'text that this update changed ("{stale.old}" is now "{stale.new}"), which the model never read; '
+        f"{RECORD_HINT}"
+    )
+
+
+def _strict(config: pytest.Config) -> bool:
+    return bool(config.getoption("harness_strict_source") or config.getini("harness_strict_source"))
+
+
 def _recording_model(config: pytest.Config):
     """The model --harness-record names, made once per session (a local model loads once)."""
     cached = getattr(config, "_harness_model", False)
@@ -246,17 +302,31 @@ def _rewrite(path: Path, text: str, source: str) -> None:
 
 
 class _Rewrites:
-    """Lists the files --harness-update rewrote; under xdist the reports carry them to the controller."""
+    """Lists the files --harness-update rewrote, and those that passed with a stale source
+    hash; under xdist the reports carry them to the controller."""
 
     def __init__(self, config: pytest.Config) -> None:
         self.config = config
         self.rewritten: list[str] = []
+        self.rehashed: list[str] = []
+        self.stale: list[str] = []  # warning lines: a kept model turn that followed changed text
 
     def pytest_runtest_logreport(self, report: pytest.TestReport) -> None:
         if report.when == "call":  # each phase's report carries the item's properties: count one
             self.rewritten += [value for key, value in report.user_properties if key == _REWROTE]
+            self.rehashed += [value for key, value in report.user_properties if key == _REHASHED]
+            self.stale += [value for key, value in report.user_properties if key == _STALE]
 
     def pytest_terminal_summary(self, terminalreporter) -> None:
+        if self.rehashed:
+            count = len(self.rehashed)
+            terminalreporter.section("harness: edited sources, the same runs")
+            terminalreporter.write_line(
+                f"{count} saved transcript{'s' if count != 1 else ''} replayed the same from an edited source "
+                "(only source.sha256 differs; --harness-update records the new hash, --harness-strict-source fails on it):"
+            )
+            for source in sorted(self.rehashed):
+                terminalreporter.write_line(f"  {source}")
         mode = "--harness-record" if self.config.getoption("harness_record") else "--harness-update"
         if not self.config.getoption("harness_update") and mode == "--harness-update":
             return
@@ -266,6 +336,8 @@ class _Rewrites:
         terminalreporter.section(f"harness {mode}")
         for source in sorted(self.rewritten):
             terminalreporter.write_line(f"rewrote {source}")
+        for warning in sorted(self.stale):
+            terminalreporter.write_line(warning, yellow=True)
 
 
 # --- the snapshot fixture ---------------------------------------------------------------

@@ -14,7 +14,10 @@ An agent is an importable `module:attribute` naming an `Agent` built with `sourc
 `overrides` are the scenario's fields the run changed (`--max-steps`, `--no-stop`, a live
 run's Ctrl-C or model error): a replay applies them to the source as it is now.
 `sha256` is of everything the run was built from (the scenario's fields, the template, the
-Python tools' module files), so an edit anywhere shows, at least, as this line's drift.
+Python tools' module files), so an edit anywhere shows, at least, as this line's drift. An
+edit that changed nothing the run shows (a comment, a docstring, a refactor of a shared
+tools module) is *only* that drift: `only_rehashed` tells it apart, and a replay check
+passes it unless asked to be strict (the pytest plugin, `harness replay --check`).
 
 Nothing here is needed to *show* a saved run: only `resolve` touches the disk.
 """
@@ -36,6 +39,7 @@ from harness.errors import HarnessError, TranscriptFormatError
 from harness.files import not_a_file
 
 ORIGINS = ("transcript", "root", "shipped")
+SOURCE_LINE = "# source: "  # how the line begins in a saved file (harness.transcript writes it)
 # What a run may change of its scenario (--max-steps, --no-stop, the endpoint it reached, a
 # live run's Ctrl-C or model error): all a saved file's overrides may hold. Anything else
 # (a tool, a prompt) would be the file's own code or text, put over the scenario it names.
@@ -107,6 +111,26 @@ def module_bytes(fn: Any) -> bytes:
     except OSError:
         text = b""
     return text
+
+
+def only_rehashed(saved: str, fresh: str) -> bool:
+    """Whether two saved files are the same, byte for byte, but for the sha256 of their
+    `# source:` line: the source was edited since the recording, and the run is the same."""
+    if saved == fresh:
+        return False
+    old, new = saved.split("\n"), fresh.split("\n")
+    if len(old) != len(new):
+        return False
+    differ = [(a, b) for a, b in zip(old, new) if a != b]
+    if len(differ) != 1 or not all(line.startswith(SOURCE_LINE) for line in differ[0]):
+        return False
+    try:
+        a, b = (json.loads(line[len(SOURCE_LINE) :]) for line in differ[0])
+    except ValueError:
+        return False
+    if not (isinstance(a, dict) and isinstance(b, dict)):
+        return False
+    return {**a, "sha256": ""} == {**b, "sha256": ""}
 
 
 def resolve(source: Source, where: str, transcript_folder: Path, root: Path, shipped: Path) -> Path:

@@ -55,7 +55,14 @@ class Tool:
 
     @property
     def signature(self) -> str:
-        return f"{self.name}({', '.join(self.params)})"
+        return f"{self.name}({', '.join(self.shown_params)})"
+
+    @cached_property
+    def shown_params(self) -> tuple[str, ...]:
+        """The parameters as the tool list shows them: one with a default says so
+        (`daily=0.25`), so the model is told it may leave it out."""
+        found = self._params.parameters
+        return tuple(_shown(name, found.get(name)) for name in self.params)
 
     @property
     def call_example(self) -> str:
@@ -118,7 +125,7 @@ class Registry:
         each with a concrete call to copy where there is one (a small model copies what it
         sees: `calculator(expression)` alone gets `expression` as the argument)."""
         return "\n".join(
-            f"- {signature(t.name, t.params)}: {t.description}"
+            f"- {signature(t.name, t.shown_params)}: {t.description}"
             + ("" if t.example is None else f" (example: {signature(t.name, (t.example,))})")
             for t in self._tools.values()
         )
@@ -152,6 +159,22 @@ def _outcome(tool: Tool, args: tuple[Any, ...], kwargs: Mapping[str, Any]) -> tu
 
 
 # --- tools written as Python functions ---------------------------------------------------
+
+_PLAIN = (type(None), bool, int, float, str)  # defaults whose repr is the same in every run
+_DEFAULT_WIDTH = 40  # characters of a default shown; a longer one is shown as `…`
+
+
+def _shown(name: str, param: inspect.Parameter | None) -> str:
+    """`daily=0.25` for a parameter with a default, else its name. A default that is not a
+    plain value (an object whose repr holds an address, which no replay would match) or a
+    long one is shown as `daily=…`: the model learns it is optional, never a changing text."""
+    if param is None or param.default is param.empty or param.kind in (param.VAR_POSITIONAL, param.VAR_KEYWORD):
+        return name
+    text = repr(param.default) if type(param.default) in _PLAIN else "…"
+    if type(param.default) is float and not math.isfinite(param.default):
+        text = "…"  # (nan and inf are no literal the model could write back)
+    return f"{name}={text if len(text) <= _DEFAULT_WIDTH else '…'}"
+
 
 
 def from_function(fn: Callable[..., Any], name: str | None = None, trait: str = "unknown", example: str | None = None) -> Tool:

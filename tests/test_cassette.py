@@ -458,9 +458,51 @@ def test_a_live_replay_check_compares_only_what_a_replay_can_reproduce(project, 
     assert invoke("replay", "live.txt", "--check").exit_code == 0  # and offline
 
 
-def test_an_edit_that_changes_nothing_the_run_shows_still_fails_on_the_source_s_hash(pytester, project):
+def test_an_edit_that_changes_nothing_the_run_shows_passes_and_is_listed(pytester, project):
+    """A comment in a shared tools module is not drift (issue 31, item 6): the replay passes,
+    the summary names the file whose hash is stale, and --harness-update refreshes it."""
+    saved = read(project / SAVED)
     edit(project / "scenarios" / "weather_tools.py", "def forecast", "# a comment\ndef forecast")
     result = pytester.runpytest()
+    result.assert_outcomes(passed=1)
+    result.stdout.fnmatch_lines(
+        [
+            "*harness: edited sources, the same runs*",
+            "1 saved transcript replayed the same from an edited source (only source.sha256 differs; "
+            "--harness-update records the new hash, --harness-strict-source fails on it):",
+            "  tests/transcripts/weather.txt",
+        ]
+    )
+    assert read(project / SAVED) == saved  # nothing written without --harness-update
+    single = invoke("replay", str(SAVED), "--check")  # the command agrees, for one file and for a folder
+    assert single.exit_code == 0 and "gives the same run; only source.sha256 differs" in single.stdout
+    assert invoke("replay", "tests/transcripts", "--check").exit_code == 0
+    update = pytester.runpytest("--harness-update")
+    update.assert_outcomes(passed=1)
+    update.stdout.fnmatch_lines(["rewrote tests/transcripts/weather.txt"])
+    assert read(project / SAVED) != saved
+    result = pytester.runpytest()
+    result.assert_outcomes(passed=1)
+    assert "edited sources" not in result.stdout.str()
+
+
+def test_a_real_edit_fails_only_the_runs_it_changes(pytester, project):
+    """Two scenarios share a tools module; an edit that changes one's observation fails that
+    one alone: the other's run is the same, and passes with its hash listed as stale."""
+    units = WEATHER.replace('completions = ["Thought: ask the forecast.\\nAction: forecast(Oslo)\\nObservation: sunny\\n", ', "completions = [")
+    assert units != WEATHER
+    write(project / "scenarios" / "units.toml", units)
+    assert invoke("run", "scenarios/units.toml", "--save", "tests/transcripts/units.txt", "-f", "tagged").exit_code == 0
+    edit(project / "scenarios" / "weather_tools.py", 'f"rain in {city}"', 'f"snow in {city}"')
+    result = pytester.runpytest()
+    result.assert_outcomes(passed=1, failed=1)
+    result.stdout.fnmatch_lines(["tests/transcripts/weather.txt: first difference in step 1 (code: Observation: rain in Oslo)", "  tests/transcripts/units.txt"])
+
+
+@pytest.mark.parametrize("strict", [["--harness-strict-source"], ["-o", "harness_strict_source=true"]], ids=["option", "ini"])
+def test_strict_source_fails_on_the_source_s_hash_alone(pytester, project, strict):
+    edit(project / "scenarios" / "weather_tools.py", "def forecast", "# a comment\ndef forecast")
+    result = pytester.runpytest(*strict)
     result.assert_outcomes(failed=1)
     result.stdout.fnmatch_lines(
         [
@@ -469,8 +511,12 @@ def test_an_edit_that_changes_nothing_the_run_shows_still_fails_on_the_source_s_
             "the source was edited since this was recorded, and the run is the same: pytest --harness-update records its new hash",
         ]
     )
+    check = invoke("replay", str(SAVED), "--check", "--strict-source")
+    assert check.exit_code == 1 and "metadata that differs: source.sha256" in check.stdout
+    assert invoke("replay", "tests/transcripts", "--check", "--strict-source").exit_code == 1
+    pytester.runpytest("--help").stdout.fnmatch_lines(["*--harness-strict-source*", "*harness_strict_source (bool)*"])
     pytester.runpytest("--harness-update").assert_outcomes(passed=1)
-    pytester.runpytest().assert_outcomes(passed=1)
+    pytester.runpytest(*strict).assert_outcomes(passed=1)
 
 
 def test_a_model_name_that_is_not_a_string_is_refused_in_one_line(tmp_path, monkeypatch):
@@ -528,3 +574,33 @@ def test_an_agent_source_that_is_not_an_agent_is_one_line(tmp_path, monkeypatch)
     result = invoke("replay", "a.txt")
     assert result.exit_code == 2 and result.stderr == "error: a.txt: metadata source.agent: 'json:dumps' is a function, not an Agent\n"
     assert invoke("show", "a.txt").exit_code == 0  # showing it never imports anything
+
+
+def test_an_update_that_changes_what_a_kept_turn_followed_says_so_and_names_harness_record(pytester, project):
+    """The observation now says snow, the recorded answer still says rain (issue 31, item 7):
+    the failure names --harness-record beside --harness-update, and the update warns."""
+    edit(project / "scenarios" / "weather_tools.py", 'f"rain in {city}"', 'f"snow in {city}"')
+    failed = pytester.runpytest()
+    failed.assert_outcomes(failed=1)
+    failed.stdout.fnmatch_lines(
+        [
+            "(if the new replay is right: pytest --harness-update rewrites tests/transcripts/weather.txt, keeping the recorded "
+            "model turns; if the model should answer the new text: pytest --harness-record MODEL (a live model, or `scripted`: "
+            "the scenario's own completions) asks the model again)"
+        ]
+    )
+    update = pytester.runpytest("--harness-update")
+    update.assert_outcomes(passed=1)
+    update.stdout.fnmatch_lines(
+        [
+            "rewrote tests/transcripts/weather.txt",
+            "warning: tests/transcripts/weather.txt: call 2's recorded turn was kept, but it followed code's text that this "
+            'update changed ("Observation: rain in Oslo" is now "Observation: snow in Oslo"), which the model never read; '
+            "pytest --harness-record MODEL*",
+        ]
+    )
+    assert "code      | Observation: snow in Oslo\nmodel     | Action: units(Oslo)" in read(project / SAVED)
+    edit(project / "scenarios" / "prompts" / "weather.txt", "\nQuestion:", "\nQuestion (short):")  # the prompt every turn followed
+    again = pytester.runpytest("--harness-update", "-n", "2")  # carried from the workers under xdist
+    again.stdout.fnmatch_lines(["warning: tests/transcripts/weather.txt: call 1's recorded turn was kept, but it followed developer's text*"])
+    assert "warning:" not in pytester.runpytest("--harness-update").stdout.str()  # nothing changed: nothing to say

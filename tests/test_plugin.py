@@ -87,7 +87,7 @@ def test_an_edited_observation_fails_naming_the_step_with_author_columns(pyteste
             " model     | Thought: 99.8 GB of 100 GB is nearly full*",
         ]
     )
-    result.stdout.fnmatch_lines(["(if the new replay is right: pytest --harness-update rewrites transcripts/nimbus.txt)"])
+    result.stdout.fnmatch_lines(["(if the new replay is right: pytest --harness-update rewrites transcripts/nimbus.txt, keeping the recorded model turns; *--harness-record MODEL*"])
     assert_readable(result.stdout.str())
 
 

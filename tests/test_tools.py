@@ -98,3 +98,21 @@ def test_a_users_tool_has_its_prints_caught_and_harnesss_own_tools_are_called_as
     assert tools.run("calculator", ("1 + 2",), {}) == ("3", True)
     assert tools.run("quota", ("nimbus",), {}) == ("99%", True)
     assert starts == [1]  # the user's tool only
+
+
+def test_a_python_tool_s_defaults_are_in_the_tool_list_the_model_reads():
+    """The model is told which arguments it may leave out (issue 31, item 15); a default
+    whose repr would change from run to run (an object's address) is shown as `…`."""
+    from harness.dialects import get_dialect
+    from harness.tools import from_function
+
+    def late_fee(days, daily=0.25, *, currency="EUR", note=None, clock=object(), **rest):
+        """The fee for a late book."""
+        return str(days * daily)
+
+    tools = Registry([from_function(late_fee)])
+    shown = "late_fee(days, daily=0.25, currency='EUR', note=None, clock=…, rest)"
+    assert tools.render(get_dialect("default").signature) == f"- {shown}: The fee for a late book."
+    assert tools.render(get_dialect("react-paper").signature).startswith("- late_fee[days, daily=0.25, currency='EUR'")
+    result, ok = tools.run("late_fee", (), {})  # and the hint for a bad call names them too
+    assert not ok and f"{shown} was called with bad arguments" in result
