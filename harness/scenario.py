@@ -8,6 +8,7 @@
     completions = ["Thought: ...\\nAction: check_quota(nimbus)\\n", "..."]   # the scripted model
     max_steps = 15                           # model calls; and unknown_tool_limit = 2,
                                              # format_error_limit = 3, repeat_limit = 2 (0: off)
+    # chunk_size = 8                         # characters per chunk the scripted model streams
     # interrupt = { step = 2, at = 40 }      # a scripted Ctrl-C after 40 characters of call 2
     # model_error = { step = 2, message = "" }  # the model fails on its second call
     # use_stop = false                       # no stop sequence, as `--no-stop`
