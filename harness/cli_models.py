@@ -101,7 +101,7 @@ ModelOption = Annotated[
 ]
 BaseUrlOption = Annotated[
     str | None,
-    typer.Option("--base-url", help="The server's URL for openai:NAME or chat:NAME (default: $HARNESS_BASE_URL)."),
+    typer.Option("--base-url", help="The server's URL for openai:NAME or chat:NAME (default: $HARNESS_BASE_URL, else http://127.0.0.1:8080/v1)."),
 ]
 MaxTokens = Annotated[int | None, typer.Option("--max-tokens", min=1, help="Tokens the model may write per call (default 512).")]
 MaxChars = Annotated[int | None, typer.Option("--max-chars", min=1, help="Characters read from one call before it is stopped (default 100,000).")]

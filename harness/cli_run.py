@@ -145,7 +145,20 @@ def listener(format: Format, delay: float, live_model: bool, no_stop: bool = Fal
 def agent(
     transcript: Annotated[Path | None, typer.Option(parser=output_path, metavar="<path>", help="Also save the run's transcript (save format v1) here.")] = None,
 ) -> None:
-    """Read one run_agent request (JSON) on stdin; print one JSON answer on stdout."""
+    """Read one run_agent request (JSON) on stdin; print one JSON answer on stdout.
+
+    \b
+    In:  {"op": "run_agent", "task": TEXT, "max_steps": 15, "workspace": {PATH: TEXT},
+          "model_turns": [{"thought": TEXT, "action": {"tool": NAME, "args": {...}}}, ...]}
+    Out: {"final_message": TEXT, "status": STATUS, "steps": N, "workspace": {PATH: TEXT}}
+
+    Each turn runs through the ordinary loop, on an in-memory workspace, never the disk:
+    read_file(path), write_file(path, content), patch_file(path, old_str, new_str) (only
+    where old_str occurs once) and finish(message). STATUS is completed (finish was
+    called), max_steps_exceeded, turns_exhausted (the turns ran out first) or canceled. A
+    bad request prints {"error": {"code": ..., "message": ...}} (invalid_utf8,
+    invalid_json, not_an_object, unknown_op, invalid_field) and exits 2.
+    """
     from harness.protocol import BadRequest, answer, parse_request, scenario_for
     from harness.record import run_scenario
     from harness.transcript import HEADER

@@ -41,7 +41,12 @@ def step(
     base_url: BaseUrlOption = None,
     messages: Annotated[bool, typer.Option("--messages", help="With --frame K, a chat run: the messages that frame's call sent (the m key).")] = False,
 ) -> None:
-    """Step through a run in the terminal, one frame (one addition to the buffer) at a time."""
+    """Step through a run in the terminal, one frame (one addition to the buffer) at a time.
+
+    Keys: Enter, right arrow or space next; left arrow or backspace back; Home, End;
+    PgUp, PgDn, up, down scroll; c the cut text whole or short; m (a chat run) the messages
+    the call was sent; q quits.
+    """
     from harness.render.frames import frames, stop_was_off
     from harness.render.sent import SentMessages
     from harness.render.stepper import frame_view, sent_view, step_through

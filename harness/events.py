@@ -1,7 +1,21 @@
 """What happened during a run, in order. The loop emits these; renderers only read them.
 
-A live view prints them as they arrive; a saved transcript is what the Appended events
-built up. Every event is a small frozen dataclass.
+A live view prints them as they arrive (`harness run --format events`: one JSON object a
+line); a saved transcript is what the Appended events built up. Every event is a small
+frozen dataclass.
+
+Why a run stops (StopReason; each shipped scenario named shows one):
+
+    final_answer         the model wrote `Final Answer:` (or `Finish[...]`, or called finish)
+    max_steps            the step limit came first (default 15 model calls)    step-limit
+    unknown_tool_limit   unknown tools, 2 in a row (a known tool resets it)    unknown-tool
+    format_error_limit   3 replies in a row without a usable action            format-limit
+    repeated_call_limit  a call made again unchanged, with the same result
+                         or error, `repeat_limit` (2) times in a run
+    model_exhausted      the scripted model ran out of completions             script-runs-out
+    canceled             Ctrl-C, or a scripted interrupt: the part of the      canceled
+                         reply the user saw is kept, and the run is saved
+    model_error          the model failed to answer; `detail` says why         model-error
 """
 
 from __future__ import annotations

@@ -6,6 +6,31 @@ one plain sentence that names the fix, written for a small model to act on (the 
 and react-paper dialects write only the message; the governed dialect, as seed 000 does,
 the whole structured diagnosis). Each function returns one Rejection; harness.governor
 and harness.loop decide when, this module only says what.
+
+    code                                   when                                      shipped scenario
+    protocol_violation.no_action           no Action line and no final answer        format-recovery
+    protocol_violation.tool_call_invalid   a line starting `Action` that does not    format-limit
+                                           parse
+    protocol_violation.unknown_tool        no such tool (the notice lists them)      unknown-tool
+    protocol_violation.nested_call         a call inside another's arguments, or
+                                           two calls on one line: call one first
+    protocol_violation.text_after_call     text after the call's closing bracket
+    protocol_violation.placeholder         a parameter's name as its value (the
+                                           notice shows the tool's example)
+    protocol_violation.copied_example      the tool list's made-up example, for a
+                                           question that never names its values
+    protocol_violation.repeated_call       the same call with the same result or
+                                           error; repeat_limit of them end the run
+    protocol_violation.too_many_actions    more Action lines than the dialect runs   two-actions
+    protocol_violation.action_after_answer an Action line after the final answer     governed-late
+    gate.incompatible_action               a second action that could read the       governed-research
+                                           first's unseen result
+    gate.answer_withheld                   a final answer after a non-neutral action governed-research
+    prefix.rejected                        a reply without the required prefix       governed-prefix
+    protocol_violation.more_rejections     past 10 rejections in one reply: one
+                                           summary for the rest
+
+No observation is ever written for a call that did not run.
 """
 
 from __future__ import annotations

@@ -1,15 +1,28 @@
 """Scenarios: transcripts/*.toml, the scripted runs that demos and tests are made of.
 
     title = "Why do Nimbus uploads fail?"     # optional, shown by `harness list`
-    prompt = "default"                       # prompts/default.txt (by name; see harness.prompts)
-    # prompt_file = "prompts/mine.txt"       # or a template of your own, beside the scenario
-    dialect = "default"                      # or "react-paper"
+    prompt = "default"                       # prompts/default.txt (a shipped template, by name)
+    # prompt_file = "prompts/mine.txt"       # or a template of your own, in the scenario's folder
+    dialect = "default"                      # or "react-paper" (Search[x] / Finish[x]), "governed"
     question = "Why do my Nimbus uploads fail?"
-    max_steps = 15                           # also unknown_tool_limit, format_error_limit, repeat_limit
-    completions = ["Thought: ...\\nAction: check_quota(nimbus)\\n", "..."]
+    completions = ["Thought: ...\\nAction: check_quota(nimbus)\\n", "..."]   # the scripted model
+    max_steps = 15                           # model calls; and unknown_tool_limit = 2,
+                                             # format_error_limit = 3, repeat_limit = 2 (0: off)
+    # chunk_size = 8                         # characters per chunk the scripted model streams
+    # interrupt = { step = 2, at = 40 }      # a scripted Ctrl-C after 40 characters of call 2
+    # model_error = { step = 2, message = "" }  # the model fails on its second call
+    # use_stop = false                       # no stop sequence, as `--no-stop`
+    # endpoint = "chat"                      # the buffer sent as chat messages
+    # expect = "303"                         # the answer a batch checks (or expect_regex = "...")
+    # [workspace]                            # in-memory files for read_file, write_file,
+    # "calc.py" = "..."                      # patch_file and finish (relative paths, no `..`)
 
     [tools.check_quota]                      # the tools: harness.tool_specs
     results = { nimbus = "99.8 GB of 100 GB used" }
+
+A template names `$tools` and `$question` (`$$` is a dollar sign); a variable nobody
+supplies is an error. `prompt_file` is looked for in the scenario's own folder and may
+not leave it; a Python tool's module is a file there or an importable module.
 
 This module is the schema: the fields, their defaults and their checks. A saved
 transcript keeps the same fields (all but the completions) in its metadata, so

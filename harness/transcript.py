@@ -20,7 +20,28 @@ Save format v1 (also the snapshot format), one record per line segment of the bu
 The author is padded to 9 characters, then a space, then `|` when the segment ends with
 a newline in the buffer or `\\` when it does not, then a space and the segment's text.
 Lines starting with `# ` are metadata: a key and one JSON value. Only "\\n" separates
-lines; a "\\r" or any other character is kept inside a record's text as it is.
+lines; a "\\r" or any other character is kept inside a record's text as it is. Loading
+gives back exactly the same spans and bytes.
+
+The metadata a run writes (harness.run_record checks each on loading: a saved file is
+untrusted input, and a wrong one is one line naming the file, line and field):
+
+    stop_reason, final_answer, steps   how the run ended (the reasons: harness.events)
+    detail     a model_error's reason
+    cuts       by step: what the stop sequence cut (shown dimmed, never in the buffer)
+    calls      per model call: the tools that `ran`, the `notices` code wrote, what cut
+               the reply (`cut_by`), the `hidden` [start, end, lane] parts the user was
+               not shown, the model's own `tokens`, the chat `messages` it was sent
+    model      the live model, as --model named it
+    source     where the run came from (a scenario file relative to this file, a shipped
+               name, or an Agent's module:attribute and question), a sha256 of what it
+               was built from, and the fields the run changed (--max-steps, ...)
+    scenario   the scenario's fields as the run used them, for reading; only a file
+               without a source (from `harness agent`) replays from it
+
+A file harness writes ends with a newline: one that does not was cut off, and is refused,
+as are CRLF line endings and a byte-order mark (each named). New facts arrive as new keys;
+a reader ignores keys it does not know.
 What this module leaves out: rendering (see harness.render) and running anything.
 """
 

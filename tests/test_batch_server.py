@@ -133,11 +133,15 @@ def test_ctrl_c_mid_batch_ends_calls_to_a_stalled_server_at_once(fake, tmp_path,
 def test_a_second_ctrl_c_ends_a_batch_whose_tool_never_returns(tmp_path):
     folder = tmp_path / "s"
     folder.mkdir()
-    (folder / "tools.py").write_text("import time\n\ndef wait(seconds):\n    \"Wait.\"\n    time.sleep(3600)\n", encoding="utf-8")
+    entered = tmp_path / "entered"  # a line per run that reached its tool
+    (folder / "tools.py").write_text(f"import time\n\ndef wait(seconds):\n    \"Wait.\"\n    with open({str(entered)!r}, 'a') as f:\n        f.write('in\\n')\n    time.sleep(3600)\n", encoding="utf-8")
     for name in ("a", "b", "c"):
         (folder / f"{name}.toml").write_text('question = "q"\ncompletions = ["Action: wait(1)\\n"]\n\n[tools.wait]\npython = "tools:wait"\n', encoding="utf-8")
     proc = subprocess.Popen(harness("run", str(folder), "--jobs", "2"), stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=ENV, cwd=tmp_path)
-    time.sleep(3)  # both runs are in their tool
+    deadline = time.monotonic() + 60  # both runs in their tool, however busy the machine
+    while not (entered.exists() and entered.read_text().count("in") == 2):
+        assert time.monotonic() < deadline and proc.poll() is None, proc.communicate()
+        time.sleep(0.1)
     proc.send_signal(signal.SIGINT)
     time.sleep(1)
     assert proc.poll() is None  # a thread cannot be stopped: the first Ctrl-C waits for them

@@ -154,51 +154,6 @@ def test_a_real_chat_run_sends_messages_and_replays_offline(real_server, tmp_pat
     assert replay(saved.read_text(encoding="utf-8"), str(saved)).matches
 
 
-def test_the_readme_s_batch_recording_runs_as_written_against_the_real_server(real_server, tmp_path):
-    """README, "Many runs at once": its lines, run as written in a copy of the checkout's
-    transcripts against the server `.ci/run` started (its address for the README's; the
-    server's own start and stop lines are .ci/run's): the summary it shows, a JUnit file CI
-    reads, the report, and recorded runs that replay offline."""
-    import re
-    import shutil
-    import subprocess
-    import sys
-    import xml.etree.ElementTree as ET
-    from pathlib import Path
-
-    root = Path(__file__).parent.parent
-    readme = (root / "README.md").read_text(encoding="utf-8")
-    block = re.search(r"<!-- batch-recording -->\n(.*?)<!-- /batch-recording -->", readme, flags=re.DOTALL).group(1)
-    lines = [line.strip() for line in block.splitlines() if line.strip()]
-    assert lines[0].startswith(".venv/bin/python -m llama_cpp.server") and "--interrupt_requests false" in lines[0] and lines[-1] == "kill %1"
-    shutil.copytree(root / "transcripts", tmp_path / "transcripts")
-    venv = tmp_path / ".venv" / "bin"
-    venv.mkdir(parents=True)
-    (venv / "harness").write_text(f'#!/bin/sh\nexec "{sys.executable}" -m harness "$@"\n')
-    (venv / "harness").chmod(0o755)
-    outputs = []
-    for command in lines[1:-1]:
-        command = command.replace("http://127.0.0.1:8080/v1", real_server)
-        done = subprocess.run(["bash", "-c", command], cwd=tmp_path, capture_output=True, text=True, timeout=900)
-        assert done.returncode == 0, f"{command!r} exited {done.returncode}:\n{done.stdout}{done.stderr}"
-        outputs.append(done)
-    batch = outputs[-1]
-    assert len([line for line in batch.stderr.splitlines() if re.match(r"\[\d/4\] ", line)]) == 4  # one per finished run
-    table = batch.stdout.splitlines()
-    assert table[0].split()[:3] == ["scenario", "stop", "reason"]
-    assert [row.split()[0] for row in table[1:5]] == ["calculator", "live-distance", "nimbus", "savings"]
-    assert re.match(r"4 runs: ", table[5]) and "wrote junit.xml" in batch.stdout + batch.stderr
-    suite = ET.parse(tmp_path / "junit.xml").getroot()
-    assert len(suite.findall(".//testcase")) == 4
-    report = json.loads((tmp_path / "report.json").read_text(encoding="utf-8"))
-    assert [run["scenario"] for run in report["runs"]] == ["calculator", "live-distance", "nimbus", "savings"]
-    calculator = report["runs"][0]
-    assert calculator["expect"] in ("match", "mismatch")
-    for run in report["runs"]:
-        saved = Path(run["transcript"]) if Path(run["transcript"]).is_absolute() else tmp_path / run["transcript"]
-        assert replay(saved.read_text(encoding="utf-8"), str(saved)).matches  # offline: no server needed
-
-
 @pytest.mark.parametrize(
     "command",
     [["replay", "SAVED"], ["replay", "SAVED", "--check"], ["export", "calculator", "--html", "PAGE"], ["step", "calculator", "--frame", "0"]],

@@ -61,7 +61,7 @@ SURROGATE = b'data: {"choices": [{"text": "Thought: a\\ud800b\\n", "finish_reaso
 
 CASES = {
     # 1: unbounded calls, stopped by the bounds
-    "a stream that never ends": (Reply(chunks=GOOD_START, repeat=sse(text("word "))[0]), "passed 20,000 characters"),
+    "a stream that never ends": (Reply(chunks=GOOD_START, repeat=sse(text("word " * 200))[0]), "passed 20,000 characters"),  # 1,000 a chunk: the bound comes long before 3 s, however busy the machine
     "one byte a second": (Reply(chunks=sse(text("Thought: slow"), text("", "stop")), drip=1.0), "time limit of 3 s"),
     "one endless line": (Reply(chunks=[b"data: "], repeat=b"x" * 65536), "a line longer than"),
     "a comment stream that never ends": (Reply(chunks=GOOD_START, repeat=b": keep-alive\n"), "time limit of 3 s"),

@@ -40,13 +40,6 @@ def test_list_has_a_header_that_names_its_columns():
     assert lines[1].split()[:2] == ["calc-fix", "default"]
 
 
-def test_the_readme_says_list_takes_no_scenario():
-    readme = (ROOT / "README.md").read_text(encoding="utf-8")
-    assert "| `run`, `list` | a scenario" not in readme
-    assert "| `list` | nothing: it lists the shipped scenarios" in readme
-    assert "made-up\nnumber" not in readme and "quota was fine, must be a network issue" in readme
-
-
 def test_show_and_replay_of_a_scenario_say_to_run_it():
     for command in ("show", "replay"):
         result = invoke(command, "transcripts/nimbus.toml")
