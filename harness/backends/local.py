@@ -39,7 +39,6 @@ from __future__ import annotations
 import importlib.util
 import json
 import os
-import select
 import signal
 import subprocess
 import sys
@@ -47,6 +46,7 @@ import weakref
 from collections.abc import Iterator, Sequence
 from pathlib import Path
 
+from harness.backends.worker import Lines
 from harness.errors import HarnessError
 from harness.files import not_a_file
 from harness.install import extra, pip
@@ -204,6 +204,7 @@ class Worker:
             encoding="utf-8",
             start_new_session=True,
         )
+        self.said = Lines(self.process.stdout.fileno())  # read by file descriptor, never by readline
         self._ender = weakref.finalize(self, _end, self.process)
 
     @property
@@ -219,14 +220,13 @@ class Worker:
 
     def receive(self, budget: Budget) -> dict:
         """The next line it says, within the call's time bound; it is stopped past it."""
-        ready = select.select([self.process.stdout], [], [], budget.left())[0]
-        if not ready:
+        said = self.said.next(budget.left())
+        if said is None:
             self.stop()
             raise budget.late()
-        line = self.process.stdout.readline()
-        if not line:
+        if not said:
             raise self.died()
-        return json.loads(line)
+        return said
 
     def ask(self, message: dict, seconds: float) -> dict:
         self.send(message)

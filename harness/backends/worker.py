@@ -30,17 +30,39 @@ from collections.abc import Sequence
 from typing import Any
 
 
+class Lines:
+    """JSON Lines read from a file descriptor, without blocking when asked not to. (A file
+    object's readline reads ahead: a line already in its buffer is invisible to select, so
+    a reader that selects and then reads a line could wait for ever on one that has come.)"""
+
+    def __init__(self, fd: int) -> None:
+        self.fd, self.held = fd, b""
+
+    def next(self, seconds: float | None) -> dict[str, Any] | None:
+        """The next message; None if none came within `seconds` (None: wait); {} at the end."""
+        while b"\n" not in self.held:
+            if seconds is not None and not select.select([self.fd], [], [], seconds)[0]:
+                return None
+            more = os.read(self.fd, 65536)
+            if not more:
+                return {}
+            self.held += more
+        line, self.held = self.held.split(b"\n", 1)
+        return json.loads(line)
+
+
 def say(message: dict[str, Any]) -> None:
     sys.stdout.write(json.dumps(message) + "\n")
     sys.stdout.flush()
 
 
+REQUESTS = Lines(0)
+
+
 def canceled() -> bool:
     """A cancel waiting on stdin (read between two pieces, never blocking)."""
-    if not select.select([sys.stdin], [], [], 0)[0]:
-        return False
-    line = sys.stdin.readline()
-    return not line or "cancel" in json.loads(line)
+    request = REQUESTS.next(0)
+    return request is not None and (request == {} or "cancel" in request)
 
 
 def complete(llm: Any, tokens: list[int], stop: Sequence[str], sampling: dict[str, Any]) -> None:
@@ -80,8 +102,7 @@ def main() -> None:
     import llama_cpp
 
     llm = None
-    for line in sys.stdin:
-        request = json.loads(line)
+    while request := REQUESTS.next(None):  # {} when harness closes the pipe: the end
         if "load" in request:
             options = request["load"]
             try:
