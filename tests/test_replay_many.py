@@ -187,7 +187,7 @@ def test_a_single_live_run_piped_says_each_model_call_as_it_ends(tmp_path):
     assert regex.fullmatch(rf"call 2: {len(second)} characters, [0-9]+[.][0-9]{{2}} s\nwrote sum.txt\n", rest), rest
     assert stdout == (tmp_path / "sum.txt").read_text(encoding="utf-8")  # stdout is still the transcript alone
     assert live_replay.returncode == 0, live_replay.stderr  # a live replay says its calls too
-    assert [line.split(":")[0] for line in live_replay.stderr.splitlines()] == ["step 1", "step 2"]
+    assert [line.split(":")[0] for line in live_replay.stderr.splitlines()] == ["call 1", "call 2"]
     # A scripted run takes no time to read: it says nothing per call.
     scripted = subprocess.run(harness("run", "sum.toml", "-f", "tagged"), capture_output=True, text=True, env=ENV, cwd=tmp_path, timeout=60)
     assert scripted.returncode == 0 and scripted.stderr == ""
