@@ -60,6 +60,7 @@ class Outcome:
     completion_tokens: int | None = None
     transcript: Path | None = None  # where it was saved (--save-dir)
     expected: bool | None = None  # the final answer matched the scenario's `expect` (None: none stated)
+    wanted: tuple[str, str] | None = None  # what it was checked against: ("expect", "4") or ("expect_regex", pattern)
     error: str = ""  # the one line that says why it did not run
     same: bool | None = None  # replay --check: the replay gave the file back byte for byte (None: not checked)
     diff: str = ""  # and where it did not, the diff --check prints

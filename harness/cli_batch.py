@@ -169,9 +169,18 @@ def worker(options: Options, root: Path, models: RunModels) -> Work:
                 write_file(saved, record.saved, HEADER, "--save-dir")
         except HarnessError as e:  # a template or tool that is missing: found when it is built
             return Outcome(job.name, seconds=time.perf_counter() - start, error=str(e))
-        return Outcome.of(job.name, record, seconds, saved, matches(spec, record.final_answer))
+        outcome = Outcome.of(job.name, record, seconds, saved, matches(spec, record.final_answer))
+        return replace(outcome, wanted=wanted(spec))
 
     return work
+
+
+def wanted(spec: Any) -> tuple[str, str] | None:
+    """The scenario's `expect` or `expect_regex`, named, for the reports to say what a mismatch missed."""
+    for field in ("expect", "expect_regex"):
+        if getattr(spec, field) is not None:
+            return field, getattr(spec, field)
+    return None
 
 
 def say_notes(name: str, model: object) -> None:
