@@ -64,6 +64,7 @@ class Outcome:
     error: str = ""  # the one line that says why it did not run
     same: bool | None = None  # replay --check: the replay gave the file back byte for byte (None: not checked)
     diff: str = ""  # and where it did not, the diff --check prints
+    notes: tuple[str, ...] = ()  # what its model dropped on arrival, said as the run ends (harness.batch_progress)
 
     @classmethod
     def of(cls, name: str, record: RunRecord, seconds: float, saved: Path | None, expected: bool | None) -> Outcome:
@@ -87,6 +88,7 @@ class Outcome:
 STUCK = "still running at the second Ctrl-C (a tool that never returned?); not saved"
 Wrap = Callable[[Model], Model]
 Work = Callable[[Job, Wrap], Outcome]
+Heard = Callable[[Job, str], Any]  # (job, "call" | "token" | "end"): what its model just did
 
 
 def run_all(
@@ -96,21 +98,20 @@ def run_all(
     started: Callable[[Job], Any] = lambda job: None,
     finished: Callable[[Outcome], Any] = lambda outcome: None,
     interrupt: Callable[[], Any] = lambda: None,
+    heard: Heard = lambda job, what: None,
 ) -> tuple[list[Outcome | None], bool]:
     """Every job run by `work` in at most `workers` threads; the outcomes in the jobs'
     order (None for a run that never started), and whether Ctrl-C stopped the batch.
     `started` is called in the run's thread, `finished` in the caller's, in finishing order;
-    `interrupt` at Ctrl-C, to wake the runs blocked in a model call (a stalled server)."""
+    `interrupt` at Ctrl-C, to wake the runs blocked in a model call (a stalled server);
+    `heard` in the run's thread as its model starts a call, sends a chunk, ends the call."""
     stop = threading.Event()
-
-    def wrap(model: Model) -> Model:
-        return cancelable(model, stop)
 
     def one(job: Job) -> Outcome | None:
         if stop.is_set():  # Ctrl-C came while it waited for a thread
             return None
         started(job)
-        return work(job, wrap)
+        return work(job, lambda model: cancelable(model, stop, lambda what: heard(job, what)))
 
     outcomes: list[Outcome | None] = [None] * len(jobs)
     interrupted = abandoned = False
@@ -154,18 +155,19 @@ def run_all(
     return outcomes, interrupted
 
 
-def cancelable(model: Model, stop: threading.Event) -> Model:
+def cancelable(model: Model, stop: threading.Event, heard: Callable[[str], Any] = lambda what: None) -> Model:
     """`model`, whose streams raise KeyboardInterrupt once `stop` is set (a chat endpoint
     stays one, and a script is still sent the buffer, not its text: the loop asks for
-    `stream_spans` and `stream_buffer` by name)."""
+    `stream_spans` and `stream_buffer` by name), and tell `heard` what they do (the progress
+    bar's "call 2, last token 0.3 s ago")."""
     if hasattr(model, "stream_spans"):
-        return CancelableChat(model, stop)
-    return CancelableBuffer(model, stop) if hasattr(model, "stream_buffer") else Cancelable(model, stop)
+        return CancelableChat(model, stop, heard)
+    return CancelableBuffer(model, stop, heard) if hasattr(model, "stream_buffer") else Cancelable(model, stop, heard)
 
 
 class Cancelable:
-    def __init__(self, model: Model, stop: threading.Event) -> None:
-        self.model, self.stop = model, stop
+    def __init__(self, model: Model, stop: threading.Event, heard: Callable[[str], Any] = lambda what: None) -> None:
+        self.model, self.stop, self.heard = model, stop, heard
 
     def stream(self, prompt: str, stop: Sequence[str]) -> Iterator[Any]:
         return self._watch(self.model.stream(prompt, stop))  # the call starts (or fails) as it would
@@ -174,15 +176,18 @@ class Cancelable:
         try:
             if self.stop.is_set():  # a call that starts after Ctrl-C: canceled before its first chunk
                 raise KeyboardInterrupt
+            self.heard("call")
             for chunk in chunks:
                 if self.stop.is_set():
                     raise KeyboardInterrupt
+                self.heard("token")
                 yield chunk
         except Exception:
             if self.stop.is_set():  # the call was ended by Ctrl-C (run_all's interrupt)
                 raise KeyboardInterrupt from None
             raise
         finally:
+            self.heard("end")
             getattr(chunks, "close", lambda: None)()
 
 

@@ -161,7 +161,6 @@ def worker(options: Options, root: Path, models: RunModels) -> Work:
             seconds = time.perf_counter() - start
             if live is not None:
                 record = record.but(model=options.model)
-                say_notes(job.name, live)
             saved = None
             if options.save_dir is not None:
                 saved = (options.save_dir / f"{job.name}.txt").absolute()
@@ -170,7 +169,7 @@ def worker(options: Options, root: Path, models: RunModels) -> Work:
         except HarnessError as e:  # a template or tool that is missing: found when it is built
             return Outcome(job.name, seconds=time.perf_counter() - start, error=str(e))
         outcome = Outcome.of(job.name, record, seconds, saved, matches(spec, record.final_answer))
-        return replace(outcome, wanted=wanted(spec))
+        return replace(outcome, wanted=wanted(spec), notes=notes_of(live))
 
     return work
 
@@ -183,12 +182,10 @@ def wanted(spec: Any) -> tuple[str, str] | None:
     return None
 
 
-def say_notes(name: str, model: object) -> None:
-    """What a run's model dropped on arrival, as a single run says it, named by its run."""
-    from harness.batch_report import one_line
-
-    for note in getattr(model, "notes", ()):
-        typer.echo(f"note: {one_line(name)}: {one_line(note)}", err=True)
+def notes_of(model: object) -> tuple[str, ...]:
+    """What a run's model dropped on arrival, kept in its Outcome: the progress says it as
+    the run ends, on a line of its own (never from the run's thread onto the bar's line)."""
+    return tuple(getattr(model, "notes", ()))
 
 
 def run_batch(jobs: list[Job], work: Work, workers: int, what: str = "scenario", interrupt: Callable[[], Any] = lambda: None) -> tuple[list[Outcome], int, bool]:
@@ -206,7 +203,7 @@ def run_batch(jobs: list[Job], work: Work, workers: int, what: str = "scenario",
             typer.echo(f"error: {one_line(job.error)}", err=True)
     runnable = [j for j in jobs if not j.error]
     with progress_for(sys.stderr, len(runnable)) as progress:
-        outcomes, interrupted = run_all(runnable, work, workers, progress.started, progress.finished, interrupt)
+        outcomes, interrupted = run_all(runnable, work, workers, progress.started, progress.finished, interrupt, progress.heard)
     for outcome in outcomes:
         if outcome is not None and outcome.error:
             typer.echo(f"error: {one_line(outcome.error)}", err=True)
@@ -227,17 +224,30 @@ def run_many(arguments: list[str], options: Options) -> None:
     jobs = gather(arguments)
     check(jobs, options)
     given = {p.absolute(): p for p in (options.report, options.junit) if p is not None}
+    earlier = earlier_runs(jobs, options.save_dir)
     options = replace(options, **{k: getattr(options, k).absolute() for k in ("save_dir", "report", "junit") if getattr(options, k) is not None})  # now: a tool's os.chdir cannot move them
     models = RunModels(options.model, options.base_url, options.call, options.jobs, sum(not j.error for j in jobs))  # a bad --model: one line, once
     try:
         ordered, not_started, interrupted = run_batch(jobs, worker(options, Path.cwd(), models), options.jobs, interrupt=models.interrupt)
     finally:
         models.close()
+    for o in ordered:  # a folder reused by another recipe never loses a recording unsaid
+        if o.transcript is not None and o.transcript in earlier:
+            typer.echo(f"replaced {one_line(str(earlier[o.transcript]))} (it held an earlier run)", err=True)
     for path in write_reports(ordered, options.report, options.junit, options.fail_on, not_started):
         typer.echo(f"wrote {one_line(str(given.get(path, path)))}", err=True)
     if interrupted:
         end_interrupted()
     raise typer.Exit(exit_code(ordered, options.fail_on))
+
+
+def earlier_runs(jobs: list[Job], save_dir: Path | None) -> dict[Path, Path]:
+    """The transcripts --save-dir holds already that this batch will save again: absolute
+    path -> the path as the user named it (check() has made sure harness wrote each one)."""
+    if save_dir is None:
+        return {}
+    paths = (save_dir / f"{job.name}.txt" for job in jobs if job.scenario is not None)
+    return {path.absolute(): path for path in paths if path.is_file()}
 
 
 def end_interrupted() -> None:

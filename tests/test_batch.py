@@ -369,3 +369,17 @@ def test_a_tab_in_an_answer_cannot_move_the_summary_s_columns(tmp_path):
     rows = invoke("run", str(tmp_path)).stdout.splitlines()
     assert "\t" not in "".join(rows) and "x␉y" in rows[1]
     assert rows[1].index("x␉y") == rows[2].index("3")  # the answer column starts where the other row's does
+
+
+def test_a_batch_says_which_recordings_in_its_save_dir_it_replaced(tmp_path, monkeypatch):
+    """Issue 31, item 13: a recipe that reuses a folder never replaces recordings unsaid."""
+    scenario(tmp_path, "a")
+    scenario(tmp_path, "b")
+    monkeypatch.chdir(tmp_path)
+    first = invoke("run", "a.toml", "--save-dir", "recorded")
+    assert first.exit_code == 0 and "replaced" not in first.stderr  # a new file replaces nothing
+    second = invoke("run", "a.toml", "b.toml", "--save-dir", "recorded")
+    assert second.exit_code == 0, second.output
+    assert [line for line in second.stderr.splitlines() if line.startswith("replaced")] == [
+        f"replaced {Path('recorded') / 'a.txt'} (it held an earlier run)"
+    ]
