@@ -89,13 +89,13 @@ class Bar:
         from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
         self.lock, self.reasons = threading.Lock(), Counter()
-        self.runs: dict[int, _Run] = {}  # by id(job), in starting order
+        self.runs: dict[int, _Run] = {}  # the running ones, by id(job)
         self.progress = Progress(
             TextColumn("runs"),
             BarColumn(),
             MofNCompleteColumn(),
             TimeElapsedColumn(),
-            _Running(self),
+            _running_column(self),
             console=Console(file=out, highlight=False, width=_width(out)),
             auto_refresh=False,  # rich's own refresh thread is not harness's: it would print nowhere (harness.captured)
         )
@@ -154,7 +154,7 @@ def _seconds(s: float) -> str:
     return f"{s:.1f} s" if s < 60 else f"{int(s // 60)}:{int(s % 60):02d}"
 
 
-def _Running(bar: Bar):
+def _running_column(bar: Bar):
     """A rich column that asks the bar for its words at every refresh (the times move on)."""
     from rich.progress import ProgressColumn
     from rich.text import Text
