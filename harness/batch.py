@@ -61,9 +61,11 @@ class Outcome:
     completion_tokens: int | None = None
     transcript: Path | None = None  # where it was saved (--save-dir)
     expected: bool | None = None  # the final answer matched the scenario's `expect` (None: none stated)
+    wanted: tuple[str, str] | None = None  # what it was checked against: ("expect", "4") or ("expect_regex", pattern)
     error: str = ""  # the one line that says why it did not run
     same: bool | None = None  # replay --check: the replay gave the file back byte for byte (None: not checked)
     diff: str = ""  # and where it did not, the diff --check prints
+    notes: tuple[str, ...] = ()  # what its model dropped on arrival, said as the run ends (harness.batch_progress)
 
     @classmethod
     def of(cls, name: str, record: RunRecord, seconds: float, saved: Path | None, expected: bool | None) -> Outcome:
@@ -87,6 +89,7 @@ class Outcome:
 STUCK = "still running at the second Ctrl-C (a tool that never returned?); not saved"
 Wrap = Callable[[Model], Model]
 Work = Callable[[Job, Wrap], Outcome]
+Heard = Callable[[Job, str], Any]  # (job, "call" | "token" | "end"): what its model just did
 
 
 def run_all(
@@ -96,21 +99,20 @@ def run_all(
     started: Callable[[Job], Any] = lambda job: None,
     finished: Callable[[Outcome], Any] = lambda outcome: None,
     interrupt: Callable[[], Any] = lambda: None,
+    heard: Heard = lambda job, what: None,
 ) -> tuple[list[Outcome | None], bool]:
     """Every job run by `work` in at most `workers` threads; the outcomes in the jobs'
     order (None for a run that never started), and whether Ctrl-C stopped the batch.
     `started` is called in the run's thread, `finished` in the caller's, in finishing order;
-    `interrupt` at Ctrl-C, to wake the runs blocked in a model call (a stalled server)."""
+    `interrupt` at Ctrl-C, to wake the runs blocked in a model call (a stalled server);
+    `heard` in the run's thread as its model starts a call, sends a chunk, ends the call."""
     stop = threading.Event()
-
-    def wrap(model: Model) -> Model:
-        return Cancelable(model, stop)
 
     def one(job: Job) -> Outcome | None:
         if stop.is_set():  # Ctrl-C came while it waited for a thread
             return None
         started(job)
-        return work(job, wrap)
+        return work(job, lambda model: cancelable(model, stop, lambda what: heard(job, what)))
 
     outcomes: list[Outcome | None] = [None] * len(jobs)
     interrupted = abandoned = False
@@ -160,12 +162,17 @@ def _next_ended(ended: queue.SimpleQueue[Future], pending: dict[Future, int]) ->
     return future if future in pending else None
 
 
-class Cancelable(Around):
-    """`model`, whose calls raise KeyboardInterrupt once `stop` is set."""
+def cancelable(model: Model, stop: threading.Event, heard: Callable[[str], Any] = lambda what: None) -> Model:
+    return Cancelable(model, stop, heard)
 
-    def __init__(self, model: Model, stop: threading.Event) -> None:
+
+class Cancelable(Around):
+    """`model`, whose calls raise KeyboardInterrupt once `stop` is set, telling `heard` what
+    they do (the progress bar's "call 2, last token 0.3 s ago")."""
+
+    def __init__(self, model: Model, stop: threading.Event, heard: Callable[[str], Any] = lambda what: None) -> None:
         super().__init__(model)
-        self.stop = stop
+        self.stop, self.heard = stop, heard
 
     def send(self, buffer: Transcript, stop: Sequence[str]) -> Iterator[Any]:
         return self._watch(self.model.send(buffer, stop))  # the call starts (or fails) as it would
@@ -174,14 +181,17 @@ class Cancelable(Around):
         try:
             if self.stop.is_set():  # a call that starts after Ctrl-C: canceled before its first chunk
                 raise KeyboardInterrupt
+            self.heard("call")
             for chunk in chunks:
                 if self.stop.is_set():
                     raise KeyboardInterrupt
+                self.heard("token")
                 yield chunk
         except Exception:
             if self.stop.is_set():  # the call was ended by Ctrl-C (run_all's interrupt)
                 raise KeyboardInterrupt from None
             raise
         finally:
+            self.heard("end")
             if isinstance(chunks, Generator):
                 chunks.close()

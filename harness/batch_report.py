@@ -24,6 +24,7 @@ from harness.escape import encodable, for_xml, one_line
 JSON_HEADER = '{\n  "harness": "batch report v1"'
 JUNIT_HEADER = '<?xml version="1.0" encoding="utf-8"?>\n<!-- harness batch report v1 -->\n'
 ANSWER_WIDTH = 40  # characters of the final answer in the table
+MISSED_WIDTH = 400  # characters of what a mismatch missed, in the JUnit failure message
 ERRORS = ("model_error", "canceled")
 
 
@@ -49,16 +50,31 @@ def _expect(o: Outcome) -> str:
     return "-" if o.expected is None else "match" if o.expected else "mismatch"
 
 
+def missed(o: Outcome, width: int = ANSWER_WIDTH) -> str:
+    """What a mismatch missed, as the scenario states it: `expect "4"` or `expect_regex "^It is"`
+    (quoted as JSON, so a space or a quote in it is seen; "" for a run that did not mismatch)."""
+    if o.expected is not False or o.wanted is None:
+        return ""
+    field, wanted = o.wanted
+    return f"{field} {shortened(json.dumps(wanted, ensure_ascii=False), width)}"
+
+
+def _expect_shown(o: Outcome) -> str:
+    """The table's mark: a mismatch says what it missed."""
+    return f"mismatch: {missed(o)}" if missed(o) else _expect(o)
+
+
 def _check(o: Outcome) -> str:
     return "-" if o.same is None else "same" if o.same else "differs"
 
 
-# Columns shown when any run has a value: (heading, the mark, the Outcome field it reads).
-MARKS = (("expect", _expect, "expected"), ("check", _check, "same"))
+# Columns shown when any run has a value: (heading, the mark counted, the Outcome field it
+# reads, the mark the table shows).
+MARKS = (("expect", _expect, "expected", _expect_shown), ("check", _check, "same", _check))
 
 
 def _marks(outcomes: Sequence[Outcome]) -> list[tuple[str, Any]]:
-    return [(name, mark) for name, mark, field in MARKS if any(getattr(o, field) is not None for o in outcomes)]
+    return [(name, shown) for name, _, field, shown in MARKS if any(getattr(o, field) is not None for o in outcomes)]
 
 
 def _tokens(o: Outcome) -> str:
@@ -88,7 +104,7 @@ def summary(outcomes: Sequence[Outcome], not_started: int = 0, what: str = "scen
 def counts_line(outcomes: Sequence[Outcome], not_started: int = 0) -> str:
     reasons = Counter(o.stop_reason or "not run" for o in outcomes)
     parts = [f"{len(outcomes)} run{'s' if len(outcomes) != 1 else ''}: " + ", ".join(f"{n} {r}" for r, n in sorted(reasons.items()))]
-    for name, mark, field in MARKS:
+    for name, mark, field, _ in MARKS:
         if marked := Counter(mark(o) for o in outcomes if getattr(o, field) is not None):
             parts.append(f"{name}: " + ", ".join(f"{n} {k}" for k, n in sorted(marked.items())))
     if not_started:
@@ -126,6 +142,7 @@ def as_dict(o: Outcome) -> dict[str, Any]:
         "prompt_tokens": o.prompt_tokens,
         "completion_tokens": o.completion_tokens,
         "expect": None if o.expected is None else _expect(o),
+        "expected": None if o.wanted is None else {o.wanted[0]: o.wanted[1]},
         "transcript": None if o.transcript is None else str(o.transcript),
         "error": o.error or None,
     }
@@ -154,9 +171,13 @@ def to_junit(outcomes: Sequence[Outcome], fail_on: Iterable[str]) -> str:
         elif failed(o, fail_on):
             failures += 1
             kind = o.stop_reason if o.stop_reason in fail_on else "mismatch"
-            answer = "no final answer" if o.final_answer is None else f"final answer {o.final_answer!r}"
-            ET.SubElement(case, "failure", type=kind, message=for_xml(f"{kind}: {answer}"))
-        out = [f"stop reason: {o.stop_reason or 'not run'}, {o.steps} step{'' if o.steps == 1 else 's'}", f"final answer: {o.final_answer}"]
+            answer = "no final answer" if o.final_answer is None else f"final answer {json.dumps(o.final_answer, ensure_ascii=False)}"
+            wanted = f"; {missed(o, MISSED_WIDTH)}" if kind == "mismatch" and missed(o) else ""
+            ET.SubElement(case, "failure", type=kind, message=for_xml(f"{kind}: {answer}{wanted}"))
+        shown = "-" if o.final_answer is None else o.final_answer  # as the table shows a run without one
+        out = [f"stop reason: {o.stop_reason or 'not run'}, {o.steps} step{'' if o.steps == 1 else 's'}", f"final answer: {shown}"]
+        if o.wanted is not None:
+            out.append(f"{o.wanted[0]}: {o.wanted[1]}")
         if o.transcript is not None:
             out.append(f"transcript: {o.transcript}")
         ET.SubElement(case, "system-out").text = for_xml("\n".join(out))

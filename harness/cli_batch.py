@@ -160,7 +160,6 @@ def worker(options: Options, root: Path, models: RunModels) -> Work:
                 record = run_scenario(spec, model=live, peek=options.peek, root=root, wrap=wrap)
             seconds = time.perf_counter() - start
             if live is not None:
-                say_notes(job.name, live)
             saved = None
             if options.save_dir is not None:
                 saved = (options.save_dir / f"{job.name}.txt").absolute()
@@ -168,17 +167,24 @@ def worker(options: Options, root: Path, models: RunModels) -> Work:
                 write_file(saved, record.saved, HEADER, "--save-dir")
         except HarnessError as e:  # a template or tool that is missing: found when it is built
             return Outcome(job.name, seconds=time.perf_counter() - start, error=str(e))
-        return Outcome.of(job.name, record, seconds, saved, matches(spec, record.final_answer))
+        outcome = Outcome.of(job.name, record, seconds, saved, matches(spec, record.final_answer))
+        return replace(outcome, wanted=wanted(spec), notes=notes_of(live))
 
     return work
 
 
-def say_notes(name: str, model: Model | None) -> None:
-    """What a run's model dropped on arrival, as a single run says it, named by its run."""
-    from harness.batch_report import one_line
+def wanted(spec: Any) -> tuple[str, str] | None:
+    """The scenario's `expect` or `expect_regex`, named, for the reports to say what a mismatch missed."""
+    for field in ("expect", "expect_regex"):
+        if getattr(spec, field) is not None:
+            return field, getattr(spec, field)
+    return None
 
-    for note in model.notes if model is not None else ():
-        typer.echo(f"note: {one_line(name)}: {one_line(note)}", err=True)
+
+def notes_of(model: Model | None) -> tuple[str, ...]:
+    """What a run's model dropped on arrival, kept in its Outcome: the progress says it as
+    the run ends, on a line of its own (never from the run's thread onto the bar's line)."""
+    return tuple(model.notes) if model is not None else ()
 
 
 def run_batch(jobs: list[Job], work: Work, workers: int, what: str = "scenario", interrupt: Callable[[], Any] = lambda: None) -> tuple[list[Outcome], int, bool]:
@@ -196,7 +202,7 @@ def run_batch(jobs: list[Job], work: Work, workers: int, what: str = "scenario",
             typer.echo(f"error: {one_line(job.error)}", err=True)
     runnable = [j for j in jobs if not j.error]
     with progress_for(sys.stderr, len(runnable)) as progress:
-        outcomes, interrupted = run_all(runnable, work, workers, progress.started, progress.finished, interrupt)
+        outcomes, interrupted = run_all(runnable, work, workers, progress.started, progress.finished, interrupt, progress.heard)
     for outcome in outcomes:
         if outcome is not None and outcome.error:
             typer.echo(f"error: {one_line(outcome.error)}", err=True)
@@ -217,17 +223,30 @@ def run_many(arguments: list[str], options: Options) -> None:
     jobs = gather(arguments)
     check(jobs, options)
     given = {p.absolute(): p for p in (options.report, options.junit) if p is not None}
+    earlier = earlier_runs(jobs, options.save_dir)
     options = replace(options, **{k: getattr(options, k).absolute() for k in ("save_dir", "report", "junit") if getattr(options, k) is not None})  # now: a tool's os.chdir cannot move them
     models = RunModels(options.model, options.base_url, options.call, options.jobs, sum(not j.error for j in jobs))  # a bad --model: one line, once
     try:
         ordered, not_started, interrupted = run_batch(jobs, worker(options, Path.cwd(), models), options.jobs, interrupt=models.interrupt)
     finally:
         models.close()
+    for o in ordered:  # a folder reused by another recipe never loses a recording unsaid
+        if o.transcript is not None and o.transcript in earlier:
+            typer.echo(f"replaced {one_line(str(earlier[o.transcript]))} (it held an earlier run)", err=True)
     for path in write_reports(ordered, options.report, options.junit, options.fail_on, not_started):
         typer.echo(f"wrote {one_line(str(given.get(path, path)))}", err=True)
     if interrupted:
         end_interrupted()
     raise typer.Exit(exit_code(ordered, options.fail_on))
+
+
+def earlier_runs(jobs: list[Job], save_dir: Path | None) -> dict[Path, Path]:
+    """The transcripts --save-dir holds already that this batch will save again: absolute
+    path -> the path as the user named it (check() has made sure harness wrote each one)."""
+    if save_dir is None:
+        return {}
+    paths = (save_dir / f"{job.name}.txt" for job in jobs if job.scenario is not None)
+    return {path.absolute(): path for path in paths if path.is_file()}
 
 
 def end_interrupted() -> None:

@@ -138,7 +138,7 @@ def gather(arguments: list[Path]) -> "list[Job]":
 def worker(check: bool, models: RunModels, root: Path, strict_source: bool = False) -> "Work":
     """The work of one replay: what `harness replay FILE [--check]` does, without printing."""
     from harness.batch import Outcome
-    from harness.cli_batch import say_notes
+    from harness.cli_batch import notes_of
     from harness.diff import transcript_diff
     from harness.record import read_text
     from harness.record import replay as replay_text
@@ -153,8 +153,7 @@ def worker(check: bool, models: RunModels, root: Path, strict_source: bool = Fal
         except HarnessError as e:  # the file, or the source it names, cannot be loaded
             return Outcome(job.name, seconds=time.perf_counter() - start, error=str(e))
         seconds = time.perf_counter() - start
-        say_notes(job.name, live)
-        outcome = Outcome.of(job.name, result.record, seconds, None, None)
+        outcome = replace(Outcome.of(job.name, result.record, seconds, None, None), notes=notes_of(live))
         if not check:
             return outcome
         same = result.matches or (not strict_source and only_rehashed(result.saved, result.fresh))

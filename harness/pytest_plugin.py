@@ -87,7 +87,9 @@ def pytest_addoption(parser: pytest.Parser) -> None:
     group.addoption(
         "--harness-update",
         action="store_true",
-        help="rewrite the saved harness transcripts whose replay changed (a stale source hash too), and list them",
+        help="rewrite the saved harness transcripts whose replay changed (a stale source hash too), keeping their "
+        "recorded model turns, and list them; a kept turn that followed text the update changed is named in a warning "
+        "(--harness-record asks the model again)",
     )
     group.addoption(
         "--harness-strict-source",

@@ -139,11 +139,32 @@ def test_expect_marks_match_and_mismatch_and_fail_on_mismatch_exits_1(tmp_path):
     report = tmp_path / "r.json"
     result = invoke("run", str(tmp_path), "--report", str(report))
     assert result.exit_code == 0
-    marks = {line.split()[0]: line.split()[-1] for line in result.stdout.splitlines()[1:-1]}
-    assert marks == {"pattern": "match", "right": "match", "wrong": "mismatch"}
+    marks = {line.split()[0]: line.split("  ")[-1] for line in result.stdout.splitlines()[1:-1]}
+    assert marks == {"pattern": "match", "right": "match", "wrong": 'mismatch: expect "4"'}
     assert result.stdout.splitlines()[-1] == "3 runs: 3 final_answer · expect: 2 match, 1 mismatch"
     assert {r["scenario"]: r["expect"] for r in json.loads(report.read_text())["runs"]}["wrong"] == "mismatch"
     assert invoke("run", str(tmp_path), "--fail-on", "mismatch").exit_code == 1
+
+
+def test_a_mismatch_says_what_was_expected_in_the_table_the_json_and_the_junit_file(tmp_path):
+    """Issue 31, item 8: each report names the `expect` / `expect_regex` a run missed, and
+    JUnit writes a missing final answer as `-`, as the table does, never Python's None."""
+    scenario(tmp_path, "wrong", 2, 2, answer="5", more='expect = "4"')
+    scenario(tmp_path, "pattern", 3, 3, answer="six", more="expect_regex = '^It is [0-9]+\\.$'")
+    scenario(tmp_path, "short", more='max_steps = 1\nexpect = "3"')  # stops before any answer
+    report, junit = tmp_path / "r.json", tmp_path / "j.xml"
+    result = invoke("run", str(tmp_path), "--report", str(report), "--junit", str(junit), "--fail-on", "mismatch")
+    assert result.exit_code == 1
+    rows = {line.split()[0]: line.split("  ")[-1] for line in result.stdout.splitlines()[1:-1]}
+    assert rows == {"pattern": 'mismatch: expect_regex "^It is [0-9]+\\\\.$"', "short": 'mismatch: expect "3"', "wrong": 'mismatch: expect "4"'}
+    runs = {r["scenario"]: r for r in json.loads(report.read_text())["runs"]}
+    assert runs["wrong"]["expected"] == {"expect": "4"} and runs["pattern"]["expected"] == {"expect_regex": "^It is [0-9]+\\.$"}
+    cases = {c.get("name"): c for c in ET.parse(junit).getroot().iter("testcase")}
+    assert cases["wrong"].find("failure").get("message") == 'mismatch: final answer "5"; expect "4"'
+    assert cases["pattern"].find("failure").get("message") == 'mismatch: final answer "six"; expect_regex "^It is [0-9]+\\\\.$"'
+    assert cases["short"].find("failure").get("message") == 'mismatch: no final answer; expect "3"'
+    out = cases["short"].find("system-out").text
+    assert "final answer: -\n" in out and "None" not in out and 'expect: 3' in out
 
 
 def test_a_bad_expect_regex_is_one_line_naming_the_field(tmp_path):
@@ -348,3 +369,17 @@ def test_a_tab_in_an_answer_cannot_move_the_summary_s_columns(tmp_path):
     rows = invoke("run", str(tmp_path)).stdout.splitlines()
     assert "\t" not in "".join(rows) and "x␉y" in rows[1]
     assert rows[1].index("x␉y") == rows[2].index("3")  # the answer column starts where the other row's does
+
+
+def test_a_batch_says_which_recordings_in_its_save_dir_it_replaced(tmp_path, monkeypatch):
+    """Issue 31, item 13: a recipe that reuses a folder never replaces recordings unsaid."""
+    scenario(tmp_path, "a")
+    scenario(tmp_path, "b")
+    monkeypatch.chdir(tmp_path)
+    first = invoke("run", "a.toml", "--save-dir", "recorded")
+    assert first.exit_code == 0 and "replaced" not in first.stderr  # a new file replaces nothing
+    second = invoke("run", "a.toml", "b.toml", "--save-dir", "recorded")
+    assert second.exit_code == 0, second.output
+    assert [line for line in second.stderr.splitlines() if line.startswith("replaced")] == [
+        f"replaced {Path('recorded') / 'a.txt'} (it held an earlier run)"
+    ]

@@ -18,6 +18,7 @@ import regex
 from harness.record import replay
 from harness.saved import load_record
 from tests.loopback import FakeServer, Reply, sse, text
+from tests.test_stepper import HARNESS, tmux  # noqa: F401  (tmux is a fixture: a terminal of its own)
 
 ROOT = Path(__file__).parent.parent
 QUESTION = regex.compile(r"Question: What is ([0-9]{1,3}) \+ ([0-9]{1,3})\?")
@@ -202,3 +203,54 @@ def test_a_batch_asks_the_server_what_it_counts_once_and_each_run_keeps_its_own_
     for path in paths:
         calls = load_record((out / f"{path.stem}.txt").read_text(encoding="utf-8")).calls
         assert [c.tokens["prompt_tokens"] for c in calls] == [77, 77], path.stem
+
+
+def _screen_until(term, pattern: str, seconds: float = 15.0) -> str:
+    """The terminal's screen once `pattern` is on it (or as it is at the deadline)."""
+    deadline = time.monotonic() + seconds
+    while True:
+        screen = "\n".join(term.screen())
+        if regex.search(pattern, screen) or time.monotonic() > deadline:
+            return screen
+        time.sleep(0.1)
+
+
+def test_on_a_terminal_the_bar_names_each_running_scenario_its_call_and_its_silence(fake, tmp_path, tmux):
+    """Issue 31, item 10: a model that streams slowly and one that hung look different."""
+
+    def slow_or_hung(body: dict) -> Reply:
+        if "slow" in body["prompt"]:  # a token every 0.2 s, for a minute
+            return Reply(chunks=sse(*[text("x")] * 300), pause=0.2)
+        return Reply(chunks=[], stall=60)  # the headers, then nothing
+
+    fake.answer = slow_or_hung
+    folder = tmp_path / "s"
+    folder.mkdir()
+    for name in ("slow", "hung"):
+        (folder / f"{name}.toml").write_text(f'question = "Are you {name}?"\n\n[tools.calculator]\n', encoding="utf-8")
+    term = tmux(200, 10, f"HARNESS_API_KEY=sk-test {HARNESS} run {folder} --model openai:m --base-url {fake.url} --jobs 2")
+    screen = _screen_until(term, r"hung call 1, no token yet after [3-9][.][0-9] s")
+    assert regex.search(r"running 2 \(hung call 1, no token yet after [3-9][.][0-9] s; slow call 1, last token 0[.][0-9] s ago\)", screen), screen
+    term.keys("C-c")
+
+
+def test_on_a_terminal_a_note_is_a_line_of_its_own_never_on_the_bar_s(fake, tmp_path, tmux):
+
+    def noting(body: dict) -> Reply:
+        reply = answer(body)
+        if "What is 1 + 10?" in body["prompt"]:  # sum1's server sends a count it cannot read
+            reply.chunks.insert(-1, sse({"choices": [], "usage": {"prompt_tokens": "nine"}})[0])
+        return reply
+
+    fake.answer = noting
+    scenarios(tmp_path / "s", 2)
+    done = tmp_path / "done"
+    term = tmux(200, 10, f"HARNESS_API_KEY=sk-test {HARNESS} run {tmp_path / 's'} --model openai:m --base-url {fake.url} > /dev/null; echo $? > {done}")
+    screen = _screen_until(term, r"runs .* 2/2 ")
+    deadline = time.monotonic() + 10
+    while not (done.exists() and done.read_text().strip()) and time.monotonic() < deadline:
+        time.sleep(0.1)
+    screen = "\n".join(term.screen())
+    lines = screen.splitlines()
+    assert "note: sum1: the server's usage.prompt_tokens is a string, not a whole number from 0: it was dropped" in lines, screen
+    assert not any("running" in line and "note:" in line for line in lines), screen
