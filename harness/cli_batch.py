@@ -159,7 +159,6 @@ def worker(options: Options, root: Path, models: RunModels) -> Work:
             with models.one() as live:  # a model of its own
                 record = run_scenario(spec, model=live, peek=options.peek, root=root, wrap=wrap)
             seconds = time.perf_counter() - start
-            if live is not None:
             saved = None
             if options.save_dir is not None:
                 saved = (options.save_dir / f"{job.name}.txt").absolute()
