@@ -22,12 +22,11 @@ import time
 from collections import Counter
 from collections.abc import Iterator
 from contextlib import contextmanager
-from dataclasses import replace
+from dataclasses import dataclass, replace
 from typing import IO
 
 from harness.batch import Job, Outcome
 from harness.batch_report import one_line
-from harness.values import value
 
 
 DETAIL = 200  # characters of a model error's detail on its line (the report has it whole)
@@ -70,7 +69,7 @@ class Lines:
         self.out.flush()
 
 
-@value
+@dataclass(frozen=True)
 class _Run:
     """What one running scenario's model is doing, as the bar shows it."""
 

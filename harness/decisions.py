@@ -51,3 +51,10 @@ class Round:
     rejections: tuple[Rejection, ...] = ()
     shown: str = ""  # all that reached the user, in order
     prefix_rejected: bool = False
+
+
+def unran(decided: Round) -> list[str]:
+    """The accepted Action lines of a reply whose Final Answer ended the run: they never ran."""
+    if decided.answer is None:
+        return []
+    return [lane.text.strip() for lane in decided.lanes if lane.kind == "action" and lane.status == "allowed"]

@@ -262,10 +262,9 @@ class TranscriptItem(pytest.Item):
 def _kept_stale_turn(result, source: str, folder: Path) -> str | None:
     """The warning line for an update that kept a model turn written after text it changed."""
     from harness.escape import one_line
-    from harness.run_record import load_record
     from harness.stale import stale_turn
 
-    stale = stale_turn(load_record(result.saved, source, folder).transcript, result.facts.transcript)
+    stale = stale_turn(result.recording.transcript, result.record.transcript)
     if stale is None:
         return None
     return (

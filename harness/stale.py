@@ -16,16 +16,16 @@ answer the new text), and any change after the last model turn (nothing followed
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from itertools import zip_longest
 
 from harness.escape import one_line
 from harness.transcript import Author, Span, Transcript
-from harness.values import value
 
 SHOWN = 60  # characters of a changed line shown in the warning
 
 
-@value
+@dataclass(frozen=True)
 class Stale:
     call: int  # the first model call (from 1) whose recorded turn followed text that changed
     author: str  # who wrote the text that changed: "code" or "developer"

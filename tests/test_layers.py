@@ -21,8 +21,8 @@ from pathlib import Path
 PACKAGE = Path(__file__).parent.parent / "harness"
 
 LAYERS = [  # bottom to top
-    ("foundations", "errors traits decisions escape install skim diff expect"),
-    ("the buffer and its text", "transcript entry stop arguments dialects notices unseen events"),
+    ("foundations", "errors traits decisions escape install skim diff expect backends.worker"),
+    ("the buffer and its text", "transcript entry stop arguments dialects notices unseen events stale"),
     ("the model boundary", "model"),
     ("reading and judging a reply", "judge governor reading limits"),
     ("the run record", "run_record"),

@@ -63,13 +63,13 @@ def stop_was_off(record: RunRecord) -> bool:
 def unran_actions(record: RunRecord) -> tuple[str, ...]:
     """The Action lines of the last reply that never ran because the same reply's Final
     Answer ended the run: the reply read again by the loop's own reader (harness.governor),
-    as the run view is told them live (harness.render.live.unran)."""
+    as the run view is told them live (harness.decisions.unran)."""
     spans = record.transcript.spans
     if record.stop_reason is not StopReason.FINAL_ANSWER or not spans or spans[-1].author is not Author.MODEL:
         return ()
     from harness.dialects import get_dialect
     from harness.governor import read
-    from harness.render.live import unran
+    from harness.decisions import unran
 
     dialect = get_dialect(record.scenario.dialect if record.scenario is not None else "default")
     return tuple(unran(read(dialect, spans[-1].text)))

@@ -28,7 +28,7 @@ from typing import TYPE_CHECKING, TextIO
 
 from harness.escape import for_terminal
 from harness.events import Appended, CompletionEnded, Event, RoundStarted, Stopped, TextDelta
-from harness.decisions import Lane, Round
+from harness.decisions import Lane, Round, unran
 from harness.render.styled import Styled
 from harness.run_record import RunRecord
 from harness.transcript import Author, split_lines
@@ -69,13 +69,6 @@ def cut_note(cut: str, cut_by: str, limit: int | None = None) -> str:
 
 STOP_OFF = "The stop sequence is off (--no-stop): nothing cuts what the model writes."
 ENDED_BY_ANSWER = "never ran: the Final Answer in the same reply ended the run"
-
-
-def unran(decided: Round) -> list[str]:
-    """The accepted Action lines of a reply whose Final Answer ended the run: they never ran."""
-    if decided.answer is None:
-        return []
-    return [lane.text.strip() for lane in decided.lanes if lane.kind == "action" and lane.status == "allowed"]
 
 
 def never_ran(actions: list[str] | tuple[str, ...]) -> str:
