@@ -175,16 +175,18 @@ def test_a_batch_through_the_chat_endpoint_stays_chat_and_replays_offline(fake, 
         assert replay(saved, str(out / f"{path.stem}.txt")).matches
 
 
+def noting(body: dict) -> Reply:
+    """`answer`, but sum1's server sends a token count it cannot read (a note for that run)."""
+    reply = answer(body)
+    if "What is 1 + 10?" in body["prompt"]:
+        reply.chunks.insert(-1, sse({"choices": [], "usage": {"prompt_tokens": "nine"}})[0])
+    return reply
+
+
 def test_a_batch_asks_the_server_what_it_counts_once_and_each_run_keeps_its_own_notes(fake, tmp_path):
     """The runs share one client and one finding of the token-count endpoint, never a model:
     a note about one run's malformed count is said for that run alone."""
     paths = scenarios(tmp_path / "s", 6)
-
-    def noting(body: dict) -> Reply:
-        reply = answer(body)
-        if "What is 1 + 10?" in body["prompt"]:  # sum1's server sends a count it cannot read
-            reply.chunks.insert(-1, sse({"choices": [], "usage": {"prompt_tokens": "nine"}})[0])
-        return reply
 
     fake.answer = noting
     command = harness("run", str(tmp_path / "s"), "--model", "openai:m", "--base-url", fake.url, "--jobs", "3")
@@ -235,12 +237,6 @@ def test_on_a_terminal_the_bar_names_each_running_scenario_its_call_and_its_sile
 
 
 def test_on_a_terminal_a_note_is_a_line_of_its_own_never_on_the_bar_s(fake, tmp_path, tmux):
-
-    def noting(body: dict) -> Reply:
-        reply = answer(body)
-        if "What is 1 + 10?" in body["prompt"]:  # sum1's server sends a count it cannot read
-            reply.chunks.insert(-1, sse({"choices": [], "usage": {"prompt_tokens": "nine"}})[0])
-        return reply
 
     fake.answer = noting
     scenarios(tmp_path / "s", 2)
