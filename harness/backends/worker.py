@@ -1,25 +1,20 @@
 """The child process that holds a local model (harness.backends.local starts and stops it).
 
-llama.cpp is native code: when it crashes (a segmentation fault, an illegal instruction),
-it takes its process with it. So it runs here, in a process of its own, and harness's
-process only reads what it says; a crash is then the end of a stream, which the parent
-turns into a ModelError (the run ends as model_error, saved and replayable).
-
-It reads JSON Lines on stdin and answers on a channel of its own (a private copy of fd 1),
-one request at a time:
+llama.cpp is native code: a crash takes its process with it. So it runs here, and its
+crash is the end of a stream, which the parent turns into a ModelError. It reads JSON
+Lines on stdin and answers on a channel of its own (a private copy of fd 1):
 
     -> {"load": {"path": ..., "n_ctx": ..., "n_threads": ..., "n_threads_batch": ..., "seed": ...}}
     <- {"ready": n_ctx}                               or {"error": "..."}
     -> {"tokenize": TEXT}                             <- {"tokens": [...]}
-    -> {"reset": true}                                <- {"done": true}
-    -> {"complete": TOKENS, "stop": [...], "sampling": {...}}
+    -> {"complete": TOKENS, "fresh": BOOL, "stop": [...], "sampling": {...}}   (fresh: cache emptied first)
     <- {"usage": [prompt_tokens, evaluated_tokens]}   once the prompt is read
     <- {"text": "..."} ...                            each piece as it is made
     <- {"done": true}                                 or {"error": "..."}
     -> {"cancel": true}                               (any time during a completion: it stops)
 
-Fd 1 itself, and so Python's sys.stdout, goes where fd 2 goes: whatever llama.cpp or a
-library prints cannot reach the channel. The parent checks every message's shape anyway.
+Fd 1 itself, and with it sys.stdout, goes where fd 2 goes: what llama.cpp or a library
+prints cannot reach the channel. The parent checks every message's shape anyway.
 """
 
 from __future__ import annotations
@@ -32,9 +27,8 @@ from typing import Any
 
 
 class Lines:
-    """Lines read from a file descriptor, without blocking when asked not to. (A file
-    object's readline reads ahead: a line already in its buffer is invisible to select, so
-    a reader that selects and then reads a line could wait for ever on one that has come.)"""
+    """Lines read from a file descriptor, without blocking when asked not to (a file object
+    reads ahead, and select cannot see a line already in its buffer)."""
 
     def __init__(self, fd: int, limit: int = 1 << 26) -> None:
         self.fd, self.limit, self.held = fd, limit, b""
@@ -82,8 +76,7 @@ def canceled() -> bool:
 
 
 def complete(llm: Any, tokens: list[int], stop: Sequence[str], sampling: dict[str, Any]) -> None:
-    # Counted, not guessed: llama.cpp's first eval of a call is the part of the prompt that
-    # was not in its cache; every later one is a token it generated.
+    # llama.cpp's first eval of a call is the part of the prompt not in its cache.
     evals: list[int] = []
     plain_eval = llm.eval
 
@@ -129,10 +122,9 @@ def main() -> None:
             say({"ready": llm.n_ctx()})
         elif "tokenize" in asked:
             say({"tokens": llm.tokenize(asked["tokenize"].encode("utf-8"), add_bos=True, special=True)})
-        elif "reset" in asked:
-            llm.reset()
-            say({"done": True})
         elif "complete" in asked:
+            if asked["fresh"]:
+                llm.reset()
             complete(llm, asked["complete"], asked["stop"], asked["sampling"])
         # a cancel that came after its completion had ended: nothing to stop
 
