@@ -4,20 +4,13 @@
         def stream(self, prompt, stop):        # the one method a backend writes
             yield "Final Answer: " + prompt[-20:]
 
-    chunks = model.complete(buffer, stop)      # what the loop calls, for every model
-
-A model sees the whole prompt fresh on every call. Its stream yields text, and may yield
-a TokenUsage (the last one counts); its failures are ModelErrors. `complete` sends the
-buffer (`send`: one text; a chat model splits it by author) and checks what comes back
-where it enters, so a new backend has the checks without writing them: only text or
-counts, text made encodable and scrubbed of the model's secrets (harness.entry), and the
-call bounded in characters and seconds (Bounds). What a model can do besides is declared,
-not probed: `endpoint`, `serves_many`, `another()`, `reset()`, `interrupt()`, `close()`
-and `notes` exist on every model, as no-ops by default. An object that only has
-`stream(prompt, stop)` is wrapped once (`as_model`).
-
-ScriptedModel plays back canned completions; FailingModel and InterruptedModel wrap any
-model to show what a failing server or a Ctrl-C does to a run.
+A model sees the whole prompt fresh on every call and yields text (and maybe a TokenUsage;
+the last one counts); its failures are ModelErrors. The loop calls `complete`, which
+sends the buffer (`send`: one text; a chat model splits it by author) and checks what
+comes back where it enters: only text or counts, made encodable and scrubbed of the
+model's secrets (harness.entry), bounded in characters and seconds (Bounds). What a
+model can do besides is declared, never probed: every model has `endpoint`,
+`serves_many`, `another()`, `reset()`, `interrupt()`, `close()` and `notes`.
 """
 
 from __future__ import annotations

@@ -1,14 +1,10 @@
 """A model behind an OpenAI-compatible *chat* endpoint: `--model chat:NAME`.
 
-    model = ChatModel("gpt-4o-mini", "https://api.openai.com/v1")      # strict: detected
-
-One call is one POST to `{base_url}/chat/completions`. The loop hands a chat model the
-buffer with its authors (`send`), harness.backends.messages splits it into messages by
-one rule, and the server's chat template frames them: the same growing text, with role
-markers the server writes instead of the template. The stream begins with a Sent (how
-many messages this call sent); all else (bounds, checks, scrub, strict servers, stops)
-is the completions backend's. `stream(prompt, stop)` sends the prompt as one user
-message. A saved chat run's replay sends its turns through the same rule, offline.
+One call is one POST to `{base_url}/chat/completions`: the buffer, split into messages by
+author (harness.backends.messages), which the server's chat template frames. The stream
+begins with a Sent (how many messages this call sent); all else (bounds, checks, scrub,
+strict servers, stops) is the completions backend's. `stream(prompt, stop)` sends the
+prompt as one user message.
 """
 
 from __future__ import annotations

@@ -1,11 +1,8 @@
-"""How a server's client holds its connections: TLS only where it is needed, a stream read
-to its end so that its connection is kept, every socket within reach of Ctrl-C, and every
-read and write within its call's deadline.
-
-`new_client` is the one place an httpx client is made, and so where what the environment
-tells httpx is checked: the proxy variables (PROXIES), NO_PROXY, and the certificates to
-trust (CERTIFICATES, read only for TLS). A bad one is one HarnessError naming it, never a
-traceback; a proxy URL that cannot be read is quoted nowhere (it may hold a password).
+"""How a server's client holds its connections: TLS only where needed, a stream read to its
+end so that its connection is kept, every socket within reach of Ctrl-C, and every read
+and write within its call's deadline. `new_client` is the one place a client is made, so
+where what the environment tells httpx is checked (PROXIES, NO_PROXY, CERTIFICATES): a
+bad variable is one HarnessError naming it, and an unreadable proxy URL is quoted nowhere.
 """
 
 from __future__ import annotations

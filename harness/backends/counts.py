@@ -1,15 +1,11 @@
 """Token counts from a completions server that does not stream them.
 
-llama-cpp-python's server ignores `stream_options.include_usage`, but counts on request,
-tokenizing the input as it tokenizes a completion's prompt:
-
-    POST {server}/extras/tokenize/count  {"model": "smollm2", "input": PROMPT}  ->  {"count": 412}
-
-So a server whose first stream ended without counts is asked there; if it answers, it is
-asked before every later call (a stream closed early keeps its count), and if it cannot
-count, never again. A count that does not come in time (the server is busy with another
-run's completion) is not a "no": that call's count is dropped with a note in its run, and
-the next call asks again. Only the prompt is counted; no count is made up.
+llama-cpp-python's server ignores `stream_options.include_usage`, but counts on request:
+`POST {server}/extras/tokenize/count {"model": ..., "input": PROMPT} -> {"count": 412}`.
+A server whose first stream ended without counts is asked there; if it answers, before
+every later call (a stream closed early keeps its count); if it cannot count, never again.
+A count that does not come in time (the server is busy with another run) is dropped with
+a note in its run, and the next call asks again. No count is made up.
 """
 
 from __future__ import annotations

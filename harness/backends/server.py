@@ -1,17 +1,11 @@
 """A model behind any OpenAI-compatible completions server (llama.cpp, vLLM, Ollama, ...).
 
-    model = ServerModel("smollm2", "http://127.0.0.1:8080/v1")
-
-One call is one POST to `{base_url}/completions` with `stream: true`, its answer read as
-server-sent events (harness.backends.wire checks every field). The prompt is the buffer,
-byte for byte: no template is added here (for a chat endpoint see harness.backends.chat).
-Every sampling parameter is sent with every request, because servers' defaults differ
-(llama.cpp's server: repeat_penalty 1.1), and so are llama.cpp's own knobs, set to "off",
-unless the server is strict (`strict=True`, `--strict`, or api.openai.com, which rejects
-them and takes at most 4 stop strings; the loop's own scanner enforces all of them).
-The API key is read from HARNESS_API_KEY or OPENAI_API_KEY, and scrubbed with the URL's
-password from all the server sends (Model.complete). Left out: retries (a failed call
-ends the run: model_error), n > 1, logprobs, compressed answers.
+One call is one POST to `{base_url}/completions` with `stream: true`: the buffer byte for
+byte, no template added. Every sampling parameter is sent, as servers' defaults differ,
+and so are llama.cpp's own knobs, set to "off", unless the server is strict (`--strict`,
+or api.openai.com: it rejects them and takes at most 4 stops; the loop's own scanner
+enforces all of them). The API key comes from HARNESS_API_KEY or OPENAI_API_KEY. Left
+out: retries (a failed call ends the run: model_error), n > 1, logprobs, compressed answers.
 """
 
 from __future__ import annotations
@@ -85,7 +79,7 @@ class ServerModel(Model):
             **({"seed": seed} if seed is not None else {}),
             **(extra if extra is not None else {} if self.strict else LLAMA_CPP_PARAMS),
         }
-        self.timeout, self.connect_timeout = timeout, connect_timeout
+        self.timeout = timeout
         self._wait = wait_for_server
         self.notes: list[str] = []  # what was dropped on arrival (a malformed token count), once each
         self._key = _api_key()
@@ -166,7 +160,7 @@ class ServerModel(Model):
         if self._wait is not None:  # a server still starting: the first call waits for it, once
             self.wait(self._wait)
             self._wait = None
-        budget = Budget(self.bounds)  # its deadline ends every read and write of the call (the scrub and the character bound are Model.complete's)
+        budget = Budget(self.bounds)  # its deadline ends every read and write of the call
         text_chars, events, finished, had_choices, usage = 0, 0, False, False, None
         try:
             # Closing this generator early (a stop was found) closes the response and its

@@ -1,13 +1,11 @@
-"""Real models behind the one `stream` method, chosen by a spec string:
+"""Real models, chosen by a spec string (each backend imported only when chosen):
 
-    model_from_spec("openai:smollm2", "http://127.0.0.1:8080/v1")  # any OpenAI-compatible completions server
-    model_from_spec("chat:gpt-4o-mini", "https://api.openai.com/v1") # a chat endpoint (harness.backends.chat)
+    model_from_spec("openai:smollm2", "http://127.0.0.1:8080/v1")  # an OpenAI-compatible completions server
+    model_from_spec("chat:gpt-4o-mini", "https://api.openai.com/v1") # a chat endpoint
     model_from_spec("local")                                       # llama.cpp on this machine, SmolLM2
     model_from_spec("local:models/qwen2.5-0.5b-instruct.gguf")      # llama.cpp on this machine, any GGUF
 
-Options are the command line's of the same name (max_tokens, max_chars, max_seconds;
-strict, wait_for_server and connections for a server). Each backend is imported only
-when chosen, so `harness --help` does not pay for httpx or llama.cpp.
+Options are the command line's of the same name.
 """
 
 from __future__ import annotations

@@ -1,16 +1,11 @@
 """Base URLs and proxy URLs: checked once, at the start, and shown without their user:password.
 
-    check_base_url("http://[::1/v1")           -> HarnessError("--base-url", "is not a URL ...")
-    check_base_url(url, "HARNESS_BASE_URL")    -> the error names where the URL came from
-    hidden("http://me:hunter2@box:8080/v1")    -> "http://box:8080/v1"
-
 The rule that never leaks a password: everything from the `//` to the *last* `@` is
-user-info, and no message shows it. RFC 3986 ends the authority at the first `/`, `?` or
-`#` (`http://user:pa/ss@host/v1` has the path `ss@host/v1`), so a URL with an `@` after
-its host is refused (percent-encode the password), and one that cannot be parsed is
-quoted nowhere. A base URL's `?query` (often a key) or `#fragment` is refused too: the
-request's path is appended to the base URL. user:password is kept: httpx sends it as
-Basic auth, and it is scrubbed like the key.
+user-info, and no message shows it (`hidden`). RFC 3986 ends the authority at the first
+`/`, `?` or `#` (`http://user:pa/ss@host/v1` has the path `ss@host/v1`), so a URL with an
+`@` after its host is refused, and one that cannot be parsed is quoted nowhere. A base
+URL's `?query` (often a key) or `#fragment` is refused too: the request's path is
+appended to it. user:password is kept: httpx sends it as Basic auth, scrubbed like the key.
 """
 
 from __future__ import annotations

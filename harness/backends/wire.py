@@ -1,18 +1,13 @@
 """The wire format of OpenAI-compatible servers, read once and checked where it is read.
 
-A streamed answer is server-sent events, one `data: {json}` line per piece:
-
     data: {"choices": [{"text": "Thought:", "finish_reason": null}]}                 /completions
     data: {"choices": [{"delta": {"content": "Thought:"}, "finish_reason": null}]}   /chat/completions
     data: {"choices": [], "usage": {"prompt_tokens": 412, "completion_tokens": 31}}
     data: [DONE]
 
-Every field harness reads is checked here: anything of another shape is a ModelError that
-names the field and what came (`choices[0].text is a number (42), not a string`), never
-a traceback. Lines are cut at `max_line` bytes, so one endless line cannot grow memory.
-Token counts are the exception: facts the run does not need, so a bad one (`"nine"`,
-`true`, `-1`, a `usage` of the wrong shape) is dropped with a note naming the field, and
-a file harness writes never holds a count it would refuse to read.
+A field of another shape is a ModelError naming it (`choices[0].text is a number (42),
+not a string`); a line is cut at `max_line` bytes. Token counts, which the run does not
+need, are the exception: a bad one is dropped with a note naming the field.
 """
 
 from __future__ import annotations
