@@ -171,7 +171,7 @@ class ServerModel(Model):
                 check_headers(response, model=self)
                 max_line = 8 * self.bounds.max_chars + 65536  # room for JSON's escapes around the text
                 raw = response.iter_raw()
-                for data in wire.data_lines(wire.lines(raw, max_line)):
+                for data in wire.data_lines(raw, max_line):
                     budget.spend(0)  # the clock, checked with every event
                     if data == "[DONE]":
                         drain(response, raw)

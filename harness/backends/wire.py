@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Iterator
+from itertools import chain
 from typing import Any, NamedTuple
 
 from harness.entry import Entry
@@ -22,27 +23,20 @@ from harness.model import ModelError, TokenUsage
 MAX_COUNT = 10**12
 
 
-def lines(chunks: Iterator[bytes], max_line: int) -> Iterator[str]:
-    """The lines of a byte stream (without "\\n" or "\\r"), decoded as UTF-8 (bad bytes: U+FFFD)."""
+def data_lines(chunks: Iterator[bytes], max_line: int) -> Iterator[str]:
+    """The `data:` payloads of a server-sent event stream (comments and `event:` lines skipped),
+    decoded as UTF-8 (bad bytes: U+FFFD)."""
     pending = bytearray()
-    for chunk in chunks:
+    for chunk in chain(chunks, [b"\n"]):  # the stream's end ends its last line
         pending += chunk
-        start = 0
-        while (end := pending.find(b"\n", start)) >= 0:
-            yield pending[start:end].rstrip(b"\r").decode("utf-8", "replace")
-            start = end + 1
-        del pending[:start]
+        if b"\n" in chunk:
+            *lines, rest = pending.split(b"\n")
+            pending = bytearray(rest)
+            for line in lines:
+                if line.startswith(b"data:"):
+                    yield line[5:].decode("utf-8", "replace").strip()
         if len(pending) > max_line:
             raise ModelError(f"the server sent a line longer than {max_line:,} bytes; the call was stopped")
-    if pending:
-        yield pending.rstrip(b"\r").decode("utf-8", "replace")
-
-
-def data_lines(stream: Iterator[str]) -> Iterator[str]:
-    """The `data:` payloads of a server-sent event stream (comments and `event:` lines skipped)."""
-    for line in stream:
-        if line.startswith("data:"):
-            yield line[5:].strip()
 
 
 def kind(value: Any) -> str:
