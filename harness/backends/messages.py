@@ -12,7 +12,7 @@ refused: the server writes the frames, and a template's own would frame turns tw
 
 from __future__ import annotations
 
-from collections.abc import Generator, Iterable, Iterator, Sequence
+from collections.abc import Iterable, Iterator, Sequence
 from typing import TYPE_CHECKING, Any
 
 from harness.entry import PATTERN
@@ -36,8 +36,8 @@ def messages(spans: Iterable[Span]) -> list[dict[str, str]]:
 
 def _add(out: list[dict[str, str]], span: Span, sending: bool = True) -> None:
     """The rule, one span at a time: a message of its own, or the end of the last one's
-    content (replaced, never changed in place). Only what is sent (`sending`) is refused a
-    control token; a view of a saved file shows one as the text it is."""
+    content. Only what is sent (`sending`) is refused a control token; a view of a saved
+    file shows one as the text it is."""
     if sending and span.author is Author.DEVELOPER and (token := PATTERN.search(span.text)):
         raise HarnessError(
             "--model chat:NAME",
@@ -46,7 +46,7 @@ def _add(out: list[dict[str, str]], span: Span, sending: bool = True) -> None:
         )
     role = ROLE[span.author]
     if out and out[-1]["role"] == role:
-        out[-1] = {"role": role, "content": out[-1]["content"] + span.text}
+        out[-1]["content"] += span.text
     else:
         out.append({"role": role, "content": span.text})
 
@@ -83,11 +83,7 @@ def sent_text(record: RunRecord, source: str) -> str:
 def with_count(sent: list[dict[str, str]], chunks: Iterable[Any]) -> Iterator[Any]:
     """A call's stream, told first how many messages it sent."""
     yield Sent(len(sent))
-    try:
-        yield from chunks
-    finally:
-        if isinstance(chunks, Generator):
-            chunks.close()
+    yield from chunks  # closing this closes the model's stream too
 
 
 class ChatScript(Around):
