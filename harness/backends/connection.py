@@ -135,24 +135,13 @@ def read_bounded(client: Any, method: str, url: str, seconds: float, limit: int,
         return response.status_code, bytes(body[:limit])
 
 
-class Sockets:
-    """Every connection's socket of one client, kept weakly as httpcore's trace reports each,
-    so that all its calls, even one still waiting for its first byte, can be ended at once."""
-
-    def __init__(self) -> None:
-        self._all: weakref.WeakSet[socket.socket] = weakref.WeakSet()
-
-    def trace(self, event: str, info: dict[str, Any]) -> None:
-        if event == "connection.connect_tcp.complete" and (stream := info.get("return_value")) is not None:
-            if (sock := stream.get_extra_info("socket")) is not None:
-                self._all.add(sock)
-
-    def shut_all(self) -> None:
-        for sock in list(self._all):
-            try:
-                sock.shutdown(socket.SHUT_RDWR)
-            except OSError:  # closed already
-                pass
+def shut(sockets: weakref.WeakSet[socket.socket]) -> None:
+    """End every call on these sockets now, even one still waiting for its first byte."""
+    for sock in list(sockets):
+        try:
+            sock.shutdown(socket.SHUT_RDWR)
+        except OSError:  # closed already
+            pass
 
 
 class Deadlines(httpcore.NetworkBackend):
@@ -162,17 +151,19 @@ class Deadlines(httpcore.NetworkBackend):
 
     def __init__(self) -> None:
         self._sockets = httpcore.SyncBackend()
-        self._call = threading.local()  # .deadline: this thread's call's, if it is making one
+        self._call = threading.local()  # .deadline and .sockets: this thread's call's, if it is making one
 
     @contextmanager
-    def until(self, deadline: float) -> Iterator[None]:
-        """Within this, this thread's reads and writes end by `deadline` (nested: the sooner)."""
-        outer = getattr(self._call, "deadline", None)
-        self._call.deadline = deadline if outer is None else min(outer, deadline)
+    def until(self, deadline: float, sockets: weakref.WeakSet[socket.socket] | None = None) -> Iterator[None]:
+        """Within this, this thread's reads and writes end by `deadline` (nested: the sooner),
+        and the sockets it connects join `sockets` (which `shut` ends at once)."""
+        outer = getattr(self._call, "deadline", None), getattr(self._call, "sockets", None)
+        self._call.deadline = deadline if outer[0] is None else min(outer[0], deadline)
+        self._call.sockets = sockets if sockets is not None else outer[1]
         try:
             yield
         finally:
-            self._call.deadline = outer
+            self._call.deadline, self._call.sockets = outer
 
     def left(self, timeout: float | None, late: type[Exception] = httpcore.ReadTimeout) -> float | None:
         """How long the next read or write may block; past the deadline it raises `late` at
@@ -193,7 +184,10 @@ class Deadlines(httpcore.NetworkBackend):
         return client
 
     def connect_tcp(self, host: str, port: int, timeout: float | None = None, local_address: str | None = None, socket_options: Any = None) -> httpcore.NetworkStream:
-        return _Bounded(self._sockets.connect_tcp(host, port, self.left(timeout, httpcore.ConnectTimeout), local_address, socket_options), self)
+        stream = self._sockets.connect_tcp(host, port, self.left(timeout, httpcore.ConnectTimeout), local_address, socket_options)
+        if (sockets := getattr(self._call, "sockets", None)) is not None:
+            sockets.add(stream.get_extra_info("socket"))
+        return _Bounded(stream, self)
 
 
 class _Bounded(httpcore.NetworkStream):

@@ -12,8 +12,10 @@ from __future__ import annotations
 
 import copy
 import os
+import socket
 import threading
 import time
+import weakref
 from collections.abc import Iterator, Mapping, Sequence
 from typing import Any
 from urllib.parse import urlsplit
@@ -21,7 +23,7 @@ from urllib.parse import urlsplit
 import httpx
 
 from harness.backends import wire
-from harness.backends.connection import CALLS, Sockets, certificate_refused, drain, handshake_failed, new_client, proxied, read_bounded
+from harness.backends.connection import CALLS, certificate_refused, drain, handshake_failed, new_client, proxied, read_bounded, shut
 from harness.backends.counts import PromptCounter
 from harness.backends.urls import check_base_url, hidden, url_secrets
 from harness.entry import Entry
@@ -83,7 +85,7 @@ class ServerModel(Model):
         self._wait = wait_for_server
         self.notes: list[str] = []  # what was dropped on arrival (a malformed token count), once each
         self._key = _api_key()
-        self._sockets = Sockets()  # every connection's, of this model and its others
+        self._sockets: weakref.WeakSet[socket.socket] = weakref.WeakSet()  # every connection's, of this model and its others
         self._interrupted = threading.Event()  # Ctrl-C in a batch: no more waiting
         self.entry = Entry(url_secrets(self.base_url), key=self._key)
         headers = {"Accept-Encoding": "identity"} | ({"Authorization": f"Bearer {self._key}"} if self._key else {})
@@ -139,7 +141,7 @@ class ServerModel(Model):
         """End every call in flight of this model and its others now (every connection's
         socket is shut down), and any wait for the server: a batch's Ctrl-C."""
         self._interrupted.set()
-        self._sockets.shut_all()
+        shut(self._sockets)
 
     def wait(self, seconds: float) -> bool:
         """Until the server answers anything at all (GET /models), or `seconds` pass: True if
@@ -165,7 +167,7 @@ class ServerModel(Model):
         try:
             # Closing this generator early (a stop was found) closes the response and its
             # connection, so the server stops generating.
-            with CALLS.until(budget.deadline), self._client.stream("POST", url, json=body, extensions={"trace": self._sockets.trace}) as response:
+            with CALLS.until(budget.deadline, self._sockets), self._client.stream("POST", url, json=body) as response:
                 if response.status_code != 200:
                     raise status_error(response, model=self)
                 check_headers(response, model=self)
