@@ -52,9 +52,7 @@ class PromptCounter:
             status, body = read_bounded(self._client, "POST", self.url, self.seconds, 65536, json={"model": self.model, "input": prompt})
             data: Any = json.loads(body) if status == 200 else None
         except (httpx.TimeoutException, httpx.TransportError):  # busy or gone for now: not a "no"
-            note = f"the server's token count ({PATH}) did not answer in {self.seconds:g} s; some of this run's calls are not counted"
-            if note not in notes:
-                notes.append(note)
+            notes.append(f"the server's token count ({PATH}) did not answer in {self.seconds:g} s; some of this run's calls are not counted")
             return None
         except (httpx.HTTPError, ValueError, RecursionError):
             data = None

@@ -168,9 +168,8 @@ class ServerModel(Model):
             # Closing this generator early (a stop was found) closes the response and its
             # connection, so the server stops generating.
             with CALLS.until(budget.deadline, self._sockets), self._client.stream("POST", url, json=body) as response:
-                if response.status_code != 200:
-                    raise status_error(response, model=self)
-                check_headers(response, model=self)
+                if (error := refused(response, self)) is not None:
+                    raise error
                 max_line = 8 * self.bounds.max_chars + 65536  # room for JSON's escapes around the text
                 raw = response.iter_raw()
                 for data in wire.data_lines(raw, max_line):
@@ -225,38 +224,35 @@ class ServerModel(Model):
                 self.notes.append(note)
 
 
-def check_headers(response: httpx.Response, model: ServerModel) -> None:
-    """A stream of events, not compressed: anything else is the wrong server or endpoint."""
+def refused(response: httpx.Response, model: ServerModel) -> ModelError | None:
+    """What is wrong with an answer that is not an uncompressed stream of events: a refusal,
+    said with the server's own message and what to check, or the wrong server or endpoint."""
+    status = response.status_code
+    if status != 200:
+        body = bytearray()
+        try:
+            for chunk in response.iter_raw():
+                body += chunk
+                if len(body) >= ERROR_BODY:
+                    break
+        except httpx.HTTPError:
+            pass  # what came is enough to say what happened
+        detail = wire.error_text(bytes(body[:ERROR_BODY]), model.entry)
+        hint = {
+            401: "check HARNESS_API_KEY",
+            403: "check HARNESS_API_KEY",
+            404: f"check the base URL (it ends in /v1) and the model name; does the server serve /{model.path}?",
+        }.get(status, "the server refused the request" if status < 500 else "the server failed")
+        if "context" in detail.lower():
+            hint = f"the prompt is probably {TOO_LONG}"
+        return ModelError(f"{model.where} answered HTTP {status}: {detail or '(no message)'}; {hint}")
     kind = model.entry.detail(response.headers.get("content-type", ""), 60) or "no content type"
     if not kind.startswith("text/event-stream"):
-        what = f"does it serve /{model.path} with stream: true?"
-        raise ModelError(f"{model.where} answered with {kind}, not a stream of events: {what}")
+        return ModelError(f"{model.where} answered with {kind}, not a stream of events: does it serve /{model.path} with stream: true?")
     encoding = response.headers.get("content-encoding", "identity").strip().lower()
     if encoding not in ("", "identity"):
-        shown = model.entry.detail(encoding, 40)
-        raise ModelError(f"{model.where} compressed its answer (Content-Encoding: {shown}) though harness asked for none")
-
-
-def status_error(response: httpx.Response, model: ServerModel) -> ModelError:
-    """A refused call, said with the server's own message and what to check."""
-    status = response.status_code
-    body = bytearray()
-    try:
-        for chunk in response.iter_raw():
-            body += chunk
-            if len(body) >= ERROR_BODY:
-                break
-    except httpx.HTTPError:
-        pass  # what came is enough to say what happened
-    detail = wire.error_text(bytes(body[:ERROR_BODY]), model.entry)
-    hint = {
-        401: "check HARNESS_API_KEY",
-        403: "check HARNESS_API_KEY",
-        404: f"check the base URL (it ends in /v1) and the model name; does the server serve /{model.path}?",
-    }.get(status, "the server refused the request" if status < 500 else "the server failed")
-    if "context" in detail.lower():
-        hint = f"the prompt is probably {TOO_LONG}"
-    return ModelError(f"{model.where} answered HTTP {status}: {detail or '(no message)'}; {hint}")
+        return ModelError(f"{model.where} compressed its answer (Content-Encoding: {model.entry.detail(encoding, 40)}) though harness asked for none")
+    return None
 
 
 def _api_key() -> str:
