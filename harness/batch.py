@@ -100,12 +100,14 @@ def run_all(
     finished: Callable[[Outcome], Any] = lambda outcome: None,
     interrupt: Callable[[], Any] = lambda: None,
     heard: Heard = lambda job, what: None,
+    tick: Callable[[], Any] = lambda: None,
 ) -> tuple[list[Outcome | None], bool]:
     """Every job run by `work` in at most `workers` threads; the outcomes in the jobs'
     order (None for a run that never started), and whether Ctrl-C stopped the batch.
     `started` is called in the run's thread, `finished` in the caller's, in finishing order;
     `interrupt` at Ctrl-C, to wake the runs blocked in a model call (a stalled server);
-    `heard` in the run's thread as its model starts a call, sends a chunk, ends the call."""
+    `heard` in the run's thread as its model starts a call, sends a chunk, ends the call;
+    `tick` in the caller's, a few times a second (the progress bar's times move on)."""
     stop = threading.Event()
 
     def one(job: Job) -> Outcome | None:
@@ -126,6 +128,7 @@ def run_all(
             future.add_done_callback(ended.put)
         while pending:
             try:  # Ctrl-C may come anywhere in here, a second one too
+                tick()
                 if (future := _next_ended(ended, pending)) is None:
                     continue
                 outcome = None if future.cancelled() else future.result()
@@ -151,10 +154,10 @@ def run_all(
 
 
 def _next_ended(ended: queue.SimpleQueue[Future], pending: dict[Future, int]) -> Future | None:
-    """The next run that ended, or None after half a second (then any that ended meanwhile,
-    taken just as a Ctrl-C came, is queued again)."""
+    """The next run that ended, or None after a quarter of a second (then any that ended
+    meanwhile, taken just as a Ctrl-C came, is queued again)."""
     try:
-        future = ended.get(timeout=0.5)
+        future = ended.get(timeout=0.25)
     except queue.Empty:
         for future in [f for f in pending if f.done()]:
             ended.put(future)

@@ -200,8 +200,11 @@ def run_batch(jobs: list[Job], work: Work, workers: int, what: str = "scenario",
         if job.error:
             typer.echo(f"error: {one_line(job.error)}", err=True)
     runnable = [j for j in jobs if not j.error]
-    with progress_for(sys.stderr, len(runnable)) as progress:
-        outcomes, interrupted = run_all(runnable, work, workers, progress.started, progress.finished, interrupt, progress.heard)
+    progress = progress_for(sys.stderr, len(runnable))
+    try:
+        outcomes, interrupted = run_all(runnable, work, workers, progress.started, progress.finished, interrupt, progress.heard, progress.tick)
+    finally:
+        progress.end()
     for outcome in outcomes:
         if outcome is not None and outcome.error:
             typer.echo(f"error: {one_line(outcome.error)}", err=True)

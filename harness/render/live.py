@@ -1,23 +1,14 @@
 """The run for people, drawn from its events as they arrive: the terminal view.
 
-    authors:  developer   model   code
-    ✗ in the buffer, not shown to the user  ✂ never in the buffer
     developer │ Question: Why do my Nimbus uploads keep failing?
-    ── step 1 · the model is sent the whole buffer: 612 characters
+    ── call 1 · the model is sent the whole buffer: 612 characters
     model     │ Thought: Failing uploads often mean the storage quota is full.
                 ✂ cut by the stop sequence, never in the buffer: Observation: quota was fine…
 
-Every row names its author as well as colouring it, so authorship never rests on colour
-alone. Model text is shown as the gates let it through; a lane they denied is still
-model text in the buffer, so it follows the completion as a model row marked ✗, with a
-note that the user was not shown it (the stop sequence's cut is only a note: it never
-was in the buffer). A row that the next
-author continues on the same buffer line ends with ⤸. Model text is printed as Text
-objects, never parsed as markup, with its control characters shown and never obeyed
-(harness.escape.for_terminal: ESC as ␛), so no text can retitle the terminal or draw a
-forged row. Colour is off when stdout is not a terminal or NO_COLOR is set (rich decides).
-Rows are built as Styled text (harness.render.styled): rich draws them on a terminal, and
-off one the plain text is written without loading rich.
+Every row names its author as well as colouring it. A lane the gates denied is still model
+text in the buffer: a model row marked ✗; what the stop sequence cut never was: only a
+note. Text is shown through harness.escape.for_terminal, never parsed as markup. Rows are
+Styled text (harness.render.styled): off a terminal the plain text is written without rich.
 """
 
 from __future__ import annotations
