@@ -27,6 +27,7 @@ from harness.errors import HarnessError
 if TYPE_CHECKING:  # imported when a batch runs: `harness --help` stays fast
     from harness.batch import Job, Outcome, Work, Wrap
     from harness.model import Model
+    from harness.scenario import Scenario
 
 INTERRUPTED = 130
 
@@ -149,12 +150,8 @@ def worker(options: Options, root: Path, models: RunModels) -> Work:
 
     def work(job: Job, wrap: Wrap) -> Outcome:
         start = time.perf_counter()
-        spec = job.scenario
-        assert spec is not None
-        if options.max_steps is not None:
-            spec = spec.but(max_steps=options.max_steps)
-        if options.no_stop:
-            spec = spec.but(use_stop=False)
+        assert job.scenario is not None
+        spec = as_asked(job.scenario, options.max_steps, options.no_stop)
         try:
             with models.one() as live:  # a model of its own
                 record = run_scenario(spec, model=live, peek=options.peek, root=root, wrap=wrap)
@@ -170,6 +167,12 @@ def worker(options: Options, root: Path, models: RunModels) -> Work:
         return replace(outcome, wanted=wanted(spec), notes=notes_of(live))
 
     return work
+
+
+def as_asked(spec: Scenario, max_steps: int | None, no_stop: bool) -> Scenario:
+    """The scenario with --max-steps and --no-stop applied."""
+    spec = spec if max_steps is None else spec.but(max_steps=max_steps)
+    return spec.but(use_stop=False) if no_stop else spec
 
 
 def wanted(spec: Any) -> tuple[str, str] | None:

@@ -1,24 +1,15 @@
 """A readable diff of two saved transcripts: what changed, in which step, and by whom.
 
-A replay check or a snapshot compares two files in the save format byte for byte. When
-they differ, this module says how, in the file's own terms:
-
     transcripts/nimbus.txt: first difference in step 1 (code: Observation: 99.9 GB of 100 GB used)
     @@ -saved line 23, +replayed line 23 · step 1 @@
      model     | Action: check_quota(nimbus)
     -code      | Observation: 99.9 GB of 100 GB used
     +code      | Observation: 99.8 GB of 100 GB used
 
-The records keep their author column, as in the file. Step k is the k-th model call and
-what code appended after it (its observation or notice); the developer's prompt comes
-before step 1. Metadata lines (`# key: <json>`) are named by key.
-
-Bounded for huge files: equal lines at both ends are set aside before difflib sees the
-rest, lines are compared whole (never character by character), a displayed line is cut
-to a window around its first differing character, and only the first MAX_LINES lines
-of the diff are shown. Control characters are drawn as visible stand-ins (harness.escape:
-`\\r` as ␍, ESC as ␛), never raw and never as a bytes repr. What this module leaves
-out: running or loading anything.
+Step k is the k-th model call and what code appended after it; metadata lines are named
+by key. Bounded for huge files: the equal ends are set aside before difflib sees the rest,
+a shown line is cut to a window around its first difference, and only MAX_LINES lines are
+shown. Control characters are drawn as visible stand-ins (harness.escape).
 """
 
 from __future__ import annotations
