@@ -3,23 +3,13 @@
     outcomes, interrupted = run_all(jobs, work, workers=4)
 
 A Job is one scenario to run or one saved transcript to replay (or one that could not be
-loaded, kept so the summary names it). `work(job, wrap)` runs it through the function a
-single run goes through (harness.record.run_scenario, or replay) and returns its Outcome.
-Every run builds its own buffer, tools and model: the runs share nothing but the stop
-flag (and a server's connection pool, harness.backends). Runs wait on a model server, so
-threads are enough; the pool of `workers` threads is the only scheduler (the server batches).
-
-Ctrl-C reaches the main thread only. Then no new run starts, and the flag makes every
-running run's model raise KeyboardInterrupt in its own thread at its next chunk, which
-the loop turns into `canceled` exactly as it does for one run's Ctrl-C; a call blocked on
-a stalled server is ended at once (`interrupt`: its socket is shut down), and ends so too.
-A Python tool that never returns cannot be stopped from another thread: a second Ctrl-C
-stops waiting for such runs (canceled, with the detail STUCK, and not saved); the command
-then ends the process without waiting for their threads (harness.cli_batch).
-
-An Outcome keeps the facts the summary needs, never the transcript (a replay that differs
-keeps its diff, for --check to print): the memory of a long batch grows with the runs in
-flight, not with the runs done.
+loaded); `work(job, wrap)` runs it as a single run is run and returns its Outcome. Runs
+share nothing but the stop flag (and a server's connection pool); they wait on a model
+server, so a pool of threads is the scheduler. Ctrl-C reaches the main thread: no new run
+starts, each running model raises KeyboardInterrupt at its next chunk (`canceled`), and a
+call blocked on a stalled server is ended at once (`interrupt`). A second Ctrl-C stops
+waiting for runs stuck in a tool (canceled, STUCK, not saved). An Outcome keeps the facts
+the summary needs, never the transcript, so memory grows with the runs in flight.
 """
 
 from __future__ import annotations

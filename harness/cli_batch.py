@@ -1,12 +1,7 @@
 """`harness run A B DIR ...`: many scenarios, each run as `harness run A` runs it, with
 bounded concurrency (harness.batch), progress on stderr (harness.batch_progress), a
-summary on stdout and reports for CI (harness.batch_report). `run_batch` is the part
-that `harness replay A B DIR` shares.
-
-Exit codes, the first that applies: 130 Ctrl-C; 2 a scenario could not be loaded (one
-line naming it; the others still ran); 3 a run ended in model_error; 1 --fail-on matched;
-0 otherwise.
-"""
+summary on stdout and reports for CI (harness.batch_report). `harness replay A B DIR`
+shares `run_batch`."""
 
 from __future__ import annotations
 
@@ -184,17 +179,14 @@ def wanted(spec: Any) -> tuple[str, str] | None:
 
 
 def notes_of(model: Model | None) -> tuple[str, ...]:
-    """What a run's model dropped on arrival, kept in its Outcome: the progress says it as
-    the run ends, on a line of its own (never from the run's thread onto the bar's line)."""
+    """What a run's model dropped on arrival, for its Outcome (the progress says it as it ends)."""
     return tuple(model.notes) if model is not None else ()
 
 
 def run_batch(jobs: list[Job], work: Work, workers: int, what: str = "scenario", interrupt: Callable[[], Any] = lambda: None) -> tuple[list[Outcome], int, bool]:
     """The jobs run by `work` with progress on stderr, then the summary on stdout (after
     the diffs of replays that differ): every outcome in the jobs' order, how many never
-    started, and whether Ctrl-C came. Each job that cannot run is one line on stderr:
-    before the runs if found while gathering, after them if found while running.
-    `harness run` and `harness replay` (harness.cli_replay) both come through here."""
+    started, and whether Ctrl-C came. Each job that cannot run is one line on stderr."""
     from harness.batch import Outcome, run_all
     from harness.batch_progress import progress_for
     from harness.batch_report import one_line, summary
@@ -255,8 +247,7 @@ def earlier_runs(jobs: list[Job], save_dir: Path | None) -> dict[Path, Path]:
 
 
 def end_interrupted() -> None:
-    """Exit 130 after Ctrl-C. Runs a second Ctrl-C left stuck in their threads (a tool that
-    never returns) do not hold the command: it ends with os._exit (harness.__main__)."""
+    """Exit 130 after Ctrl-C (runs left stuck in their threads do not hold the command: harness.__main__)."""
     typer.echo("interrupted", err=True)
     raise typer.Exit(INTERRUPTED)
 

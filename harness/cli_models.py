@@ -1,8 +1,5 @@
-"""The command's model options, shared by `run` and `replay`: which model, where, and the
-bounds of each call. Thin, like the rest of the CLI: the backends do the work
-(harness.backends); this turns options into a model and says on stderr what a live run
-must tell whatever --format prints.
-"""
+"""The model options `run` and `replay` share: which model, where, the bounds of each
+call; and what a live run says on stderr whatever --format prints."""
 
 from __future__ import annotations
 

@@ -1,19 +1,11 @@
 """`harness replay FILE...`: run the loop again from saved transcripts, their model turns
 as the script (or a live --model); with --check, exit 1 and a diff if a byte differs.
 
-One file is shown (or checked) as it always was. Several files, or folders (every *.txt
-under them that begins with the save format's header, sorted, as the pytest plugin finds
-them), are a batch: each replayed as one would be, through harness.cli_batch's
-run_batch (the same --jobs threads, progress on stderr, summary on stdout), the diffs of
-those that differ printed before the summary, in the order given.
-
+Several files, or folders (every transcript under them, sorted), are a batch through
+harness.cli_batch's run_batch, the diffs of those that differ printed before the summary.
 With --update, as `pytest --harness-update`: each file whose replay changed is rewritten,
 keeping its recorded model turns, and named (`replaced PATH`); only a replay that
 completed replaces its file, one that failed or broke off leaves it byte for byte.
-
-Exit codes for several, the first that applies: 130 Ctrl-C; 2 a file could not be
-loaded or replayed (one line naming it; the others still ran); 3 a live --model failed;
-1 a --check found a difference; 0 otherwise.
 """
 
 

@@ -1,17 +1,11 @@
-"""A run as a sequence of frames, for stepping through it: the lesson's "Frame k of N".
+"""A run as a sequence of frames, for stepping through it: "Frame k of N".
 
-Frame 0 is the developer's prompt; each later frame adds one span of the buffer (the
-model's completion, or what code spliced in). A frame is not a call: one model call writes
-one model frame, and code's observations are frames of their own, so "call 2" (the model's
-second reply) may be frame 3. Each frame carries the three facts of the
-lesson: what was sent to the model, what was appended and by whom, and why the loop went
-on or stopped. Frames are built from a RunRecord, which a fresh run and a saved file
-give alike, so both step through alike; why the loop went on is what the loop recorded
-(the tools that ran, the notices it wrote), not guessed from the text.
-
-The cost of resubmission is here too: the model is sent the whole buffer on every call,
-so the characters sent grow with the square of the calls while the new text grows
-linearly. A prefix cache would only have to process what is new since the last call.
+Frame 0 is the developer's prompt; each later frame adds one span of the buffer (a model
+call's completion, or what code spliced in), with the lesson's three facts: what was sent
+to the model, what was appended and by whom, and why the loop went on or stopped, as the
+loop recorded it. And the cost of resubmission: the whole buffer is sent on every call,
+so the characters sent grow with the square of the calls; a prefix cache would process
+only what is new.
 """
 
 from __future__ import annotations

@@ -1,18 +1,10 @@
 """One self-contained HTML file: the stepper, the three facts per frame, the cost chart.
 
-No network, no external fonts or scripts: the page, its style, its script and the run's
-data are all in the file. The data travels as JSON in a <script type="application/json">
-element and is put on the page with textContent, so nothing the model wrote is ever
-parsed as HTML. A chat run's messages travel once, each frame saying how many of them its
-call was sent (harness.render.sent), for the page's "what was sent" toggle. The cost
-chart is an inline SVG drawn here.
-
-The template's placeholders (__TITLE__, __DATA__, …) are filled in one pass: each is
-replaced once and what it is replaced with is never scanned again, so a title holding
-"__DATA__" stays text. Each value is escaped for where it lands (harness.escape). A
-Content-Security-Policy allows only the page's own style and script, by their hashes:
-no inline event handler, injected script or external load would run even if some text
-ever reached the page unescaped.
+No network: the page, its style, script and data are all in the file. The run's data
+travels as JSON in a <script type="application/json"> element and is put on the page with
+textContent, so nothing the model wrote is parsed as HTML. The template's placeholders
+are filled in one pass (a title holding "__DATA__" stays text), and a Content-Security-Policy
+allows only the page's own style and script, by their hashes.
 """
 
 from __future__ import annotations

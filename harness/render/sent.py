@@ -1,18 +1,8 @@
 """What a call of a chat run was sent, for the stepper (`m`, `--frame K --messages`) and the page.
 
-A run through a chat endpoint (`scenario.endpoint == "chat"`) sent each call the buffer
-cut into messages by harness.backends.messages. Every view shows the same messages, one
-role per physical line, as the stepper names an author per line:
-
-    what was sent: call 2, 3 messages by the chat rule (m: back to the buffer)
-    user      │ Answer the question below. You can use these tools:
-    user     ↪│ … the rest of a line too wide for the screen
-    assistant │ Thought: add.
-    user      │ Observation: 2
-
-The run's messages are split once (messages.sent_counts) and call i shows the first
-counts[i] of them, so the views grow with the buffer, not with calls times messages.
-A run that did not go through chat has no messages: the key says so in one line.
+A chat run (`scenario.endpoint == "chat"`) sent each call the buffer cut into messages by
+harness.backends.messages; every view shows them one role per physical line. The run's
+messages are split once and call i shows the first counts[i] of them.
 """
 
 from __future__ import annotations
