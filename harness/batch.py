@@ -59,21 +59,12 @@ class Outcome:
 
     @classmethod
     def of(cls, name: str, record: RunRecord, seconds: float, saved: Path | None, expected: bool | None) -> Outcome:
-        counts = [c.tokens for c in record.calls if c.tokens]
-        prompt = [t.get("prompt_tokens") for t in counts]
-        completion = [t.get("completion_tokens") for t in counts]
-        return cls(
-            name,
-            record.stop_reason.value,
-            record.steps,
-            record.final_answer,
-            record.detail,
-            seconds,
-            sum(p for p in prompt if p is not None) if any(p is not None for p in prompt) else None,
-            sum(c for c in completion if c is not None) if any(c is not None for c in completion) else None,
-            saved,
-            expected,
-        )
+        def total(key: str) -> int | None:  # None when no call counted it
+            counted = [c.tokens[key] for c in record.calls if c.tokens and c.tokens.get(key) is not None]
+            return sum(counted) if counted else None
+
+        reason, total_prompt, total_completion = record.stop_reason.value, total("prompt_tokens"), total("completion_tokens")
+        return cls(name, reason, record.steps, record.final_answer, record.detail, seconds, total_prompt, total_completion, saved, expected)
 
 
 STUCK = "still running at the second Ctrl-C (a tool that never returned?); not saved"
@@ -104,7 +95,7 @@ def run_all(
         if stop.is_set():  # Ctrl-C came while it waited for a thread
             return None
         started(job)
-        return work(job, lambda model: cancelable(model, stop, lambda what: heard(job, what)))
+        return work(job, lambda model: Cancelable(model, stop, lambda what: heard(job, what)))
 
     outcomes: list[Outcome | None] = [None] * len(jobs)
     interrupted = abandoned = False
@@ -153,10 +144,6 @@ def _next_ended(ended: queue.SimpleQueue[Future], pending: dict[Future, int]) ->
             ended.put(future)
         return None
     return future if future in pending else None
-
-
-def cancelable(model: Model, stop: threading.Event, heard: Callable[[str], Any] = lambda what: None) -> Model:
-    return Cancelable(model, stop, heard)
 
 
 class Cancelable(Around):

@@ -160,29 +160,30 @@ def costs(transcript: Transcript) -> list[CallCost]:
     return out
 
 
-def cost_table(rows: list[CallCost], tokens: list[dict | None] | None = None) -> str:
-    """A plain-text table, the same on every terminal. With `tokens` (per call, from a model
-    that counts: prompt_tokens, evaluated_tokens), two columns of real figures are added."""
+def cost_cells(rows: list[CallCost], tokens: list[dict | None] | None = None) -> tuple[bool, list[list[str]]]:
+    """The cost table's cells, one row per call; with the model's own token counts when it
+    gave any (`counted`), two more cells of real figures ("?" where a call had none)."""
     counted = tokens is not None and any(t is not None for t in tokens)
+    out = []
+    for i, r in enumerate(rows):
+        cells = [f"{c:,}" for c in (r.call, r.prompt_chars, r.completion_chars, r.total_sent, r.cached_new, r.total_new, r.total_sent // CHARS_PER_TOKEN)]
+        if counted:
+            t = (tokens[i] if i < len(tokens) else None) or {}
+            cells += ["?" if t.get(k) is None else f"{t[k]:,}" for k in ("prompt_tokens", "evaluated_tokens")]
+        out.append(cells)
+    return counted, out
+
+
+def cost_table(rows: list[CallCost], tokens: list[dict | None] | None = None) -> str:
+    """A plain-text table, the same on every terminal."""
+    counted, cells = cost_cells(rows, tokens)
     head = ("call", "prompt sent", "completion", "total sent", "with prefix cache", "cache total", "≈ tokens sent*")
-    if counted:
-        head += ("tokens sent", "tokens evaluated")
+    head += ("tokens sent", "tokens evaluated") if counted else ()
 
     def row(cells) -> str:
         return "  ".join(f"{c:>{len(h) if i == 0 else max(len(h), 10)}}" for i, (h, c) in enumerate(zip(head, cells)))
 
-    lines = [row(head)]
-    for i, r in enumerate(rows):
-        cells = [f"{c:,}" for c in (r.call, r.prompt_chars, r.completion_chars, r.total_sent, r.cached_new, r.total_new, r.total_sent // CHARS_PER_TOKEN)]
-        if counted:
-            t = tokens[i] if i < len(tokens) and tokens[i] else {}
-            cells += [_number(t.get("prompt_tokens")), _number(t.get("evaluated_tokens"))]
-        lines.append(row(cells))
-    lines.append(f"figures in characters; * an estimate: characters ÷ {CHARS_PER_TOKEN}, no tokenizer was used")
+    lines = [row(head), *map(row, cells), f"figures in characters; * an estimate: characters ÷ {CHARS_PER_TOKEN}, no tokenizer was used"]
     if counted:
         lines.append("tokens sent and evaluated: the model's own counts (evaluated: not taken from its prefix cache)")
     return "\n".join(lines)
-
-
-def _number(value: int | None) -> str:
-    return "?" if value is None else f"{value:,}"

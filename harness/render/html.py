@@ -16,7 +16,7 @@ from importlib.resources import files
 import regex
 
 from harness.escape import for_html, for_script_json
-from harness.render.frames import CHARS_PER_TOKEN, KINDS, NO_STOP, CallCost, costs, frames, parts, stop_was_off
+from harness.render.frames import CHARS_PER_TOKEN, KINDS, NO_STOP, CallCost, cost_cells, costs, frames, parts, stop_was_off
 from harness.render.live import never_ran
 from harness.render.sent import SentMessages
 from harness.run_record import RunRecord
@@ -102,21 +102,12 @@ def chart(rows: list[CallCost], width: int = 560, height: int = 240) -> str:
 
 
 def table(rows: list[CallCost], tokens: list[dict | None] | None = None) -> str:
-    """The cost per call. With the model's own token counts (when the run recorded them),
-    two columns of real figures beside the labelled estimate."""
-    counted = tokens is not None and any(t is not None for t in tokens)
+    """The cost per call, with the model's own token counts when the run recorded them."""
+    counted, cells = cost_cells(rows, tokens)
     head = ["call", "prompt sent", "completion", "total sent", "with prefix cache", "cache total", "≈ tokens sent (estimate)"]
     if counted:
         head += ["tokens sent (the model's count)", "tokens evaluated (the model's count)"]
-
-    def cells(i: int, r: CallCost) -> list[str]:
-        out = [f"{v:,}" for v in (r.call, r.prompt_chars, r.completion_chars, r.total_sent, r.cached_new, r.total_new, r.total_sent // CHARS_PER_TOKEN)]
-        if counted:
-            t = (tokens[i] if i < len(tokens) else None) or {}
-            out += ["?" if t.get(k) is None else f"{t[k]:,}" for k in ("prompt_tokens", "evaluated_tokens")]
-        return out
-
-    body = "".join("<tr>" + "".join(f"<td>{c}</td>" for c in cells(i, r)) + "</tr>" for i, r in enumerate(rows))
+    body = "".join("<tr>" + "".join(f"<td>{c}</td>" for c in row) + "</tr>" for row in cells)
     note = f"Figures in characters. The ≈ column is an estimate (characters ÷ {CHARS_PER_TOKEN}); no tokenizer was used."
     if counted:
         note += " Tokens sent and evaluated are the model's own counts (evaluated: not taken from its prefix cache); ? where it gave none."
