@@ -202,30 +202,24 @@ def note(message: str) -> Styled:
 
 
 def saved_events(record: RunRecord) -> Iterator[Event]:
-    """The events a view needs to draw a finished run: its model text as deltas, the parts
-    the user was not shown as the denied lanes they were (harness.unseen)."""
-    from harness.render.frames import unran_actions
+    """The events a view needs to draw a finished run, from its frames: model text as
+    deltas, the parts the user was not shown as the denied lanes they were."""
+    from harness.render.frames import frames
 
-    calls, spans = iter(record.calls), record.transcript.spans
-    for i, span in enumerate(spans):
-        if span.author is not Author.MODEL:
-            yield Appended(span.author, span.text)
+    for f in frames(record):
+        if f.author is not Author.MODEL:
+            yield Appended(f.author, f.added)
             continue
-        call = next(calls, None)
-        hidden = call.hidden if call is not None else ()
         at, lanes = 0, []
-        for start, end, lane in hidden:
+        for start, end, lane in f.hidden:
             if start > at:
-                yield TextDelta(span.text[at:start])
-            lanes.append(Lane(len(lanes), lane, "denied", 0, span.text[start:end]))
+                yield TextDelta(f.added[at:start])
+            lanes.append(Lane(len(lanes), lane, "denied", 0, f.added[start:end]))
             at = end
-        yield TextDelta(span.text[at:])
-        answer, unran_ = None, unran_actions(record) if i == len(spans) - 1 else ()
-        if unran_:  # the Final Answer ended the run before these Actions could run
-            lanes += [Lane(len(lanes) + n, "action", "allowed", len(text), text) for n, text in enumerate(unran_)]
-            answer = record.final_answer
-        if call is not None and (call.cut or lanes):
-            yield CompletionEnded(0, span.text, call.cut, call.cut_by, Round(lanes=tuple(lanes), answer=answer))
+        yield TextDelta(f.added[at:])
+        lanes += [Lane(len(lanes) + n, "action", "allowed", len(text), text) for n, text in enumerate(f.unran)]
+        if f.cut or lanes:  # (unran: the Final Answer ended the run before these Actions could run)
+            yield CompletionEnded(0, f.added, f.cut, f.cut_by, Round(lanes=tuple(lanes), answer=record.final_answer if f.unran else None))
     yield Stopped(record.stop_reason, record.final_answer, record.steps, record.detail)
 
 
