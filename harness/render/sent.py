@@ -38,24 +38,21 @@ class SentMessages:
         call = self.call_of[k] if self.chat and k < len(self.call_of) else None
         return None if call is None or call >= len(self.counts) else self.counts[call]
 
-    def of_frame(self, k: int) -> list[dict[str, str]] | None:
-        """The messages frame k's call was sent (None: no call at this frame, or not chat)."""
-        count = self.count_of(k)
-        return None if count is None else self.messages[:count]
-
-    def heading(self, k: int) -> str:
+    def heading_line(self, k: int) -> Text:
         """One line: what the view of frame k shows, or why it shows nothing."""
+        count = self.count_of(k)
         if not self.chat:
-            return NOT_CHAT
-        sent = self.of_frame(k)
-        if sent is None:
-            return f"what was sent: no call wrote frame {k} (a model frame shows what its call was sent)"
-        return f"what was sent: call {self.call_of[k] + 1}, {len(sent)} message{'s' if len(sent) != 1 else ''} by the chat rule (m: back to the buffer)"
+            said = NOT_CHAT
+        elif count is None:
+            said = f"what was sent: no call wrote frame {k} (a model frame shows what its call was sent)"
+        else:
+            said = f"what was sent: call {self.call_of[k] + 1}, {count} message{'s' if count != 1 else ''} by the chat rule (m: back to the buffer)"
+        return Text(for_terminal(said), style=NOTE_STYLE)
 
     def lines(self, k: int, console: Console, width: int) -> list[Text]:
         """Frame k's messages as physical lines, each led by its role."""
         out: list[Text] = []
-        for message in self.of_frame(k) or []:
+        for message in self.messages[: self.count_of(k) or 0]:
             role, style = message["role"], ROLE_STYLE.get(message["role"], "")
             for row in split_lines(message["content"]) or [""]:
                 body = Text(for_terminal(row.rstrip("\n")), style=style)
@@ -64,6 +61,3 @@ class SentMessages:
                     head = f"{role:<{WIDTH}} │ " if i == 0 else f"{role:<{WIDTH}}↪│ "
                     out.append(Text(head, style=f"bold {style}".strip()).append_text(piece))
         return out
-
-    def heading_line(self, k: int) -> Text:
-        return Text(for_terminal(self.heading(k)), style=NOTE_STYLE)

@@ -98,7 +98,6 @@ class Screen:
         self.cut_whole: bool | None = None
         self._cut_shown_whole = True  # as last drawn
         self.said = ""  # one line in answer to a key that has nothing to show (m on a run without chat), until the next key
-        self._sent_lines: tuple[tuple[int, int], list[Text]] | None = None
         self._follow = 0  # the top line that follows the newest part, as last drawn
         self._lines: BufferLines | None = None
 
@@ -126,14 +125,6 @@ class Screen:
             else:
                 self.showing_sent, self.top = not self.showing_sent, None
 
-    def sent_lines(self, width: int) -> list[Text]:
-        """Frame k's messages at this width, made once per (step, width)."""
-        if self.sent is None:
-            return []
-        if self._sent_lines is None or self._sent_lines[0] != (self.k, width):
-            self._sent_lines = ((self.k, width), self.sent.lines(self.k, self.console, width))
-        return self._sent_lines[1]
-
     def lines(self) -> list[Text]:
         """Exactly one screen: the header, the buffer's window, the facts (at most a third
         of the screen), and the keys last; no line wider than the screen."""
@@ -150,7 +141,7 @@ class Screen:
             facts = [*facts[: most - 1], Text("…", style="dim")]
         room = max(1, height - len(top_lines) - 3 - len(facts))  # besides the heads, "above", blank, keys
         if self.showing_sent:  # the messages, their end in view: the newest message is last
-            made, newest = self.sent_lines(width), []
+            made, newest = self.sent.lines(self.k, self.console, width), []
             before = len(made)
         else:
             made, before, newest = self.buffer(width).upto(self.k, None, " (c: short)" if self.cut_whole else "")
