@@ -50,7 +50,7 @@ Update = Annotated[
     bool,
     typer.Option("--update", help="Rewrite each file whose replay changed, keeping its recorded model turns (as pytest --harness-update)."),
 ]
-REHASHED = "its source was edited since the recording (pytest --harness-update records the new hash; --strict-source fails on it)"
+REHASHED = "its source was edited since the recording (--update, or pytest --harness-update, records the new hash; --strict-source fails on it)"
 RECORD_HINT = "`harness run SCENARIO --save FILE` or `pytest --harness-record MODEL` asks the model again"
 HINT = (
     "(`harness replay FILE... --update` or `pytest --harness-update` rewrites a saved transcript whose replay changed, keeping its "
