@@ -67,3 +67,18 @@ def test_replay_update_of_files_that_replay_the_same_replaces_nothing(tmp_path):
 def test_replay_update_goes_alone(tmp_path):
     result = invoke("replay", "x.txt", "--update", "--check")
     assert result.exit_code == 2 and result.stderr.startswith("error: --update")
+
+
+def test_replay_update_never_replaces_a_file_with_a_replay_that_broke_off(tmp_path):
+    """Its recorded turns ran out before the run ended (model_exhausted, where the recording
+    ended with a final answer): an incomplete cassette is never written over a whole one."""
+    out = tmp_path / "out"
+    scenario(tmp_path, "short")
+    assert invoke("run", str(tmp_path / "short.toml"), "--save-dir", str(out)).exit_code == 0
+    saved = out / "short.txt"
+    saved.write_text(saved.read_text(encoding="utf-8").replace("Final Answer: 3", "Final Answer 3"), encoding="utf-8")
+    before = saved.read_bytes()
+    result = invoke("replay", str(out), "--update")
+    assert result.exit_code == 2, result.output
+    assert saved.read_bytes() == before and "replaced" not in result.stderr
+    assert f"error: {saved}: the replay did not complete (model_exhausted); the file was left as it was" in result.stderr
