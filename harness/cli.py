@@ -10,6 +10,7 @@ own and is registered here, in the order `harness --help` lists them:
     cli_run      run (one scenario; several go to cli_batch), agent
     cli_replay   replay
     cli_show     show, step, export, list
+    cli_proxy    proxy (an existing agent's traffic, recorded and replayed)
     cli_files    what they share: reading a saved run, writing an output file
     cli_models   the model options;  cli_views  the formats a run is shown in
 
@@ -25,6 +26,7 @@ from typer.core import TyperGroup
 
 from harness.cli_replay import replay
 from harness.cli_models import MODEL_FAILED
+from harness.cli_proxy import proxy
 from harness.cli_run import agent, run
 from harness.cli_show import export, list_scenarios, show, step
 from harness.errors import HarnessError
@@ -98,7 +100,7 @@ def _root(
         typer.echo(ctx.get_help())
 
 
-for command in (run, show, replay, agent, step, export):
+for command in (run, show, replay, agent, step, export, proxy):
     app.command()(command)
 app.command("list")(list_scenarios)
 

@@ -31,7 +31,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 from harness.errors import HarnessError
@@ -56,6 +56,9 @@ class Call:
     def key(self) -> str:
         """What a replayed request must match: endpoint, prompt and settings."""
         return json.dumps([self.endpoint, self.prompt, self.params], sort_keys=True, ensure_ascii=False)
+
+    def but(self, **changes: Any) -> Call:
+        return replace(self, **changes)
 
 
 def group(calls: Sequence[Call]) -> list[list[Call]]:
