@@ -38,12 +38,10 @@ def proxy(
     recorder = Proxy(cassette, mode, base_url or os.environ.get("HARNESS_BASE_URL"), bounds)
     server = serve(recorder, port)
     done = threading.Event()
-    signal.signal(signal.SIGTERM, lambda *_: done.set())
+    for signum in (signal.SIGINT, signal.SIGTERM):  # Ctrl-C, or a kill: stop and save
+        signal.signal(signum, lambda *_: done.set())
     print(recorder.url, flush=True)
-    try:
-        done.wait()
-    except KeyboardInterrupt:
-        pass
+    done.wait()
     server.shutdown()
     written = recorder.close()
     print(f"harness proxy: wrote {len(written)} run{'s' if len(written) != 1 else ''} to {cassette}", file=sys.stderr)

@@ -37,7 +37,7 @@ from typing import Any
 
 import httpx
 
-from harness import cassette
+from harness import captured, cassette
 from harness.backends import wire
 from harness.backends.connection import new_client, read_bounded
 from harness.backends.urls import check_base_url, hidden, url_secrets
@@ -217,7 +217,7 @@ def _answered(call: Call, data: dict[str, Any], entry: Entry, bounds: Bounds) ->
         raise ModelError(f"the completion passed {bounds.max_chars:,} characters; the call was stopped (raise --max-chars)")
     notes: list[str] = []
     used = wire.usage(data.get("usage"), notes)
-    tokens = None if used is None else {"prompt_tokens": used.prompt, "completion_tokens": used.completion}
+    tokens = None if used is None else {"prompt_tokens": used.prompt_tokens, "completion_tokens": used.completion_tokens}
     reason = choice.get("finish_reason")
     return call.but(completion=entry.scrub(text), tool_calls=calls, finish_reason=reason if isinstance(reason, str) else "stop", tokens=tokens)
 
@@ -271,6 +271,10 @@ class Handler(BaseHTTPRequestHandler):
     protocol_version = "HTTP/1.1"
     timeout = 60  # seconds a client may take to send its request
     server: ProxyServer
+
+    def handle(self) -> None:
+        captured.ours()  # what this thread prints (a replay's diff) is the command's own output
+        super().handle()
 
     def do_GET(self) -> None:
         if self.path.rstrip("/") not in ("/v1/models", "/models"):
