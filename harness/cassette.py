@@ -23,7 +23,7 @@ from typing import Any
 from harness.errors import HarnessError, TranscriptFormatError
 from harness.files import read_input, write_file
 from harness.run_record import CallRecord
-from harness.traffic import Call, body, group, prompts, transcript
+from harness.traffic import Call, body, prompts, transcript
 from harness.transcript import HEADER, Author, dumps, loads
 
 
@@ -42,14 +42,14 @@ def run_text(run: Sequence[Call]) -> str:
     return dumps(buffer, meta)
 
 
-def save(calls: Sequence[Call], folder: Path, replace: bool) -> list[Path]:
-    """The calls, grouped into runs, written as run-NNN.txt: after the files already there,
-    or (`replace`) in their place, the old ones beyond the new count removed."""
+def save(runs: Sequence[Sequence[Call]], folder: Path, replace: bool) -> list[Path]:
+    """The runs written as run-NNN.txt: after the files already there, or (`replace`) in
+    their place, the old ones beyond the new count removed."""
     folder.mkdir(parents=True, exist_ok=True)
     old = sorted(folder.glob("run-*.txt"))
     start = 1 if replace else len(old) + 1
     written = []
-    for number, run in enumerate(group(calls), start):
+    for number, run in enumerate(runs, start):
         path = folder / f"run-{number:03d}.txt"
         write_file(path, run_text(run), HEADER, "the cassette")
         written.append(path)

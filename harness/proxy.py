@@ -1,33 +1,28 @@
 """The proxy: an OpenAI-compatible endpoint between an existing agent and its model server.
 
     proxy = Proxy(Path("cassettes/t1"), "once", upstream="http://127.0.0.1:8080/v1")
-    server = serve(proxy)                       # 127.0.0.1, a free port; proxy.url is its base URL
+    server = serve(proxy)                       # on 127.0.0.1, a free port: proxy.url
     ...                                         # the agent, its base URL set to proxy.url
     server.shutdown(); proxy.close()            # the runs saved as transcripts (harness.cassette)
 
-It answers POST /v1/completions and /v1/chat/completions (streamed or not) and GET
-/v1/models. Each request becomes a Call (harness.traffic): its prompt as one text and the
-settings that decide the answer. The modes are VCR's:
-
-    once           replay the cassette if there is one, else record a new one
-    new_episodes   replay what was recorded, record what was not (added as new runs)
-    all            record everything again; the cassette is replaced, unless a call failed
-    none           replay only
-
-A replayed request must match a recorded call exactly (endpoint, prompt, settings); one
-that does not fails closed: HTTP 400 whose message, like stderr, holds a diff of the
-agent's buffer against the nearest recording. Recording forwards each call to the upstream
-server, not streamed, bounded as every call harness makes (max tokens asked, characters
-read, seconds), and answers the agent the same way a replay does, streamed if it asked.
-A failed upstream call is HTTP 502 with the upstream's message, and its run is saved as
-model_error. The agent's API key (its Authorization header, or an `api_key` in the body)
-is forwarded, and scrubbed from everything kept (harness.entry); settings other than
-PARAMS are forwarded and never saved.
+POST /v1/completions and /v1/chat/completions (streamed or not), GET /v1/models. Each
+request is a Call (harness.traffic): its prompt as one text, and the settings (PARAMS) that
+decide the answer. The modes are VCR's: `once` replays the cassette if there is one, else
+records one; `new_episodes` replays what was recorded and records what was not; `all`
+records again; `none` only replays. A replayed request must match a recorded call exactly;
+one that does not fails closed: HTTP 400 whose message, like stderr, holds a diff of the
+agent's buffer against the nearest recording. Recording forwards each call, not streamed,
+bounded as every call harness makes, and answers as a replay does (streamed if asked). A
+failed upstream call is HTTP 502 with the upstream's message, its run saved as model_error;
+a recording with a failed call never changes a cassette that exists. The agent's API key
+(its Authorization header, an `api_key` in the body) is forwarded, and scrubbed from all
+that is kept; settings other than PARAMS are forwarded, never saved.
 """
 
 from __future__ import annotations
 
 import json
+import os
 import sys
 import threading
 from collections.abc import Iterator
@@ -45,7 +40,7 @@ from harness.diff import transcript_diff
 from harness.entry import Entry
 from harness.errors import HarnessError
 from harness.model import DEFAULTS, Bounds, ModelError
-from harness.traffic import Call, body, chat_text, transcript
+from harness.traffic import Call, body, chat_text, group, transcript
 from harness.transcript import dumps
 
 MODES = ("once", "new_episodes", "all", "none")
@@ -90,7 +85,7 @@ class Proxy:
 
     def handle(self, endpoint: str, request: dict[str, Any], key: str) -> Call:
         """The answer to one request, as a Call (an upstream failure: a Call with `error`)."""
-        entry = Entry(url_secrets(self.upstream), key=key or str(request.get("api_key", "")))
+        entry = Entry([*url_secrets(self.upstream), str(request.get("api_key", ""))], key=key)
         call = _call(endpoint, request, entry)
         recorded = self.answers.get(call.key())
         if recorded is None and not self.recording:
@@ -129,7 +124,7 @@ class Proxy:
         if not same:
             said = head + "; the cassette holds no such call"
         else:
-            run, k = max(same, key=lambda at: (_common(at[0][at[1]].prompt, call.prompt), -same.index(at)))
+            run, k = max(same, key=lambda at: (len(os.path.commonprefix([at[0][at[1]].prompt, call.prompt])), -same.index(at)))
             nearest = run[k]
             if nearest.prompt == call.prompt:
                 changed = sorted(k for k in {**nearest.params, **call.params} if nearest.params.get(k) != call.params.get(k))
@@ -145,27 +140,19 @@ class Proxy:
     # --- the end of a session -------------------------------------------------------------
 
     def close(self, save: bool = True) -> list[Path]:
-        """Save what was recorded (unless it would replace a cassette with a failed recording)."""
+        """Save what was recorded: `new_episodes` adds the runs that hold a new call, the other
+        modes replace the cassette; a recording with a failed call keeps one that exists."""
         if self.client is not None:
             self.client.close()
         with self.lock:
-            calls, live = list(self.calls), set(self.live)
-        if not save or not live:
+            new = [id(call) for i, call in enumerate(self.calls) if i in self.live]
+            runs = [run for run in group(self.calls) if any(id(call) in new for call in run)]
+        if not save or not runs:
             return []
-        if self.mode == "new_episodes":  # the runs that hold a new call, added
-            runs = [c for i, c in enumerate(calls) if i in live]
-            return cassette.save(runs, self.folder, replace=False)
-        if any(c.error for c in calls) and any(self.folder.glob("run-*.txt")):
+        if any(call.error for run in runs for call in run) and any(self.folder.glob("run-*.txt")):
             print(f"harness proxy: a call failed, so {self.folder} was kept as it was", file=sys.stderr)
             return []
-        return cassette.save(calls, self.folder, replace=True)
-
-
-def _common(a: str, b: str) -> int:
-    n = 0
-    while n < min(len(a), len(b)) and a[n] == b[n]:
-        n += 1
-    return n
+        return cassette.save(runs, self.folder, replace=self.mode != "new_episodes")
 
 
 def _buffer(before: list[Call], call: Call) -> str:

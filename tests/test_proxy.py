@@ -177,6 +177,18 @@ def test_new_episodes_replays_what_was_recorded_and_adds_what_is_new(tmp_path, u
     assert len(upstream.requests) == 4
 
 
+def test_a_new_episode_that_goes_on_from_a_replayed_call_is_saved_whole(tmp_path, upstream):
+    upstream.serve(answer(" add."), answer(" done"), answer(" again"))
+    first = Session(tmp_path / "c", "once", upstream.url)
+    agent(first.url)
+    first.close()
+    more = Session(tmp_path / "c", "new_episodes", upstream.url)
+    assert agent(more.url, strip=True) == [" add.", " again"]  # the first call replayed, the second new
+    (path,) = more.close()
+    record = load_record(path.read_text(), str(path))
+    assert record.transcript.texts_by(Author.MODEL) == [" add.", " again"]
+
+
 def test_an_api_key_in_the_header_or_the_body_never_reaches_a_file(tmp_path, upstream):
     upstream.serve(answer(f" the key is {KEY}"))
     session = Session(tmp_path / "c", "once", upstream.url)
