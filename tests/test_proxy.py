@@ -273,3 +273,25 @@ def test_bad_arguments_are_one_line_and_exit_2(tmp_path):
         env = {k: v for k, v in os.environ.items() if k != "HARNESS_BASE_URL"}
         done = subprocess.run([sys.executable, "-m", "harness", "proxy", str(tmp_path / "c"), *args], capture_output=True, text=True, env=env)
         assert (done.returncode, done.stderr.count("\n")) == (2, 1) and said in done.stderr
+
+
+def test_a_recorded_run_is_an_ordinary_transcript_for_show_step_and_export(tmp_path, upstream):
+    from typer.testing import CliRunner
+
+    from harness.cli import app
+
+    upstream.serve(answer(" add.\nAction: add(2, 3)\n"), answer(" Final Answer: 5"))
+    session = Session(tmp_path / "c", "once", upstream.url)
+    agent(session.url)
+    (path,) = session.close()
+    runner = CliRunner()
+    shown = runner.invoke(app, ["show", str(path), "--format", "tagged"])
+    kept = [line for line in path.read_text().splitlines(keepends=True) if not line.startswith("# proxy: ")]
+    assert shown.exit_code == 0 and shown.output == "".join(kept)  # all but the proxy's own key
+    stepped = runner.invoke(app, ["step", str(path), "--frame", "2"], env={"COLUMNS": "120", "NO_COLOR": "1"})
+    assert stepped.exit_code == 0 and "Observation: 5" in stepped.output
+    page = tmp_path / "run.html"
+    assert runner.invoke(app, ["export", str(path), "--html", str(page)]).exit_code == 0
+    assert "Final Answer: 5" in page.read_text()
+    checked = runner.invoke(app, ["replay", str(path), "--check"])  # its replay is the proxy's: one line says why not here
+    assert checked.exit_code == 2 and checked.output.count("\n") == 1 and "cannot be replayed" in checked.output
