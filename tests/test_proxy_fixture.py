@@ -41,33 +41,33 @@ def upstream():
 
 
 def test_record_once_then_replay_offline_then_fail_on_a_changed_prompt(pytester, upstream):
-    pytester.makepyfile(test_agent=AGENT)
+    pytester.makepyfile(test_proxied_agent=AGENT)
     pytester.runpytest("--harness-proxy-base-url", upstream.url).assert_outcomes(passed=1)
     saved = pytester.path / "cassettes" / "test_agent" / "run-001.txt"
     assert "model     \\  done" in saved.read_text()
     upstream.close()
     pytester.runpytest("--harness-proxy-base-url", upstream.url).assert_outcomes(passed=1)  # replayed
-    pytester.makepyfile(test_agent=AGENT.replace('"2+3?"', '"2+4?"'))
+    pytester.makepyfile(test_proxied_agent=AGENT.replace('"2+3?"', '"2+4?"'))
     result = pytester.runpytest()
     result.assert_outcomes(failed=1)
     result.stdout.fnmatch_lines(["*-developer | Question: 2+3?*", "*+developer | Question: 2+4?*"])
 
 
 def test_a_test_that_fails_while_recording_writes_no_cassette(pytester, upstream):
-    pytester.makepyfile(test_agent=AGENT.replace('" done\\n', '" other\\n'))
+    pytester.makepyfile(test_proxied_agent=AGENT.replace('" done\\n', '" other\\n'))
     pytester.runpytest("--harness-proxy-base-url", upstream.url).assert_outcomes(failed=1)
     assert not (pytester.path / "cassettes" / "test_agent").exists()
 
 
 def test_mode_none_without_a_cassette_fails_every_call_offline(pytester):
-    pytester.makepyfile(test_agent=AGENT)
+    pytester.makepyfile(test_proxied_agent=AGENT)
     result = pytester.runpytest("--harness-proxy", "none")
     result.assert_outcomes(failed=1)
     result.stdout.fnmatch_lines(["*not recorded*the cassette holds no such call*"])
 
 
 def test_a_mode_that_is_not_one_fails_the_test_in_one_line(pytester):
-    pytester.makepyfile(test_agent=AGENT)
+    pytester.makepyfile(test_proxied_agent=AGENT)
     result = pytester.runpytest("--harness-proxy", "sometimes")
     result.assert_outcomes(errors=1)
     result.stdout.fnmatch_lines(["*harness_proxy: --mode: must be one of once, new_episodes, all, none*"])
