@@ -14,8 +14,10 @@ from pathlib import Path
 
 import httpx
 import pytest
+from typer.testing import CliRunner
 
 from harness.cassette import load
+from harness.cli import app
 from harness.proxy import Proxy, serve
 from harness.saved import load_record
 from harness.traffic import REWRITTEN
@@ -115,6 +117,10 @@ def test_langchain_react_agent_records_replays_offline_and_fails_on_a_changed_pr
     assert [call.prompt for call in run] == sent  # every prompt, byte for byte, from the transcript
     for span in spans[2::2]:  # what LangChain appended after each completion: its observation and cue
         assert span.author is Author.CODE and (span.text.startswith("\nObservation: ") or span.text.startswith(REWRITTEN))
+    page = tmp_path / "lesson.html"  # the lesson: the buffer LangChain really built, in the stepper and the page
+    stepped = CliRunner().invoke(app, ["step", str(path), "--frame", "2"], env={"COLUMNS": "120", "NO_COLOR": "1"})
+    assert stepped.exit_code == 0 and "Frame 2 of" in stepped.output and "Question: What is 7 times 6?" in stepped.output
+    assert CliRunner().invoke(app, ["export", str(path), "--html", str(page)]).exit_code == 0
     replayed = through(tmp_path / "c", "none", None, langchain_agent(model, "What is 7 times 6?"))
     assert replayed == answer
     openai = pytest.importorskip("openai")
