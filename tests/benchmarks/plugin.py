@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import argparse
 import os
+import re
 import subprocess
 import sys
 import tempfile
@@ -30,14 +31,18 @@ RUNS = [("collect only", ["--collect-only"]), ("plain", []), ("-n 1", ["-n", "1"
 
 
 def write_transcripts(folder: Path, count: int) -> int:
-    """`count` saved transcripts, the shipped scenarios in turn, each asked its own question; total bytes."""
-    scenarios = [(path.stem, load_scenario(path)) for path in shipped_scenarios()]
+    """`count` saved transcripts, the shipped scenarios in turn, each asked its own question
+    (a copy of the scenario file beside the folder, which its transcript names); total bytes."""
+    shipped = shipped_scenarios()
     folder.mkdir()
+    (copies := folder.parent / "scenarios").mkdir(exist_ok=True)
     total = 0
     for i in range(count):
-        name, scenario = scenarios[i % len(scenarios)]
-        saved = run_scenario(scenario.but(question=f"{scenario.question} (run {i})")).saved
-        with open(folder / f"{i:04d}-{name}.txt", "w", encoding="utf-8", newline="") as f:
+        path = shipped[i % len(shipped)]
+        text = re.sub(r'^question = "(.*)"$', lambda m: f'question = "{m[1]} (run {i})"', path.read_text(encoding="utf-8"), count=1, flags=re.M)
+        (copy := copies / f"{i:04d}-{path.name}").write_text(text, encoding="utf-8")
+        saved = run_scenario(load_scenario(copy)).saved
+        with open(folder / f"{i:04d}-{path.stem}.txt", "w", encoding="utf-8", newline="") as f:
             f.write(saved)
         total += len(saved.encode())
     return total
