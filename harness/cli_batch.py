@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 
-from harness.cli_files import output_path
+from harness.cli_io import output_path, scenario_file
 from harness.cli_models import CallOptions, RunModels
 from harness.errors import HarnessError
 
@@ -51,32 +51,40 @@ class Options:
     no_stop: bool = False
 
 
-def gather(arguments: list[str]) -> list[Job]:
-    """Names, files and folders (every *.toml under them, sorted), in the order given; a
-    file given twice runs once. One that cannot be loaded is a Job with its error."""
+HOLDS = {"scenario": (".toml", ".toml scenario"), "transcript": (".txt", "saved transcript (*.txt)")}
+
+
+def gather(arguments: list[str], kind: str = "scenario") -> list[Job]:
+    """Scenarios (names and files) or saved transcripts, and folders (every one under them,
+    sorted), in the order given; a file given twice runs once. One that cannot be loaded,
+    and a folder that holds none, is a Job with its error."""
     from harness.batch import Job
-    from harness.cli_files import is_folder, scenario_file
-    from harness.files import same_file
+    from harness.files import is_transcript, same_file
     from harness.scenario import load_scenario
 
+    suffix, held = HOLDS[kind]
     jobs, seen = [], set()
     for argument in arguments:
         if not argument.strip():  # Path("") is ".": an empty argument would run everything under here
-            jobs.append(Job(repr(argument), None, f"{argument!r} names no scenario"))
+            jobs.append(Job(repr(argument), None, f"{argument!r} names no {kind}"))
             continue
-        folder = Path(argument)
-        try:
-            # every *.toml that is not a folder: a FIFO or a broken link is named, never skipped unsaid
-            paths = sorted(p for p in folder.rglob("*.toml") if not p.is_dir()) if is_folder(folder) else [scenario_file(argument)]
-        except HarnessError as e:
-            jobs.append(Job(Path(argument).stem, None, str(e)))
-            continue
-        if not paths:
-            jobs.append(Job(argument, None, f"{argument}: the folder holds no .toml scenario"))
+        if os.path.isdir(argument):  # a FIFO or a broken or looping link is named, never skipped unsaid
+            paths = sorted(p for p in Path(argument).rglob("*" + suffix) if not p.is_dir() and (kind == "scenario" or not p.is_file() or is_transcript(p)))
+            if not paths:
+                jobs.append(Job(argument, None, f"{argument}: the folder holds no {held}"))
+        else:
+            try:
+                paths = [scenario_file(argument) if kind == "scenario" else Path(argument)]
+            except HarnessError as e:
+                jobs.append(Job(Path(argument).stem, None, str(e)))
+                continue
         for path in paths:
             if (key := same_file(path)) in seen:
                 continue
             seen.add(key)
+            if kind == "transcript":
+                jobs.append(Job(str(path), None, saved=path.absolute()))  # (a tool's os.chdir cannot lose the next)
+                continue
             try:
                 jobs.append(Job(path.stem, load_scenario(path)))
             except HarnessError as e:

@@ -9,6 +9,7 @@ completed replaces its file, one that failed or broke off leaves it byte for byt
 """
 
 
+import os
 import sys
 import time
 from dataclasses import replace
@@ -17,7 +18,7 @@ from typing import TYPE_CHECKING, Annotated
 
 import typer
 
-from harness.cli_files import is_folder, scenario_hint
+from harness.cli_io import Format, FormatOption, call_lines, named, scenario_hint, show_record
 from harness.cli_models import (
     BaseUrlOption,
     CallOptions,
@@ -32,7 +33,6 @@ from harness.cli_models import (
     live_model_from,
     tell_stderr,
 )
-from harness.cli_views import Format, FormatOption, call_lines, show_record
 from harness.errors import HarnessError
 
 if TYPE_CHECKING:  # imported when replays run: `harness --help` stays fast
@@ -74,25 +74,24 @@ def replay(
     update: Update = False,
 ) -> None:
     """Run the loop again from saved transcripts: their model turns are the script (or a live --model)."""
-    if any(not f.strip() for f in files):  # Path("") is ".": it would replay everything under here
-        raise HarnessError("FILE", "an empty argument names no transcript")
+    for file in files:
+        named(file, "FILE", "transcript")
     if strict_source and not check:
         raise HarnessError("--strict-source", "goes with --check")
     if update and (check or model not in (None, "scripted")):
         raise HarnessError("--update", "keeps the recorded model turns and accepts what --check would find; give it alone")
-    saved = [Path(f) for f in files]
     call = CallOptions(max_tokens, max_chars, max_seconds, strict, wait_for_server)
-    if len(saved) > 1 or is_folder(saved[0]) or update:
+    if len(files) > 1 or os.path.isdir(files[0]) or update:
         if format is not Format.rich:
             raise HarnessError("--format", "goes with one file; several replays print a summary")
-        replay_many(saved, check, jobs, model, base_url, call, strict_source, update)
+        replay_many(files, check, jobs, model, base_url, call, strict_source, update)
         return
     from harness.diff import transcript_diff
     from harness.loop import nobody
     from harness.record import read_text
     from harness.record import replay as replay_text
 
-    path = saved[0]
+    path = Path(files[0])
     live_model = live_model_from(model, base_url, call)
     emit = call_lines(nobody) if live_model is not None and not sys.stderr.isatty() else nobody
     with scenario_hint(path):
@@ -116,27 +115,6 @@ def replay(
     typer.echo(diff if diff.endswith("\n") else diff + "\n", nl=False)
     typer.echo(HINT, err=True)
     raise typer.Exit(1)
-
-
-def gather(arguments: list[Path]) -> "list[Job]":
-    """Files and folders in the order given (a folder's transcripts sorted); a file given
-    twice replays once. A folder without a transcript is a Job with its error."""
-    from harness.batch import Job
-    from harness.files import is_transcript, same_file
-
-    jobs, seen = [], set()
-    for argument in arguments:
-        paths = [argument]
-        if is_folder(argument):
-            # a regular file that is a transcript; a FIFO or a broken or looping link is named, never skipped unsaid
-            paths = sorted(p for p in argument.rglob("*.txt") if (is_transcript(p) if p.is_file() else not p.is_dir()))
-            if not paths:
-                jobs.append(Job(str(argument), None, f"{argument}: the folder holds no saved transcript (*.txt)"))
-        for path in paths:
-            if (key := same_file(path)) not in seen:
-                seen.add(key)
-                jobs.append(Job(str(path), None, saved=path.absolute()))  # (a tool's os.chdir cannot lose the next)
-    return jobs
 
 
 def worker(check: bool, models: RunModels, root: Path, strict_source: bool = False, update: bool = False) -> "Work":
@@ -191,12 +169,12 @@ def updated(outcome: "Outcome", result, path: Path) -> "Outcome":
 
 
 def replay_many(
-    arguments: list[Path], check: bool, jobs: int, model: str | None, base_url: str | None, call: CallOptions, strict_source: bool = False, update: bool = False
+    arguments: list[str], check: bool, jobs: int, model: str | None, base_url: str | None, call: CallOptions, strict_source: bool = False, update: bool = False
 ) -> None:  # fmt: skip
     from harness.batch_report import exit_code, one_line
-    from harness.cli_batch import end_interrupted, run_batch
+    from harness.cli_batch import end_interrupted, gather, run_batch
 
-    found = gather(arguments)
+    found = gather(arguments, "transcript")
     models = RunModels(model, base_url, call, jobs, sum(not j.error for j in found))  # a bad --model is one line, once, before any replay
     try:
         ordered, _, interrupted = run_batch(found, worker(check, models, Path.cwd(), strict_source, update), jobs, "transcript", interrupt=models.interrupt)

@@ -1,7 +1,7 @@
 """`harness run SCENARIO` (several, or a folder, go to harness.cli_batch) and `harness
 agent`, the same single run asked for as one run_agent request on stdin."""
 
-
+import os
 import sys
 from pathlib import Path
 from typing import Annotated
@@ -9,7 +9,7 @@ from typing import Annotated
 import typer
 
 from harness.cli_batch import FailOn, Jobs, Junit, Report, SaveDir, as_asked
-from harness.cli_files import is_folder, named, output_path, scenario_file, write
+from harness.cli_io import Format, FormatOption, call_lines, live_view, named, output_path, print_event, scenario_file, show_record, write
 from harness.cli_models import (
     BaseUrlOption,
     CallOptions,
@@ -24,7 +24,6 @@ from harness.cli_models import (
     seconds,
     tell_stderr,
 )
-from harness.cli_views import Format, FormatOption, call_lines, live_view, print_event, show_record
 from harness.errors import HarnessError
 
 
@@ -71,7 +70,7 @@ def run(
     batch = (save_dir, report, junit, fail_on)
     if len(scenarios) == 1:  # (among several, an empty one is a run that cannot start: cli_batch)
         named(scenarios[0], "SCENARIO", "scenario")
-    several = len(scenarios) > 1 or any(is_folder(Path(s)) for s in scenarios)
+    several = len(scenarios) > 1 or any(os.path.isdir(s) for s in scenarios)
     call = CallOptions(max_tokens, max_chars, max_seconds, strict, wait_for_server)
     if several or any(o is not None for o in batch):
         from harness.cli_batch import Options, refuse_single_run_options, run_many
