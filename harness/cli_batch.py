@@ -93,54 +93,46 @@ def gather(arguments: list[str], kind: str = "scenario") -> list[Job]:
 
 
 def check(jobs: list[Job], options: Options) -> None:
-    """Everything that can be refused is refused before the first run (exit 2)."""
+    """Every output the batch writes is refused before the first run (exit 2): a report not
+    harness's to replace, two outputs in one file, a --save-dir that is no folder."""
     from harness.batch_report import JSON_HEADER, JUNIT_HEADER
-    from harness.events import StopReason
     from harness.files import check_target, same_file
     from harness.transcript import HEADER
 
-    known = {"mismatch", *StopReason}
-    if unknown := sorted(options.fail_on - known):
-        raise HarnessError("--fail-on", f"{unknown[0]!r} is not a stop reason or mismatch (known: {', '.join(sorted(known))})")
-    if options.peek and options.model in (None, "scripted"):
-        raise HarnessError("--peek", "goes with a live --model; a script is always read whole")
-    for path, header, option in ((options.report, JSON_HEADER, "--report"), (options.junit, JUNIT_HEADER, "--junit")):
-        if path is not None:
-            check_target(path, header, option)
-    outputs = [(o, p) for o, p in (("--report", options.report), ("--junit", options.junit)) if p is not None]
-    if len(outputs) == 2 and same_file(outputs[0][1]) == same_file(outputs[1][1]):
+    outputs = {o: p for o, p in (("--report", options.report), ("--junit", options.junit)) if p is not None}
+    for option, path in outputs.items():
+        check_target(path, JSON_HEADER if option == "--report" else JUNIT_HEADER, option)
+    if len(outputs) == 2 and same_file(options.report) == same_file(options.junit):
         raise HarnessError(f"--junit {options.junit}", "is the file --report writes too; give each its own")
-    if options.save_dir is None:
+    if (folder := options.save_dir) is None:
         return
-    for option, path in outputs:  # a transcript would be written over the report, or the report over it
-        if same_file(path.parent) == same_file(options.save_dir) and path.suffix == ".txt":
-            raise HarnessError(f"{option} {path}", f"lies in --save-dir {options.save_dir}, among the transcripts; write it elsewhere")
-    folder = options.save_dir
+    where = f"--save-dir {folder}"
+    for option, path in outputs.items():  # a transcript would be written over the report, or the report over it
+        if same_file(path.parent) == same_file(folder) and path.suffix == ".txt":
+            raise HarnessError(f"{option} {path}", f"lies in {where}, among the transcripts; write it elsewhere")
     try:
         os.lstat(folder)  # a name too long to look up: one line here, not in every run
     except FileNotFoundError:
         pass
     except OSError as e:
-        raise HarnessError(f"--save-dir {folder}", f"cannot look at the folder ({e.strerror or e})") from None
+        raise HarnessError(where, f"cannot look at the folder ({e.strerror or e})") from None
     if folder.is_symlink() and not folder.exists():
-        raise HarnessError(f"--save-dir {folder}", "is a link that loops or leads nowhere")
+        raise HarnessError(where, "is a link that loops or leads nowhere")
     if folder.exists() and not folder.is_dir():
-        raise HarnessError(f"--save-dir {folder}", "is not a folder")
+        raise HarnessError(where, "is not a folder")
     if not folder.parent.is_dir():
-        raise HarnessError(f"--save-dir {folder}", "its parent folder does not exist")
-    names: dict[str, Job] = {}
+        raise HarnessError(where, "its parent folder does not exist")
+    sources: dict[str, str] = {}
     for job in (j for j in jobs if j.scenario is not None):
-        if job.name in names:
-            first, second = names[job.name].scenario.source, job.scenario.source  # type: ignore[union-attr]
-            raise HarnessError(f"--save-dir {folder}", f"{first} and {second} would both be saved as {job.name}.txt")
-        names[job.name] = job
-    if folder.is_dir():  # a folder of earlier runs: only harness's own files are replaced
-        for name in names:
-            check_target(folder / f"{name}.txt", HEADER, "--save-dir")
+        if job.name in sources:
+            raise HarnessError(where, f"{sources[job.name]} and {job.scenario.source} would both be saved as {job.name}.txt")
+        sources[job.name] = job.scenario.source
+        if folder.is_dir():  # a folder of earlier runs: only harness's own files are replaced
+            check_target(folder / f"{job.name}.txt", HEADER, "--save-dir")
     try:
         folder.mkdir(exist_ok=True)
     except OSError as e:
-        raise HarnessError(f"--save-dir {folder}", f"cannot create the folder ({e.strerror or e})") from None
+        raise HarnessError(where, f"cannot create the folder ({e.strerror or e})") from None
 
 
 def worker(options: Options, root: Path, models: RunModels) -> Work:

@@ -68,6 +68,8 @@ def run(
 ) -> None:
     """Run scenarios on their scripted model, or on a live one; one prints its transcript, several a summary."""
     batch = (save_dir, report, junit, fail_on)
+    if peek is not None and model in (None, "scripted"):
+        raise HarnessError("--peek", "goes with a live --model; a script is always read whole")
     if len(scenarios) == 1:  # (among several, an empty one is a run that cannot start: cli_batch)
         named(scenarios[0], "SCENARIO", "scenario")
     several = len(scenarios) > 1 or any(os.path.isdir(s) for s in scenarios)
@@ -77,11 +79,22 @@ def run(
 
         made_by = "" if several else next(o for o, v in zip(("--save-dir", "--report", "--junit", "--fail-on"), batch) if v is not None)
         refuse_single_run_options(format is not Format.rich, save, live or delay is not None, cost, save_dir, made_by)
-        reasons = frozenset(r.strip() for r in (fail_on or "").split(",") if r.strip())
-        if fail_on is not None and not reasons:
-            raise HarnessError("--fail-on", "names no stop reason (give REASON,... or mismatch)")
+        reasons = fail_reasons(fail_on)
         return run_many(scenarios, Options(jobs, save_dir, report, junit, reasons, model, base_url, call, peek or 0, max_steps, no_stop))
     run_one(scenarios[0], format, save, max_steps, no_stop, live, delay, cost, model, base_url, call, peek)
+
+
+def fail_reasons(fail_on: str | None) -> frozenset[str]:
+    """--fail-on's stop reasons (or mismatch), each checked."""
+    from harness.events import StopReason
+
+    reasons = frozenset(r.strip() for r in (fail_on or "").split(",") if r.strip())
+    if fail_on is not None and not reasons:
+        raise HarnessError("--fail-on", "names no stop reason (give REASON,... or mismatch)")
+    known = {"mismatch", *StopReason}
+    if unknown := sorted(reasons - known):
+        raise HarnessError("--fail-on", f"{unknown[0]!r} is not a stop reason or mismatch (known: {', '.join(sorted(known))})")
+    return reasons
 
 
 def run_one(
@@ -98,8 +111,6 @@ def run_one(
         raise HarnessError(flag, "goes with the rich view; it cannot go with --format " + format.value)
     spec = as_asked(load_scenario(scenario_file(scenario)), max_steps, no_stop)
     live_model = live_model_from(model, base_url, call)
-    if peek is not None and live_model is None:
-        raise HarnessError("--peek", "goes with a live --model; a script is always read whole")
     target = None if save is None else save.absolute()  # before the run: a tool may os.chdir
     if save is not None:
         from harness.files import check_target
