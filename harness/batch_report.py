@@ -11,7 +11,6 @@ from __future__ import annotations
 import json
 from collections import Counter
 from collections.abc import Iterable, Sequence
-from pathlib import Path
 from typing import Any
 
 from harness.batch import Outcome
@@ -185,16 +184,3 @@ def to_junit(outcomes: Sequence[Outcome], fail_on: Iterable[str]) -> str:
     ET.indent(root)
     return JUNIT_HEADER + ET.tostring(root, encoding="unicode") + "\n"
 
-
-def write_reports(outcomes: Sequence[Outcome], report: Path | None, junit: Path | None, fail_on: Iterable[str], not_started: int = 0) -> list[Path]:
-    """The report files asked for, each written whole or not at all; the paths written."""
-    from harness.files import write_file
-
-    written = []
-    if report is not None:
-        write_file(report, to_json(outcomes, not_started), JSON_HEADER, "--report")
-        written.append(report)
-    if junit is not None:
-        write_file(junit, to_junit(outcomes, fail_on), JUNIT_HEADER, "--junit")
-        written.append(junit)
-    return written

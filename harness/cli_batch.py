@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 
-from harness.cli_io import output_path, scenario_file
+from harness.cli_io import output_path, scenario_file, write
 from harness.cli_models import CallOptions, RunModels
 from harness.errors import HarnessError
 
@@ -215,12 +215,11 @@ def run_batch(jobs: list[Job], work: Work, workers: int, what: str = "scenario",
 
 
 def run_many(arguments: list[str], options: Options) -> None:
-    from harness.batch_report import exit_code, one_line, write_reports
+    from harness.batch_report import JSON_HEADER, JUNIT_HEADER, exit_code, one_line, to_json, to_junit
 
     jobs = gather(arguments)
     check(jobs, options)
-    given = {p.absolute(): p for p in (options.report, options.junit) if p is not None}
-    earlier = earlier_runs(jobs, options.save_dir)
+    earlier, asked = earlier_runs(jobs, options.save_dir), options
     options = replace(options, **{k: getattr(options, k).absolute() for k in ("save_dir", "report", "junit") if getattr(options, k) is not None})  # now: a tool's os.chdir cannot move them
     models = RunModels(options.model, options.base_url, options.call, options.jobs, sum(not j.error for j in jobs))  # a bad --model: one line, once
     try:
@@ -230,8 +229,10 @@ def run_many(arguments: list[str], options: Options) -> None:
     for o in ordered:  # a folder reused by another recipe never loses a recording unsaid
         if o.transcript is not None and o.transcript in earlier:
             typer.echo(f"replaced {one_line(str(earlier[o.transcript]))} (it held an earlier run)", err=True)
-    for path in write_reports(ordered, options.report, options.junit, options.fail_on, not_started):
-        typer.echo(f"wrote {one_line(str(given.get(path, path)))}", err=True)
+    if asked.report is not None:  # each written whole or not at all
+        write(asked.report, to_json(ordered, not_started), JSON_HEADER, "--report", options.report)
+    if asked.junit is not None:
+        write(asked.junit, to_junit(ordered, options.fail_on), JUNIT_HEADER, "--junit", options.junit)
     if interrupted:
         end_interrupted()
     raise typer.Exit(exit_code(ordered, options.fail_on))

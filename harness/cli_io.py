@@ -143,12 +143,14 @@ def print_event(event: Any) -> None:
     sys.stdout.write(event_line(event) + "\n")  # buffered: a flush per line costs more than the event
 
 
-def call_lines(draw):
-    """`draw`, and for a live run off a terminal (a CI log) one line on stderr as each model
+def call_lines(draw, live: bool):
+    """`draw`, and for a `live` run off a terminal (a CI log) one line on stderr as each model
     call ends, so the log is never silent for the length of a run: `call 2: 418 characters,
     1.93 s`. On a terminal the rich view is the progress; a script takes no time to read."""
     from harness.events import CompletionEnded, RoundStarted
 
+    if not live or sys.stderr.isatty():
+        return draw
     started = time.perf_counter()
 
     def emit(event: Any) -> None:

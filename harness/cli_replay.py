@@ -10,7 +10,6 @@ completed replaces its file, one that failed or broke off leaves it byte for byt
 
 
 import os
-import sys
 import time
 from dataclasses import replace
 from pathlib import Path
@@ -93,9 +92,8 @@ def replay(
 
     path = Path(files[0])
     live_model = live_model_from(model, base_url, call)
-    emit = call_lines(nobody) if live_model is not None and not sys.stderr.isatty() else nobody
     with scenario_hint(path):
-        result = replay_text(read_text(path), str(path), emit, live_model, root=Path.cwd())
+        result = replay_text(read_text(path), str(path), call_lines(nobody, live_model is not None), live_model, root=Path.cwd())
     tell_stderr(result.record, live_model)
     if not check:
         show_record(format, result.record)

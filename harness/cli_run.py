@@ -2,7 +2,6 @@
 agent`, the same single run asked for as one run_agent request on stdin."""
 
 import os
-import sys
 from pathlib import Path
 from typing import Annotated
 
@@ -138,9 +137,8 @@ def listener(format: Format, delay: float, live_model: bool, no_stop: bool = Fal
     end), saying each call of a live run on stderr."""
     from harness.loop import nobody
 
-    emit = live_view(delay, no_stop) if format is Format.rich else print_event if format is Format.events else None
-    emit = emit or nobody
-    return call_lines(emit) if live_model and not sys.stderr.isatty() else emit
+    emit = live_view(delay, no_stop) if format is Format.rich else print_event if format is Format.events else nobody
+    return call_lines(emit, live_model)
 
 
 def agent(
