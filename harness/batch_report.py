@@ -72,12 +72,6 @@ def _marks(outcomes: Sequence[Outcome]) -> list[tuple[str, Any]]:
     return [(name, shown) for name, _, field, shown in MARKS if any(getattr(o, field) is not None for o in outcomes)]
 
 
-def _tokens(o: Outcome) -> str:
-    if o.prompt_tokens is None and o.completion_tokens is None:
-        return "-"
-    return str((o.prompt_tokens or 0) + (o.completion_tokens or 0))
-
-
 def summary(outcomes: Sequence[Outcome], not_started: int = 0, what: str = "scenario") -> str:
     """The table, one row per run in the order given (`what` ran: scenario, or transcript
     for replays), then the counts."""
@@ -88,7 +82,7 @@ def summary(outcomes: Sequence[Outcome], not_started: int = 0, what: str = "scen
         reason = o.stop_reason or "not run"
         ran = not o.error
         steps, seconds = (str(o.steps), f"{o.seconds:.2f}") if ran else ("-", "-")
-        row = (named(o.name), reason, steps, shortened(o.final_answer), seconds, _tokens(o))
+        row = (named(o.name), reason, steps, shortened(o.final_answer), seconds, "-" if o.tokens is None else str(o.tokens))
         rows.append(row + tuple(mark(o) for _, mark in marks))
     widths = [max(len(r[i]) for r in rows) for i in range(len(rows[0]))]
     right = {2, 4, 5}  # numbers line up on the right
@@ -125,7 +119,6 @@ def exit_code(outcomes: Sequence[Outcome], fail_on: Iterable[str], model_failed:
 
 
 def as_dict(o: Outcome) -> dict[str, Any]:
-    tokens = None if _tokens(o) == "-" else int(_tokens(o))
     return {
         "scenario": o.name,
         "stop_reason": o.stop_reason or None,
@@ -133,7 +126,7 @@ def as_dict(o: Outcome) -> dict[str, Any]:
         "final_answer": o.final_answer,
         "detail": o.detail,
         "seconds": round(o.seconds, 3),
-        "tokens": tokens,
+        "tokens": o.tokens,
         "prompt_tokens": o.prompt_tokens,
         "completion_tokens": o.completion_tokens,
         "expect": None if o.expected is None else _expect(o),
