@@ -111,24 +111,21 @@ def export(
     from harness.render.html import PAGE_HEADER, page
     from harness.render.markdown import NOTES_HEADER, notes
 
-    if html is None and markdown is None:
+    outputs = {o: (path, header, view) for o, path, header, view in (("--html", html, PAGE_HEADER, page), ("--markdown", markdown, NOTES_HEADER, notes)) if path}
+    if not outputs:
         raise HarnessError("harness export", "say where: --html FILE and/or --markdown FILE")
-    if html is not None and markdown is not None and same_file(html) == same_file(markdown):  # one would replace the other
+    if len(outputs) == 2 and same_file(html) == same_file(markdown):  # one would replace the other
         raise HarnessError(f"--markdown {markdown}", "is the file --html writes too; give each its own")
-    if html is not None:
-        check_target(html, PAGE_HEADER, "--html")
-    if markdown is not None:
-        check_target(markdown, NOTES_HEADER, "--markdown")
-    outputs = {option: path.absolute() for option, path in (("html", html), ("markdown", markdown)) if path}
+    for option, (path, header, _) in outputs.items():
+        check_target(path, header, option)
+    targets = {option: path.absolute() for option, (path, _, _) in outputs.items()}  # before the run: a tool may os.chdir
     record = open_target(target, no_stop, model, base_url)
     title = (record.scenario.title if record.scenario else "") or Path(target).stem
     if stop_was_off(record):  # its title may say what the stop sequence does: say what happened instead
         title = f"{title.split(':')[0]} — run with no stop sequence (--no-stop): nothing cut what the model wrote"
     title = "harness · " + title
-    if html is not None:
-        write(html, page(record, title), PAGE_HEADER, "--html", outputs["html"])
-    if markdown is not None:
-        write(markdown, notes(record, title), NOTES_HEADER, "--markdown", outputs["markdown"])
+    for option, (path, header, view) in outputs.items():
+        write(path, view(record, title), header, option, targets[option])
     exit_if_failed(record, model not in (None, "scripted"))  # a live model failed (said on stderr): the page shows where
 
 
