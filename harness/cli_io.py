@@ -138,7 +138,7 @@ def live_view(delay: float, stop_off: bool = False):
 
 
 def print_event(event: Any) -> None:
-    from harness.render.events import event_line
+    from harness.render.json import event_line
 
     sys.stdout.write(event_line(event) + "\n")  # buffered: a flush per line costs more than the event
 
