@@ -21,7 +21,6 @@ from harness.errors import HarnessError
 
 if TYPE_CHECKING:  # imported when a batch runs: `harness --help` stays fast
     from harness.batch import Job, Outcome, Work, Wrap
-    from harness.model import Model
     from harness.scenario import Scenario
 
 INTERRUPTED = 130
@@ -159,7 +158,7 @@ def worker(options: Options, root: Path, models: RunModels) -> Work:
         except HarnessError as e:  # a template or tool that is missing: found when it is built
             return Outcome(job.name, seconds=time.perf_counter() - start, error=str(e))
         outcome = Outcome.of(job.name, record, seconds, saved, matches(spec, record.final_answer))
-        return replace(outcome, wanted=wanted(spec), notes=notes_of(live))
+        return replace(outcome, wanted=wanted(spec), notes=tuple(live.notes) if live is not None else ())  # what its model dropped on arrival
 
     return work
 
@@ -176,11 +175,6 @@ def wanted(spec: Any) -> tuple[str, str] | None:
         if getattr(spec, field) is not None:
             return field, getattr(spec, field)
     return None
-
-
-def notes_of(model: Model | None) -> tuple[str, ...]:
-    """What a run's model dropped on arrival, for its Outcome (the progress says it as it ends)."""
-    return tuple(model.notes) if model is not None else ()
 
 
 def run_batch(jobs: list[Job], work: Work, workers: int, what: str = "scenario", interrupt: Callable[[], Any] = lambda: None) -> tuple[list[Outcome], int, bool]:

@@ -119,7 +119,6 @@ def worker(check: bool, models: RunModels, root: Path, strict_source: bool = Fal
     """The work of one replay: what `harness replay FILE [--check]` does, without printing;
     with `update`, the file rewritten if its replay changed and completed."""
     from harness.batch import Outcome
-    from harness.cli_batch import notes_of
     from harness.diff import transcript_diff
     from harness.record import read_text
     from harness.record import replay as replay_text
@@ -132,7 +131,7 @@ def worker(check: bool, models: RunModels, root: Path, strict_source: bool = Fal
             with models.one() as live, scenario_hint(Path(job.name)):  # a scripted replay takes no time to cancel: only a live one is wrapped
                 result = replay_text(read_text(path, job.name), job.name, model=None if live is None else wrap(live), base=path.parent, root=root)
             seconds = time.perf_counter() - start
-            outcome = replace(Outcome.of(job.name, result.record, seconds, None, None), notes=notes_of(live))
+            outcome = replace(Outcome.of(job.name, result.record, seconds, None, None), notes=tuple(live.notes) if live is not None else ())
             if update:
                 return updated(outcome, result, path)
         except HarnessError as e:  # the file, or the source it names, cannot be loaded (or written)
