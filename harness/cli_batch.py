@@ -91,9 +91,11 @@ def gather(arguments: list[str], kind: str = "scenario") -> list[Job]:
     return jobs
 
 
-def check(jobs: list[Job], options: Options) -> None:
+def check(jobs: list[Job], options: Options) -> dict[Path, Path]:
     """Every output the batch writes is refused before the first run (exit 2): a report not
-    harness's to replace, two outputs in one file, a --save-dir that is no folder."""
+    harness's to replace, two outputs in one file, a --save-dir that is no folder. Returns
+    the earlier runs of ours that --save-dir holds and the batch replaces: absolute path ->
+    the path as the user named it."""
     from harness.batch_report import JSON_HEADER, JUNIT_HEADER
     from harness.files import check_target, same_file
     from harness.transcript import HEADER
@@ -104,7 +106,7 @@ def check(jobs: list[Job], options: Options) -> None:
     if len(outputs) == 2 and same_file(options.report) == same_file(options.junit):
         raise HarnessError(f"--junit {options.junit}", "is the file --report writes too; give each its own")
     if (folder := options.save_dir) is None:
-        return
+        return {}
     where = f"--save-dir {folder}"
     for option, path in outputs.items():  # a transcript would be written over the report, or the report over it
         if same_file(path.parent) == same_file(folder) and path.suffix == ".txt":
@@ -122,16 +124,20 @@ def check(jobs: list[Job], options: Options) -> None:
     if not folder.parent.is_dir():
         raise HarnessError(where, "its parent folder does not exist")
     sources: dict[str, str] = {}
+    earlier = {}
     for job in (j for j in jobs if j.scenario is not None):
         if job.name in sources:
             raise HarnessError(where, f"{sources[job.name]} and {job.scenario.source} would both be saved as {job.name}.txt")
         sources[job.name] = job.scenario.source
         if folder.is_dir():  # a folder of earlier runs: only harness's own files are replaced
-            check_target(folder / f"{job.name}.txt", HEADER, "--save-dir")
+            check_target(path := folder / f"{job.name}.txt", HEADER, "--save-dir")
+            if path.is_file():
+                earlier[path.absolute()] = path
     try:
         folder.mkdir(exist_ok=True)
     except OSError as e:
         raise HarnessError(where, f"cannot create the folder ({e.strerror or e})") from None
+    return earlier
 
 
 def worker(options: Options, root: Path, models: RunModels) -> Work:
@@ -212,8 +218,7 @@ def run_many(arguments: list[str], options: Options) -> None:
     from harness.batch_report import JSON_HEADER, JUNIT_HEADER, exit_code, one_line, to_json, to_junit
 
     jobs = gather(arguments)
-    check(jobs, options)
-    earlier, asked = earlier_runs(jobs, options.save_dir), options
+    earlier, asked = check(jobs, options), options
     options = replace(options, **{k: getattr(options, k).absolute() for k in ("save_dir", "report", "junit") if getattr(options, k) is not None})  # now: a tool's os.chdir cannot move them
     models = RunModels(options.model, options.base_url, options.call, options.jobs, sum(not j.error for j in jobs))  # a bad --model: one line, once
     try:
@@ -230,15 +235,6 @@ def run_many(arguments: list[str], options: Options) -> None:
     if interrupted:
         end_interrupted()
     raise typer.Exit(exit_code(ordered, options.fail_on))
-
-
-def earlier_runs(jobs: list[Job], save_dir: Path | None) -> dict[Path, Path]:
-    """The transcripts --save-dir holds already that this batch will save again: absolute
-    path -> the path as the user named it (check() has made sure harness wrote each one)."""
-    if save_dir is None:
-        return {}
-    paths = (save_dir / f"{job.name}.txt" for job in jobs if job.scenario is not None)
-    return {path.absolute(): path for path in paths if path.is_file()}
 
 
 def end_interrupted() -> None:
