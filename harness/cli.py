@@ -1,7 +1,7 @@
 """The `harness` command. Thin: parse arguments, call the library, print.
 
 This module is the app and its one error rule (exit codes: `harness --help`); each command
-lives in a module of its own (cli_run, cli_replay, cli_show) and is registered at the end,
+lives in a module of its own (cli_run, cli_replay, cli_show, cli_proxy) and is registered at the end,
 in the order `harness --help` lists them. Each imports what it uses when it runs, so
 `harness --help` stays fast.
 """
@@ -14,6 +14,7 @@ from typer.core import TyperGroup
 
 from harness.cli_replay import replay
 from harness.cli_models import MODEL_FAILED
+from harness.cli_proxy import proxy
 from harness.cli_run import agent, run
 from harness.cli_show import export, list_scenarios, show, step
 from harness.errors import HarnessError
@@ -82,7 +83,7 @@ def _root(
         typer.echo(ctx.get_help())
 
 
-for command in (run, show, replay, agent, step, export):
+for command in (run, show, replay, agent, step, export, proxy):
     app.command()(command)
 app.command("list")(list_scenarios)
 
