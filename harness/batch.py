@@ -2,14 +2,11 @@
 
     outcomes, interrupted = run_all(jobs, work, workers=4)
 
-A Job is one scenario to run or one saved transcript to replay (or one that could not be
-loaded); `work(job, wrap)` runs it as a single run is run and returns its Outcome. Runs
-share nothing but the stop flag (and a server's connection pool); they wait on a model
-server, so a pool of threads is the scheduler. Ctrl-C reaches the main thread: no new run
-starts, each running model raises KeyboardInterrupt at its next chunk (`canceled`), and a
-call blocked on a stalled server is ended at once (`interrupt`). A second Ctrl-C stops
-waiting for runs stuck in a tool (canceled, STUCK, not saved). An Outcome keeps the facts
-the summary needs, never the transcript, so memory grows with the runs in flight.
+Runs wait on a model server, so a pool of threads is the scheduler. Ctrl-C reaches the
+main thread: no new run starts, each running model raises KeyboardInterrupt at its next
+chunk (`canceled`), and a call blocked on a stalled server is ended at once. A second
+Ctrl-C stops waiting for runs stuck in a tool. An Outcome keeps the facts the summary
+needs, never the transcript, so memory grows with the runs in flight.
 """
 
 from __future__ import annotations
@@ -57,6 +54,13 @@ class Outcome:
     diff: str = ""  # and where it did not, the diff --check prints
     notes: tuple[str, ...] = ()  # what its model dropped on arrival, said as the run ends (harness.batch_progress)
 
+    @property
+    def tokens(self) -> int | None:
+        """Prompt and completion tokens together (None: no call counted either)."""
+        if self.prompt_tokens is None and self.completion_tokens is None:
+            return None
+        return (self.prompt_tokens or 0) + (self.completion_tokens or 0)
+
     @classmethod
     def of(cls, name: str, record: RunRecord, seconds: float, saved: Path | None, expected: bool | None) -> Outcome:
         def total(key: str) -> int | None:  # None when no call counted it
@@ -85,10 +89,8 @@ def run_all(
 ) -> tuple[list[Outcome | None], bool]:
     """Every job run by `work` in at most `workers` threads; the outcomes in the jobs'
     order (None for a run that never started), and whether Ctrl-C stopped the batch.
-    `started` is called in the run's thread, `finished` in the caller's, in finishing order;
-    `interrupt` at Ctrl-C, to wake the runs blocked in a model call (a stalled server);
-    `heard` in the run's thread as its model starts a call, sends a chunk, ends the call;
-    `tick` in the caller's, a few times a second (the progress bar's times move on)."""
+    `started` and `heard` are called in the run's thread; `finished` (in finishing order)
+    and `tick` (a few times a second) in the caller's; `interrupt` at Ctrl-C."""
     stop = threading.Event()
 
     def one(job: Job) -> Outcome | None:
@@ -101,8 +103,7 @@ def run_all(
     interrupted = abandoned = False
     pool = ThreadPoolExecutor(max_workers=max(1, workers), thread_name_prefix="harness-run", initializer=captured.ours)  # (its notes write through)
     try:
-        # Each run, as it ends, puts its future here: waiting costs the same with 1,000 runs
-        # queued as with one (concurrent.futures.wait hooks every pending future each time).
+        # Each run, as it ends, puts its future here: waiting costs the same with 1,000 runs queued.
         ended: queue.SimpleQueue[Future] = queue.SimpleQueue()
         pending: dict[Future, int] = {pool.submit(one, job): i for i, job in enumerate(jobs)}
         for future in pending:
@@ -136,7 +137,7 @@ def run_all(
 
 def _next_ended(ended: queue.SimpleQueue[Future], pending: dict[Future, int]) -> Future | None:
     """The next run that ended, or None after a quarter of a second (then any that ended
-    meanwhile, taken just as a Ctrl-C came, is queued again)."""
+    as a Ctrl-C came is queued again)."""
     try:
         future = ended.get(timeout=0.25)
     except queue.Empty:

@@ -60,8 +60,8 @@ class Lines:
             what = f"not run: {o.error}"
         else:
             what = f"{o.stop_reason}, {o.steps} step{'s' if o.steps != 1 else ''}, {o.seconds:.2f} s"
-            if o.prompt_tokens is not None or o.completion_tokens is not None:
-                what += f", {(o.prompt_tokens or 0) + (o.completion_tokens or 0)} tokens"
+            if o.tokens is not None:
+                what += f", {o.tokens} tokens"
             if o.same is not None:  # replay --check
                 what += ", same as the file" if o.same else ", differs from the file"
             if o.stop_reason == "model_error":  # why, in the log, as a single run's error line says

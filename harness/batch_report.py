@@ -11,7 +11,6 @@ from __future__ import annotations
 import json
 from collections import Counter
 from collections.abc import Iterable, Sequence
-from pathlib import Path
 from typing import Any
 
 from harness.batch import Outcome
@@ -73,12 +72,6 @@ def _marks(outcomes: Sequence[Outcome]) -> list[tuple[str, Any]]:
     return [(name, shown) for name, _, field, shown in MARKS if any(getattr(o, field) is not None for o in outcomes)]
 
 
-def _tokens(o: Outcome) -> str:
-    if o.prompt_tokens is None and o.completion_tokens is None:
-        return "-"
-    return str((o.prompt_tokens or 0) + (o.completion_tokens or 0))
-
-
 def summary(outcomes: Sequence[Outcome], not_started: int = 0, what: str = "scenario") -> str:
     """The table, one row per run in the order given (`what` ran: scenario, or transcript
     for replays), then the counts."""
@@ -89,7 +82,7 @@ def summary(outcomes: Sequence[Outcome], not_started: int = 0, what: str = "scen
         reason = o.stop_reason or "not run"
         ran = not o.error
         steps, seconds = (str(o.steps), f"{o.seconds:.2f}") if ran else ("-", "-")
-        row = (named(o.name), reason, steps, shortened(o.final_answer), seconds, _tokens(o))
+        row = (named(o.name), reason, steps, shortened(o.final_answer), seconds, "-" if o.tokens is None else str(o.tokens))
         rows.append(row + tuple(mark(o) for _, mark in marks))
     widths = [max(len(r[i]) for r in rows) for i in range(len(rows[0]))]
     right = {2, 4, 5}  # numbers line up on the right
@@ -126,7 +119,6 @@ def exit_code(outcomes: Sequence[Outcome], fail_on: Iterable[str], model_failed:
 
 
 def as_dict(o: Outcome) -> dict[str, Any]:
-    tokens = None if _tokens(o) == "-" else int(_tokens(o))
     return {
         "scenario": o.name,
         "stop_reason": o.stop_reason or None,
@@ -134,7 +126,7 @@ def as_dict(o: Outcome) -> dict[str, Any]:
         "final_answer": o.final_answer,
         "detail": o.detail,
         "seconds": round(o.seconds, 3),
-        "tokens": tokens,
+        "tokens": o.tokens,
         "prompt_tokens": o.prompt_tokens,
         "completion_tokens": o.completion_tokens,
         "expect": None if o.expected is None else _expect(o),
@@ -185,16 +177,3 @@ def to_junit(outcomes: Sequence[Outcome], fail_on: Iterable[str]) -> str:
     ET.indent(root)
     return JUNIT_HEADER + ET.tostring(root, encoding="unicode") + "\n"
 
-
-def write_reports(outcomes: Sequence[Outcome], report: Path | None, junit: Path | None, fail_on: Iterable[str], not_started: int = 0) -> list[Path]:
-    """The report files asked for, each written whole or not at all; the paths written."""
-    from harness.files import write_file
-
-    written = []
-    if report is not None:
-        write_file(report, to_json(outcomes, not_started), JSON_HEADER, "--report")
-        written.append(report)
-    if junit is not None:
-        write_file(junit, to_junit(outcomes, fail_on), JUNIT_HEADER, "--junit")
-        written.append(junit)
-    return written

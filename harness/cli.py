@@ -26,27 +26,26 @@ class OneLineErrors(TyperGroup):
     """Every user error, click's or ours, becomes one line on stderr and exit code 2."""
 
     def main(self, *args: Any, standalone_mode: bool = True, **kwargs: Any) -> Any:
+        said = ""
         try:
             code = super().main(*args, standalone_mode=False, **kwargs)
             sys.stdout.flush()  # here, not at exit: a full disk is one line too
         except (typer.TyperException, HarnessError) as e:  # click's usage errors, and ours (shown, never obeyed)
             from harness.escape import one_line
 
-            typer.echo(f"error: {one_line(e.format_message() if isinstance(e, typer.TyperException) else str(e))}", err=True)
-            code = 2
+            code, said = 2, f"error: {one_line(e.format_message() if isinstance(e, typer.TyperException) else str(e))}"
         except UnicodeEncodeError as e:  # PYTHONIOENCODING=ascii, a C locale's terminal
             held = e.object[e.start : e.end]
             if any(0xD800 <= ord(c) <= 0xDFFF for c in held):  # not text in any encoding: a name that is not UTF-8
-                typer.echo(f"error: the output would hold {held!r}, which is not text (a file name that is not UTF-8?)", err=True)
+                code, said = 2, f"error: the output would hold {held!r}, which is not text (a file name that is not UTF-8?)"
             else:
-                typer.echo(f"error: the output cannot hold {held!r} in {e.encoding}; use UTF-8 (PYTHONIOENCODING=utf-8)", err=True)
-            code = 2
+                code, said = 2, f"error: the output cannot hold {held!r} in {e.encoding}; use UTF-8 (PYTHONIOENCODING=utf-8)"
         except OSError as e:  # writing the output failed (a full disk); reading files fails as a HarnessError
-            typer.echo(f"error: writing the output failed: {e.strerror or e}", err=True)
-            code = 2
+            code, said = 2, f"error: writing the output failed: {e.strerror or e}"
         except (typer.Abort, KeyboardInterrupt):
-            typer.echo("interrupted", err=True)
-            code = 130
+            code, said = 130, "interrupted"
+        if said:
+            typer.echo(said, err=True)
         code = code if isinstance(code, int) else 0
         if standalone_mode:
             sys.exit(code)

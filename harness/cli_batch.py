@@ -15,13 +15,12 @@ from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 
-from harness.cli_files import output_path
+from harness.cli_io import output_path, scenario_file, write
 from harness.cli_models import CallOptions, RunModels
 from harness.errors import HarnessError
 
 if TYPE_CHECKING:  # imported when a batch runs: `harness --help` stays fast
     from harness.batch import Job, Outcome, Work, Wrap
-    from harness.model import Model
     from harness.scenario import Scenario
 
 INTERRUPTED = 130
@@ -51,32 +50,40 @@ class Options:
     no_stop: bool = False
 
 
-def gather(arguments: list[str]) -> list[Job]:
-    """Names, files and folders (every *.toml under them, sorted), in the order given; a
-    file given twice runs once. One that cannot be loaded is a Job with its error."""
+HOLDS = {"scenario": (".toml", ".toml scenario"), "transcript": (".txt", "saved transcript (*.txt)")}
+
+
+def gather(arguments: list[str], kind: str = "scenario") -> list[Job]:
+    """Scenarios (names and files) or saved transcripts, and folders (every one under them,
+    sorted), in the order given; a file given twice runs once. One that cannot be loaded,
+    and a folder that holds none, is a Job with its error."""
     from harness.batch import Job
-    from harness.cli_files import is_folder, scenario_file
-    from harness.files import same_file
+    from harness.files import is_transcript, same_file
     from harness.scenario import load_scenario
 
+    suffix, held = HOLDS[kind]
     jobs, seen = [], set()
     for argument in arguments:
         if not argument.strip():  # Path("") is ".": an empty argument would run everything under here
-            jobs.append(Job(repr(argument), None, f"{argument!r} names no scenario"))
+            jobs.append(Job(repr(argument), None, f"{argument!r} names no {kind}"))
             continue
-        folder = Path(argument)
-        try:
-            # every *.toml that is not a folder: a FIFO or a broken link is named, never skipped unsaid
-            paths = sorted(p for p in folder.rglob("*.toml") if not p.is_dir()) if is_folder(folder) else [scenario_file(argument)]
-        except HarnessError as e:
-            jobs.append(Job(Path(argument).stem, None, str(e)))
-            continue
-        if not paths:
-            jobs.append(Job(argument, None, f"{argument}: the folder holds no .toml scenario"))
+        if os.path.isdir(argument):  # a FIFO or a broken or looping link is named, never skipped unsaid
+            paths = sorted(p for p in Path(argument).rglob("*" + suffix) if not p.is_dir() and (kind == "scenario" or not p.is_file() or is_transcript(p)))
+            if not paths:
+                jobs.append(Job(argument, None, f"{argument}: the folder holds no {held}"))
+        else:
+            try:
+                paths = [scenario_file(argument) if kind == "scenario" else Path(argument)]
+            except HarnessError as e:
+                jobs.append(Job(Path(argument).stem, None, str(e)))
+                continue
         for path in paths:
             if (key := same_file(path)) in seen:
                 continue
             seen.add(key)
+            if kind == "transcript":
+                jobs.append(Job(str(path), None, saved=path.absolute()))  # (a tool's os.chdir cannot lose the next)
+                continue
             try:
                 jobs.append(Job(path.stem, load_scenario(path)))
             except HarnessError as e:
@@ -84,55 +91,53 @@ def gather(arguments: list[str]) -> list[Job]:
     return jobs
 
 
-def check(jobs: list[Job], options: Options) -> None:
-    """Everything that can be refused is refused before the first run (exit 2)."""
+def check(jobs: list[Job], options: Options) -> dict[Path, Path]:
+    """Every output the batch writes is refused before the first run (exit 2): a report not
+    harness's to replace, two outputs in one file, a --save-dir that is no folder. Returns
+    the earlier runs of ours that --save-dir holds and the batch replaces: absolute path ->
+    the path as the user named it."""
     from harness.batch_report import JSON_HEADER, JUNIT_HEADER
-    from harness.events import StopReason
     from harness.files import check_target, same_file
     from harness.transcript import HEADER
 
-    known = {"mismatch", *StopReason}
-    if unknown := sorted(options.fail_on - known):
-        raise HarnessError("--fail-on", f"{unknown[0]!r} is not a stop reason or mismatch (known: {', '.join(sorted(known))})")
-    if options.peek and options.model in (None, "scripted"):
-        raise HarnessError("--peek", "goes with a live --model; a script is always read whole")
-    for path, header, option in ((options.report, JSON_HEADER, "--report"), (options.junit, JUNIT_HEADER, "--junit")):
-        if path is not None:
-            check_target(path, header, option)
-    outputs = [(o, p) for o, p in (("--report", options.report), ("--junit", options.junit)) if p is not None]
-    if len(outputs) == 2 and same_file(outputs[0][1]) == same_file(outputs[1][1]):
+    outputs = {o: p for o, p in (("--report", options.report), ("--junit", options.junit)) if p is not None}
+    for option, path in outputs.items():
+        check_target(path, JSON_HEADER if option == "--report" else JUNIT_HEADER, option)
+    if len(outputs) == 2 and same_file(options.report) == same_file(options.junit):
         raise HarnessError(f"--junit {options.junit}", "is the file --report writes too; give each its own")
-    if options.save_dir is None:
-        return
-    for option, path in outputs:  # a transcript would be written over the report, or the report over it
-        if same_file(path.parent) == same_file(options.save_dir) and path.suffix == ".txt":
-            raise HarnessError(f"{option} {path}", f"lies in --save-dir {options.save_dir}, among the transcripts; write it elsewhere")
-    folder = options.save_dir
+    if (folder := options.save_dir) is None:
+        return {}
+    where = f"--save-dir {folder}"
+    for option, path in outputs.items():  # a transcript would be written over the report, or the report over it
+        if same_file(path.parent) == same_file(folder) and path.suffix == ".txt":
+            raise HarnessError(f"{option} {path}", f"lies in {where}, among the transcripts; write it elsewhere")
     try:
         os.lstat(folder)  # a name too long to look up: one line here, not in every run
     except FileNotFoundError:
         pass
     except OSError as e:
-        raise HarnessError(f"--save-dir {folder}", f"cannot look at the folder ({e.strerror or e})") from None
+        raise HarnessError(where, f"cannot look at the folder ({e.strerror or e})") from None
     if folder.is_symlink() and not folder.exists():
-        raise HarnessError(f"--save-dir {folder}", "is a link that loops or leads nowhere")
+        raise HarnessError(where, "is a link that loops or leads nowhere")
     if folder.exists() and not folder.is_dir():
-        raise HarnessError(f"--save-dir {folder}", "is not a folder")
+        raise HarnessError(where, "is not a folder")
     if not folder.parent.is_dir():
-        raise HarnessError(f"--save-dir {folder}", "its parent folder does not exist")
-    names: dict[str, Job] = {}
+        raise HarnessError(where, "its parent folder does not exist")
+    sources: dict[str, str] = {}
+    earlier = {}
     for job in (j for j in jobs if j.scenario is not None):
-        if job.name in names:
-            first, second = names[job.name].scenario.source, job.scenario.source  # type: ignore[union-attr]
-            raise HarnessError(f"--save-dir {folder}", f"{first} and {second} would both be saved as {job.name}.txt")
-        names[job.name] = job
-    if folder.is_dir():  # a folder of earlier runs: only harness's own files are replaced
-        for name in names:
-            check_target(folder / f"{name}.txt", HEADER, "--save-dir")
+        if job.name in sources:
+            raise HarnessError(where, f"{sources[job.name]} and {job.scenario.source} would both be saved as {job.name}.txt")
+        sources[job.name] = job.scenario.source
+        if folder.is_dir():  # a folder of earlier runs: only harness's own files are replaced
+            check_target(path := folder / f"{job.name}.txt", HEADER, "--save-dir")
+            if path.is_file():
+                earlier[path.absolute()] = path
     try:
         folder.mkdir(exist_ok=True)
     except OSError as e:
-        raise HarnessError(f"--save-dir {folder}", f"cannot create the folder ({e.strerror or e})") from None
+        raise HarnessError(where, f"cannot create the folder ({e.strerror or e})") from None
+    return earlier
 
 
 def worker(options: Options, root: Path, models: RunModels) -> Work:
@@ -159,7 +164,7 @@ def worker(options: Options, root: Path, models: RunModels) -> Work:
         except HarnessError as e:  # a template or tool that is missing: found when it is built
             return Outcome(job.name, seconds=time.perf_counter() - start, error=str(e))
         outcome = Outcome.of(job.name, record, seconds, saved, matches(spec, record.final_answer))
-        return replace(outcome, wanted=wanted(spec), notes=notes_of(live))
+        return replace(outcome, wanted=wanted(spec), notes=tuple(live.notes) if live is not None else ())  # what its model dropped on arrival
 
     return work
 
@@ -176,11 +181,6 @@ def wanted(spec: Any) -> tuple[str, str] | None:
         if getattr(spec, field) is not None:
             return field, getattr(spec, field)
     return None
-
-
-def notes_of(model: Model | None) -> tuple[str, ...]:
-    """What a run's model dropped on arrival, for its Outcome (the progress says it as it ends)."""
-    return tuple(model.notes) if model is not None else ()
 
 
 def run_batch(jobs: list[Job], work: Work, workers: int, what: str = "scenario", interrupt: Callable[[], Any] = lambda: None) -> tuple[list[Outcome], int, bool]:
@@ -215,12 +215,10 @@ def run_batch(jobs: list[Job], work: Work, workers: int, what: str = "scenario",
 
 
 def run_many(arguments: list[str], options: Options) -> None:
-    from harness.batch_report import exit_code, one_line, write_reports
+    from harness.batch_report import JSON_HEADER, JUNIT_HEADER, exit_code, one_line, to_json, to_junit
 
     jobs = gather(arguments)
-    check(jobs, options)
-    given = {p.absolute(): p for p in (options.report, options.junit) if p is not None}
-    earlier = earlier_runs(jobs, options.save_dir)
+    earlier, asked = check(jobs, options), options
     options = replace(options, **{k: getattr(options, k).absolute() for k in ("save_dir", "report", "junit") if getattr(options, k) is not None})  # now: a tool's os.chdir cannot move them
     models = RunModels(options.model, options.base_url, options.call, options.jobs, sum(not j.error for j in jobs))  # a bad --model: one line, once
     try:
@@ -230,20 +228,13 @@ def run_many(arguments: list[str], options: Options) -> None:
     for o in ordered:  # a folder reused by another recipe never loses a recording unsaid
         if o.transcript is not None and o.transcript in earlier:
             typer.echo(f"replaced {one_line(str(earlier[o.transcript]))} (it held an earlier run)", err=True)
-    for path in write_reports(ordered, options.report, options.junit, options.fail_on, not_started):
-        typer.echo(f"wrote {one_line(str(given.get(path, path)))}", err=True)
+    if asked.report is not None:  # each written whole or not at all
+        write(asked.report, to_json(ordered, not_started), JSON_HEADER, "--report", options.report)
+    if asked.junit is not None:
+        write(asked.junit, to_junit(ordered, options.fail_on), JUNIT_HEADER, "--junit", options.junit)
     if interrupted:
         end_interrupted()
     raise typer.Exit(exit_code(ordered, options.fail_on))
-
-
-def earlier_runs(jobs: list[Job], save_dir: Path | None) -> dict[Path, Path]:
-    """The transcripts --save-dir holds already that this batch will save again: absolute
-    path -> the path as the user named it (check() has made sure harness wrote each one)."""
-    if save_dir is None:
-        return {}
-    paths = (save_dir / f"{job.name}.txt" for job in jobs if job.scenario is not None)
-    return {path.absolute(): path for path in paths if path.is_file()}
 
 
 def end_interrupted() -> None:

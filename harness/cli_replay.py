@@ -1,15 +1,13 @@
 """`harness replay FILE...`: run the loop again from saved transcripts, their model turns
 as the script (or a live --model); with --check, exit 1 and a diff if a byte differs.
 
-Several files, or folders (every transcript under them, sorted), are a batch through
-harness.cli_batch's run_batch, the diffs of those that differ printed before the summary.
-With --update, as `pytest --harness-update`: each file whose replay changed is rewritten,
+Several files, or folders, are a batch (harness.cli_batch's run_batch). With --update, as `pytest --harness-update`: each file whose replay changed is rewritten,
 keeping its recorded model turns, and named (`replaced PATH`); only a replay that
 completed replaces its file, one that failed or broke off leaves it byte for byte.
 """
 
 
-import sys
+import os
 import time
 from dataclasses import replace
 from pathlib import Path
@@ -17,7 +15,7 @@ from typing import TYPE_CHECKING, Annotated
 
 import typer
 
-from harness.cli_files import is_folder, scenario_hint
+from harness.cli_io import Format, FormatOption, call_lines, named, scenario_hint, show_record
 from harness.cli_models import (
     BaseUrlOption,
     CallOptions,
@@ -32,7 +30,6 @@ from harness.cli_models import (
     live_model_from,
     tell_stderr,
 )
-from harness.cli_views import Format, FormatOption, call_lines, show_record
 from harness.errors import HarnessError
 
 if TYPE_CHECKING:  # imported when replays run: `harness --help` stays fast
@@ -74,29 +71,27 @@ def replay(
     update: Update = False,
 ) -> None:
     """Run the loop again from saved transcripts: their model turns are the script (or a live --model)."""
-    if any(not f.strip() for f in files):  # Path("") is ".": it would replay everything under here
-        raise HarnessError("FILE", "an empty argument names no transcript")
+    for file in files:
+        named(file, "FILE", "transcript")
     if strict_source and not check:
         raise HarnessError("--strict-source", "goes with --check")
     if update and (check or model not in (None, "scripted")):
         raise HarnessError("--update", "keeps the recorded model turns and accepts what --check would find; give it alone")
-    saved = [Path(f) for f in files]
     call = CallOptions(max_tokens, max_chars, max_seconds, strict, wait_for_server)
-    if len(saved) > 1 or is_folder(saved[0]) or update:
+    if len(files) > 1 or os.path.isdir(files[0]) or update:
         if format is not Format.rich:
             raise HarnessError("--format", "goes with one file; several replays print a summary")
-        replay_many(saved, check, jobs, model, base_url, call, strict_source, update)
+        replay_many(files, check, jobs, model, base_url, call, strict_source, update)
         return
     from harness.diff import transcript_diff
     from harness.loop import nobody
     from harness.record import read_text
     from harness.record import replay as replay_text
 
-    path = saved[0]
+    path = Path(files[0])
     live_model = live_model_from(model, base_url, call)
-    emit = call_lines(nobody) if live_model is not None and not sys.stderr.isatty() else nobody
     with scenario_hint(path):
-        result = replay_text(read_text(path), str(path), emit, live_model, root=Path.cwd())
+        result = replay_text(read_text(path), str(path), call_lines(nobody, live_model is not None), live_model, root=Path.cwd())
     tell_stderr(result.record, live_model)
     if not check:
         show_record(format, result.record)
@@ -118,32 +113,10 @@ def replay(
     raise typer.Exit(1)
 
 
-def gather(arguments: list[Path]) -> "list[Job]":
-    """Files and folders in the order given (a folder's transcripts sorted); a file given
-    twice replays once. A folder without a transcript is a Job with its error."""
-    from harness.batch import Job
-    from harness.files import is_transcript, same_file
-
-    jobs, seen = [], set()
-    for argument in arguments:
-        paths = [argument]
-        if is_folder(argument):
-            # a regular file that is a transcript; a FIFO or a broken or looping link is named, never skipped unsaid
-            paths = sorted(p for p in argument.rglob("*.txt") if (is_transcript(p) if p.is_file() else not p.is_dir()))
-            if not paths:
-                jobs.append(Job(str(argument), None, f"{argument}: the folder holds no saved transcript (*.txt)"))
-        for path in paths:
-            if (key := same_file(path)) not in seen:
-                seen.add(key)
-                jobs.append(Job(str(path), None, saved=path.absolute()))  # (a tool's os.chdir cannot lose the next)
-    return jobs
-
-
 def worker(check: bool, models: RunModels, root: Path, strict_source: bool = False, update: bool = False) -> "Work":
     """The work of one replay: what `harness replay FILE [--check]` does, without printing;
     with `update`, the file rewritten if its replay changed and completed."""
     from harness.batch import Outcome
-    from harness.cli_batch import notes_of
     from harness.diff import transcript_diff
     from harness.record import read_text
     from harness.record import replay as replay_text
@@ -156,7 +129,7 @@ def worker(check: bool, models: RunModels, root: Path, strict_source: bool = Fal
             with models.one() as live, scenario_hint(Path(job.name)):  # a scripted replay takes no time to cancel: only a live one is wrapped
                 result = replay_text(read_text(path, job.name), job.name, model=None if live is None else wrap(live), base=path.parent, root=root)
             seconds = time.perf_counter() - start
-            outcome = replace(Outcome.of(job.name, result.record, seconds, None, None), notes=notes_of(live))
+            outcome = replace(Outcome.of(job.name, result.record, seconds, None, None), notes=tuple(live.notes) if live is not None else ())
             if update:
                 return updated(outcome, result, path)
         except HarnessError as e:  # the file, or the source it names, cannot be loaded (or written)
@@ -191,12 +164,12 @@ def updated(outcome: "Outcome", result, path: Path) -> "Outcome":
 
 
 def replay_many(
-    arguments: list[Path], check: bool, jobs: int, model: str | None, base_url: str | None, call: CallOptions, strict_source: bool = False, update: bool = False
+    arguments: list[str], check: bool, jobs: int, model: str | None, base_url: str | None, call: CallOptions, strict_source: bool = False, update: bool = False
 ) -> None:  # fmt: skip
     from harness.batch_report import exit_code, one_line
-    from harness.cli_batch import end_interrupted, run_batch
+    from harness.cli_batch import end_interrupted, gather, run_batch
 
-    found = gather(arguments)
+    found = gather(arguments, "transcript")
     models = RunModels(model, base_url, call, jobs, sum(not j.error for j in found))  # a bad --model is one line, once, before any replay
     try:
         ordered, _, interrupted = run_batch(found, worker(check, models, Path.cwd(), strict_source, update), jobs, "transcript", interrupt=models.interrupt)

@@ -1,15 +1,14 @@
 """`harness run SCENARIO` (several, or a folder, go to harness.cli_batch) and `harness
 agent`, the same single run asked for as one run_agent request on stdin."""
 
-
-import sys
+import os
 from pathlib import Path
 from typing import Annotated
 
 import typer
 
 from harness.cli_batch import FailOn, Jobs, Junit, Report, SaveDir, as_asked
-from harness.cli_files import is_folder, named, output_path, scenario_file, write
+from harness.cli_io import Format, FormatOption, call_lines, live_view, named, output_path, print_event, scenario_file, show_record, write
 from harness.cli_models import (
     BaseUrlOption,
     CallOptions,
@@ -24,7 +23,6 @@ from harness.cli_models import (
     seconds,
     tell_stderr,
 )
-from harness.cli_views import Format, FormatOption, call_lines, live_view, print_event, show_record
 from harness.errors import HarnessError
 
 
@@ -69,20 +67,33 @@ def run(
 ) -> None:
     """Run scenarios on their scripted model, or on a live one; one prints its transcript, several a summary."""
     batch = (save_dir, report, junit, fail_on)
+    if peek is not None and model in (None, "scripted"):
+        raise HarnessError("--peek", "goes with a live --model; a script is always read whole")
     if len(scenarios) == 1:  # (among several, an empty one is a run that cannot start: cli_batch)
         named(scenarios[0], "SCENARIO", "scenario")
-    several = len(scenarios) > 1 or any(is_folder(Path(s)) for s in scenarios)
+    several = len(scenarios) > 1 or any(os.path.isdir(s) for s in scenarios)
     call = CallOptions(max_tokens, max_chars, max_seconds, strict, wait_for_server)
     if several or any(o is not None for o in batch):
         from harness.cli_batch import Options, refuse_single_run_options, run_many
 
         made_by = "" if several else next(o for o, v in zip(("--save-dir", "--report", "--junit", "--fail-on"), batch) if v is not None)
         refuse_single_run_options(format is not Format.rich, save, live or delay is not None, cost, save_dir, made_by)
-        reasons = frozenset(r.strip() for r in (fail_on or "").split(",") if r.strip())
-        if fail_on is not None and not reasons:
-            raise HarnessError("--fail-on", "names no stop reason (give REASON,... or mismatch)")
+        reasons = fail_reasons(fail_on)
         return run_many(scenarios, Options(jobs, save_dir, report, junit, reasons, model, base_url, call, peek or 0, max_steps, no_stop))
     run_one(scenarios[0], format, save, max_steps, no_stop, live, delay, cost, model, base_url, call, peek)
+
+
+def fail_reasons(fail_on: str | None) -> frozenset[str]:
+    """--fail-on's stop reasons (or mismatch), each checked."""
+    from harness.events import StopReason
+
+    reasons = frozenset(r.strip() for r in (fail_on or "").split(",") if r.strip())
+    if fail_on is not None and not reasons:
+        raise HarnessError("--fail-on", "names no stop reason (give REASON,... or mismatch)")
+    known = {"mismatch", *StopReason}
+    if unknown := sorted(reasons - known):
+        raise HarnessError("--fail-on", f"{unknown[0]!r} is not a stop reason or mismatch (known: {', '.join(sorted(known))})")
+    return reasons
 
 
 def run_one(
@@ -99,8 +110,6 @@ def run_one(
         raise HarnessError(flag, "goes with the rich view; it cannot go with --format " + format.value)
     spec = as_asked(load_scenario(scenario_file(scenario)), max_steps, no_stop)
     live_model = live_model_from(model, base_url, call)
-    if peek is not None and live_model is None:
-        raise HarnessError("--peek", "goes with a live --model; a script is always read whole")
     target = None if save is None else save.absolute()  # before the run: a tool may os.chdir
     if save is not None:
         from harness.files import check_target
@@ -128,9 +137,8 @@ def listener(format: Format, delay: float, live_model: bool, no_stop: bool = Fal
     end), saying each call of a live run on stderr."""
     from harness.loop import nobody
 
-    emit = live_view(delay, no_stop) if format is Format.rich else print_event if format is Format.events else None
-    emit = emit or nobody
-    return call_lines(emit) if live_model and not sys.stderr.isatty() else emit
+    emit = live_view(delay, no_stop) if format is Format.rich else print_event if format is Format.events else nobody
+    return call_lines(emit, live_model)
 
 
 def agent(

@@ -10,9 +10,8 @@ from typing import Annotated
 
 import typer
 
-from harness.cli_files import named, open_target, output_path, saved_run, write
-from harness.cli_models import BaseUrlOption, ModelOption, exit_if_failed
-from harness.cli_views import Format, FormatOption, new_console, show_record
+from harness.cli_io import Format, FormatOption, named, new_console, output_path, scenario_file, scenario_hint, show_record, write
+from harness.cli_models import BaseUrlOption, ModelOption, exit_if_failed, live_model_from, tell_stderr
 from harness.errors import HarnessError
 
 NoStopOption = Annotated[bool, typer.Option("--no-stop", help="Run the scenario without its stop sequences, as `run --no-stop`.")]
@@ -24,13 +23,38 @@ def show(
     messages: Annotated[bool, typer.Option("--messages", help="A chat run: the messages each call sent, as the server got them.")] = False,
 ) -> None:
     """Print a saved transcript."""
+    from harness.record import read_text
+    from harness.saved import load_record
+
     path = Path(named(saved, "saved", "transcript"))
+    with scenario_hint(path):
+        record = load_record(read_text(path), str(path))  # everything to show is in the file
     if messages:
         from harness.backends.messages import sent_text
 
-        typer.echo(sent_text(saved_run(path), saved), nl=False)
+        typer.echo(sent_text(record, saved), nl=False)
         return
-    show_record(format, saved_run(path))
+    show_record(format, record)
+
+
+def open_target(target: str, no_stop: bool = False, model: str | None = None, base_url: str | None = None):
+    """A saved transcript as it was run, or a scenario run now (as `run` would, options too)."""
+    from harness.record import open_run, read_text, run_scenario
+    from harness.scenario import load_scenario
+    from harness.transcript import HEADER
+
+    named(target, "target", "scenario or transcript")
+    if not no_stop and model is None and base_url is None:
+        return open_run(target)
+    path = Path(target)
+    if path.is_file() and read_text(path).startswith(HEADER):
+        flag = "--no-stop" if no_stop else "--model"
+        raise HarnessError(flag, f"goes with a scenario; {target} is a saved run and is shown as it was run")
+    spec = load_scenario(scenario_file(target))
+    live = live_model_from(model, base_url)
+    record = run_scenario(spec.but(use_stop=False) if no_stop else spec, model=live)
+    tell_stderr(record, live)  # (the command exits 3 once it has written what it writes: exit_if_failed)
+    return record
 
 
 def step(
@@ -87,24 +111,21 @@ def export(
     from harness.render.html import PAGE_HEADER, page
     from harness.render.markdown import NOTES_HEADER, notes
 
-    if html is None and markdown is None:
+    outputs = {o: (path, header, view) for o, path, header, view in (("--html", html, PAGE_HEADER, page), ("--markdown", markdown, NOTES_HEADER, notes)) if path}
+    if not outputs:
         raise HarnessError("harness export", "say where: --html FILE and/or --markdown FILE")
-    if html is not None and markdown is not None and same_file(html) == same_file(markdown):  # one would replace the other
+    if len(outputs) == 2 and same_file(html) == same_file(markdown):  # one would replace the other
         raise HarnessError(f"--markdown {markdown}", "is the file --html writes too; give each its own")
-    if html is not None:
-        check_target(html, PAGE_HEADER, "--html")
-    if markdown is not None:
-        check_target(markdown, NOTES_HEADER, "--markdown")
-    outputs = {option: path.absolute() for option, path in (("html", html), ("markdown", markdown)) if path}
+    for option, (path, header, _) in outputs.items():
+        check_target(path, header, option)
+    targets = {option: path.absolute() for option, (path, _, _) in outputs.items()}  # before the run: a tool may os.chdir
     record = open_target(target, no_stop, model, base_url)
     title = (record.scenario.title if record.scenario else "") or Path(target).stem
     if stop_was_off(record):  # its title may say what the stop sequence does: say what happened instead
         title = f"{title.split(':')[0]} — run with no stop sequence (--no-stop): nothing cut what the model wrote"
     title = "harness · " + title
-    if html is not None:
-        write(html, page(record, title), PAGE_HEADER, "--html", outputs["html"])
-    if markdown is not None:
-        write(markdown, notes(record, title), NOTES_HEADER, "--markdown", outputs["markdown"])
+    for option, (path, header, view) in outputs.items():
+        write(path, view(record, title), header, option, targets[option])
     exit_if_failed(record, model not in (None, "scripted"))  # a live model failed (said on stderr): the page shows where
 
 

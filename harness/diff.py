@@ -123,22 +123,25 @@ def _meta_keys(a: list[str], b: list[str]) -> list[str]:
     """The metadata keys whose values differ; for an object, the keys inside it too (scenario.prompt)."""
     old, new = _meta(a), _meta(b)
     keys = []
-    for key in [*old, *(k for k in new if k not in old)]:
-        if old.get(key) == new.get(key):
-            continue
-        inner = _inner_keys(old.get(key), new.get(key))
-        keys += [f"{key}.{k}" for k in inner] if inner else [key]
+    for key in _differing(old, new):
+        x, y = _object(old.get(key)), _object(new.get(key))
+        inner = _differing(x, y) if x is not None and y is not None else []
+        keys += [f"{key}.{k}" for k in inner] or [key]
     return keys
 
 
-def _inner_keys(old: str | None, new: str | None) -> list[str]:
-    try:
-        x, y = json.loads(old or "null"), json.loads(new or "null")
-    except ValueError:
-        return []
-    if not (isinstance(x, dict) and isinstance(y, dict)):
-        return []
+def _differing(x: dict, y: dict) -> list[str]:
+    """The keys whose values differ, in order: x's, then those only y has."""
     return [k for k in [*x, *(k for k in y if k not in x)] if x.get(k, ...) != y.get(k, ...)]
+
+
+def _object(value: str | None) -> dict | None:
+    """A metadata value that is a JSON object, else None."""
+    try:
+        found = json.loads(value or "null")
+    except ValueError:
+        return None
+    return found if isinstance(found, dict) else None
 
 
 def _hunks(a, b, groups, steps_a, steps_b, old_label, new_label):

@@ -98,29 +98,25 @@ def after_call(number: int, tool: str, args: str, after: str, close: str) -> Rej
 
 def nested_call(number: int, tool: str, inner: str, inner_call: str) -> Rejection:
     """`calculator(price("lamp") * 4)`: `inner` (price) is called inside `tool`'s arguments."""
-    return Rejection(
-        "protocol_violation.nested_call",
-        f"Action line {number} holds a call to {inner} as well as {tool}; one Action line runs one tool, "
-        f"so nothing ran. Call {inner} first, on a line of its own: Action: {inner_call} "
-        "Then use the result its observation gives you.",
-        number,
-        tool,
-        (f"{inner} called inside {tool}",),
-    )
+    return _one_call(number, tool, f"a call to {inner} as well as {tool}", inner, inner_call, f"{inner} called inside {tool}")
 
 
 def two_calls(number: int, tool: str, first_call: str, second: str) -> Rejection:
-    """`alpha("x") + beta("y")`: a call to `tool`, then one to `second` after it (the same
-    code as a nested call: either way one line holds two)."""
+    """`alpha("x") + beta("y")`: a call to `tool`, then one to `second` after it."""
     both = f"two calls to {tool}" if second == tool else f"a call to {tool} as well as {second}"
+    return _one_call(number, tool, both, tool, first_call, f"{second} called after {tool}")
+
+
+def _one_call(number: int, tool: str, holds: str, first: str, first_call: str, violation: str) -> Rejection:
+    """One Action line that holds two calls (one code either way): call `first` on its own."""
     return Rejection(
         "protocol_violation.nested_call",
-        f"Action line {number} holds {both}; one Action line runs one tool, "
-        f"so nothing ran. Call {tool} first, on a line of its own: Action: {first_call} "
+        f"Action line {number} holds {holds}; one Action line runs one tool, "
+        f"so nothing ran. Call {first} first, on a line of its own: Action: {first_call} "
         "Then use the result its observation gives you.",
         number,
         tool,
-        (f"{second} called after {tool}",),
+        (violation,),
     )
 
 

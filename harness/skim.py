@@ -5,10 +5,8 @@ the caller will use are kept; the others are checked as JSON and dropped.
     request["model_turns"]                                   # its first 3 elements
 
 A run_agent request may carry a million model turns, of which a run reaches max_steps:
-building them all as dicts is most of its cost. So the array is read by json's own C
-scanner with `object_pairs_hook=len` (each object checked, kept as its size), and the
-elements kept are read again. Anything json.loads could decide differently (text that is
-not an object, an error in its own punctuation, deep nesting) is None: json.loads decides.
+building them all as dicts is most of its cost. So the array is read by json's own scanner,
+each object checked and kept as its size, and the elements kept are read again.
 """
 
 from __future__ import annotations
@@ -28,10 +26,9 @@ Members = dict[str, Any]
 
 def skim(text: str, key: str, kept: Callable[[Members], int]) -> Members | None:
     """json.loads(text) for an object, but an array under `key` keeps only its first
-    kept(members) elements (`members`: the object's other values, as json.loads reads them).
-    None: json.loads must decide. Raises json.loads's own JSONDecodeError for a member's
-    value that is not JSON: the same C scanner read it from the same place, so the error
-    is the same, word for word, and a broken 74 MB request is not read twice to say so."""
+    kept(members) elements (`members`: the object's other values). None where json.loads
+    could decide differently (not an object, deep nesting): let it decide. A member's value
+    that is not JSON raises json.loads's own JSONDecodeError, word for word."""
     start = _SPACE(text, 0).end()
     if not text.startswith("{", start):
         return None

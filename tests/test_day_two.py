@@ -180,7 +180,7 @@ def test_a_new_notice_row_is_marked_new_in_the_stepper_and_on_the_page(tmux, bro
     fs = frames(open_run("governed-research"))
     model = Screen(fs, Console(width=100, height=40))
     term.expect(drawn(model), "frame 0")
-    notice = next(i for i, f in enumerate(fs) if f.is_notice)
+    notice = next(i for i, f in enumerate(fs) if f.notice_lines)
     for _ in range(notice):
         model.press("\x1b[C", 40)
     term.keys(*["Right"] * notice)

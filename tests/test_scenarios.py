@@ -51,7 +51,7 @@ def test_nimbus_fake_observation_is_cut_and_only_code_writes_observations():
 def test_every_notice_code_is_shown_by_a_shipped_scenario():
     import json
 
-    from harness.render.events import event_line
+    from harness.render.json import event_line
 
     seen = set()
     for path in SCENARIOS:
@@ -65,7 +65,7 @@ def test_every_notice_code_is_shown_by_a_shipped_scenario():
 
 @pytest.mark.parametrize("name", ["nimbus", "governed-research"])
 def test_event_sequence_matches_its_snapshot(name, text_snapshot):
-    from harness.render.events import event_line
+    from harness.render.json import event_line
 
     lines: list[str] = []
     run_scenario(load_scenario(next(p for p in SCENARIOS if p.stem == name)), lambda e: lines.append(event_line(e)))

@@ -33,10 +33,6 @@ class Frame:
     hidden: tuple[tuple[int, int, str], ...] = ()  # a model frame: (start, end, lane) in the buffer, not shown to the user
     unran: tuple[str, ...] = ()  # the last model frame: Action lines that never ran, as its Final Answer ended the run
 
-    @property
-    def is_notice(self) -> bool:
-        return self.notice_lines > 0
-
 
 # What a part of the buffer is, besides its author; the same words in every view.
 KINDS = {

@@ -21,7 +21,6 @@ from harness.render.live import never_ran
 from harness.render.sent import SentMessages
 from harness.run_record import RunRecord
 
-GENERATOR = '<meta name="generator" content="harness">'
 PAGE_HEADER = "<!doctype html>\n<!-- harness page v1 -->\n"  # how a page of ours is recognised: it begins so
 
 

@@ -1,12 +1,22 @@
-"""The run as one JSON object, for programs: the save format's metadata (the same
-function writes both, RunRecord.meta), then the buffer as spans and as one text.
-`detail` and `model` are always there ("" when the save format leaves them out)."""
+"""The run for programs, as JSON: the whole run as one object (`--format json`), or each
+event as one JSON Lines object as it happens (`--format events`):
+
+    {"event": "round_started", "step": 1, "prompt_chars": 612}
+
+The object holds the save format's metadata (the same function writes both,
+RunRecord.meta), then the buffer as spans and as one text; `detail` and `model` are always
+there ("" when the save format leaves them out). Control characters json leaves raw are
+written as \\u escapes (harness.escape.for_json).
+"""
 
 from __future__ import annotations
 
 import json
+import re
+from dataclasses import asdict
 
 from harness.escape import for_json
+from harness.events import Event
 from harness.run_record import RunRecord
 
 
@@ -16,3 +26,8 @@ def to_json(record: RunRecord) -> str:
     shown["spans"] = [{"author": s.author.value, "text": s.text} for s in record.transcript.spans]
     shown["buffer"] = record.transcript.text
     return for_json(json.dumps(shown, ensure_ascii=False, indent=2))
+
+
+def event_line(event: Event) -> str:
+    name = re.sub(r"(?<!^)(?=[A-Z])", "_", type(event).__name__).lower()  # RoundStarted -> round_started
+    return for_json(json.dumps({"event": name, **asdict(event)}, ensure_ascii=False))

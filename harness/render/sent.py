@@ -13,7 +13,8 @@ from rich.text import Text
 from harness.backends.messages import sent_counts
 from harness.escape import for_terminal
 from harness.render.frames import Frame
-from harness.render.live import NOTE_STYLE, STYLES, WIDTH
+from harness.render.live import NOTE_STYLE, STYLES
+from harness.render.wrap import row_lines
 from harness.run_record import RunRecord
 from harness.transcript import Author, split_lines
 
@@ -53,11 +54,7 @@ class SentMessages:
         """Frame k's messages as physical lines, each led by its role."""
         out: list[Text] = []
         for message in self.messages[: self.count_of(k) or 0]:
-            role, style = message["role"], ROLE_STYLE.get(message["role"], "")
+            role = message["role"]
             for row in split_lines(message["content"]) or [""]:
-                body = Text(for_terminal(row.rstrip("\n")), style=style)
-                pieces = list(body.wrap(console, max(1, width - WIDTH - 3), overflow="fold")) or [Text()]
-                for i, piece in enumerate(pieces):
-                    head = f"{role:<{WIDTH}} │ " if i == 0 else f"{role:<{WIDTH}}↪│ "
-                    out.append(Text(head, style=f"bold {style}".strip()).append_text(piece))
+                out += row_lines(role, ROLE_STYLE.get(role, ""), row.rstrip("\n"), console, width)
         return out

@@ -22,35 +22,22 @@ from harness.transcript import split_lines
 
 PREFIX = WIDTH + 3  # "model     │ "
 
-def mark_of(kind: str, newest: bool) -> str:
-    """A row's mark: what its text is (⚠ ✗), else ▶ for the newest part."""
-    return MARKS.get(kind) or ("▶" if newest else "│")
-
-
-def new_of(kind: str, newest: bool) -> str:
-    """The column before the mark: ▶ for a new row whose mark says what it is (a new ⚠ notice
-    is `code     ▶⚠ Notice: …`), so every row of the newest part is marked new."""
-    return "▶" if newest and kind in MARKS else " "
-
 
 def _fold(text: Text, console: Console, width: int) -> list[Text]:
     return list(text.wrap(console, max(1, width), overflow="fold"))
 
 
-def row_lines(author, text: str, mark: str, extra: str, console: Console, width: int, joined: bool, new: str = " ") -> list[Text]:
-    """One row of the buffer (a line of one author, without its newline) as physical lines.
-    `joined`: the buffer line goes on, written by the next author (shown as ⤸); `new`: what
-    the first line has before its mark (▶ on a new ⚠ or ✗ row)."""
-    style = f"{STYLES[author]} {extra}".strip()
+def row_lines(name: str, style: str, text: str, console: Console, width: int, mark: str = "│", joined: bool = False, new: str = " ") -> list[Text]:
+    """One row (a line of one author, or of one chat message's role, without its newline) as
+    physical lines, each led by the name. `joined`: the buffer line goes on, written by the
+    next author (shown as ⤸); `new`: what the first line has before its mark."""
     body = Text(for_terminal(text), style=style)
     if joined:
         body.append(" ⤸", style="dim")
     out = []
     for i, piece in enumerate(_fold(body, console, width - PREFIX)):
-        head = f"{author.value:<{WIDTH}}{new}{mark} " if i == 0 else f"{author.value:<{WIDTH}}↪{mark} "
-        line = Text(head, style=f"bold {style}")
-        line.append_text(piece)
-        out.append(line)
+        head = f"{name:<{WIDTH}}{new}{mark} " if i == 0 else f"{name:<{WIDTH}}↪{mark} "
+        out.append(Text(head, style=f"bold {style}".strip()).append_text(piece))
     return out
 
 
@@ -75,8 +62,9 @@ def frame_lines(frame: Frame, newest: bool, console: Console, width: int, cut_li
     for i, (piece, kind) in enumerate(pieces):
         ended = piece.endswith("\n")
         joined = not ended and i == len(pieces) - 1 and not newest  # the next frame goes on with this line
-        mark = mark_of(kind, newest)
-        out += row_lines(frame.author, piece.rstrip("\n"), mark, extra, console, width, joined, new_of(kind, newest))
+        mark = MARKS.get(kind) or ("▶" if newest else "│")  # what its text is (⚠ ✗), else ▶ for the newest part
+        new = "▶" if newest and kind in MARKS else " "  # a new ⚠ or ✗ row is marked new too: `code     ▶⚠ Notice: …`
+        out += row_lines(frame.author.value, f"{STYLES[frame.author]} {extra}".strip(), piece.rstrip("\n"), console, width, mark, joined, new)
         last_of_kind = i == len(pieces) - 1 or pieces[i + 1][1] != kind
         if newest and kind in ("denied", "withheld") and last_of_kind:
             out += note_lines(f"{MARKS[kind]} {KINDS[kind]}", console, width)

@@ -69,7 +69,7 @@ def harness_run(dialect_name: str, n: int, view: str) -> tuple[float, int]:
     if view == "noop":
         emit = lambda event: None  # noqa: E731  (a listener that does nothing: every event is made)
     elif view == "events":
-        from harness.render.events import event_line
+        from harness.render.json import event_line
 
         sink = open(os.devnull, "w")
 

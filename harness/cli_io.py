@@ -1,20 +1,78 @@
-"""How `run`, `show` and `replay` show one run on stdout: the formats, the live view, the
-event lines (harness.render does the work), and a live run's line per call on stderr."""
+"""What the commands share about input and output: arguments that name files, output
+files (written, then said on stderr), and how one run is shown on stdout (the formats,
+the live view, the event lines; harness.render does the work)."""
 
 from __future__ import annotations
 
 import os
 import sys
 import time
+from collections.abc import Iterator
+from contextlib import contextmanager
 from enum import StrEnum
+from pathlib import Path
 from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
+
+from harness.errors import HarnessError
 
 if TYPE_CHECKING:
     from rich.console import Console
 
     from harness.run_record import RunRecord
+
+
+def named(argument: str, what: str, names: str) -> str:
+    """An argument that names something: an empty one would be Path("."), the folder here."""
+    if not argument.strip():
+        raise HarnessError(what, f"an empty argument names no {names}")
+    return argument
+
+
+def scenario_file(argument: str) -> Path:
+    """find_scenario's file, any OSError of looking for it one line naming the argument: on
+    Python 3.11 `Path.is_dir()` raises on a name longer than the system allows."""
+    from harness.errors import ScenarioError
+    from harness.scenario import find_scenario
+
+    try:
+        return find_scenario(argument)
+    except OSError as e:
+        raise ScenarioError(argument, f"cannot be looked up ({e.strerror or e})") from None
+
+
+def output_path(value: str | Path) -> Path:
+    """The value of an option that names an output (--save, --html, --save-dir, ...): an
+    empty one is refused as empty, where Path("") would be ".", the folder here."""
+    if isinstance(value, Path):
+        return value
+    if not value.strip():
+        raise typer.BadParameter("the argument is empty; give a path")
+    return Path(value)
+
+
+@contextmanager
+def scenario_hint(path: Path) -> Iterator[None]:
+    """A scenario given where a saved transcript belongs: the error says to `run` it."""
+    from harness.errors import TranscriptFormatError
+
+    try:
+        yield
+    except TranscriptFormatError as e:
+        if path.suffix != ".toml" or "header line" not in e.message:
+            raise
+        raise HarnessError(e.where, f"{e.message}; {path} is a scenario: run it with `harness run {path}`") from None
+
+
+def write(path: Path, text: str, header: str, option: str, target: Path | None = None) -> None:
+    """Write `target` (the path made absolute before the run, so a tool's os.chdir cannot
+    move it), named as the user gave it."""
+    from harness.escape import one_line
+    from harness.files import write_file
+
+    write_file(target or path, text, header, option)
+    typer.echo(f"wrote {one_line(str(path))}", err=True)
 
 
 class Format(StrEnum):
@@ -38,7 +96,6 @@ def new_console() -> Console:
     size = None
     for name in ("COLUMNS", "LINES"):  # rich sizes the console by them: 0 would wrap nothing, forever
         if (value := os.environ.get(name, "").strip()) and not (value.isdigit() and 1 <= int(value) <= 100_000):
-            from harness.errors import HarnessError
             from harness.escape import one_line
 
             raise HarnessError(name, f"{one_line(repr(value)[:40])} is not a whole number from 1 to 100,000 (unset it, or give the terminal's size)")
@@ -62,9 +119,8 @@ def show_record(fmt: Format, record: RunRecord) -> None:
 
         typer.echo(to_json(record))
     else:
-        from harness.render.live import saved_events
-
         from harness.render.frames import stop_was_off
+        from harness.render.live import saved_events
 
         draw = live_view(0.0, stop_was_off(record)) if fmt is Format.rich else print_event
         for event in saved_events(record):
@@ -72,31 +128,29 @@ def show_record(fmt: Format, record: RunRecord) -> None:
 
 
 def live_view(delay: float, stop_off: bool = False):
-    """The run drawn as it streams: by rich on a terminal, as plain text anywhere else.
+    """The run drawn as it streams: by rich on a terminal, or where the environment says to
+    act as if it were one (rich reads these variables), else as plain text without rich.
     `stop_off`: the run has no stop sequence (--no-stop), which the view says first."""
     from harness.render.live import LiveView
 
-    return LiveView(new_console() if watched(sys.stdout) else sys.stdout, delay, stop_off)
-
-
-def watched(stream: Any) -> bool:
-    """Whether rich would treat `stream` as a terminal: it is one, or the environment says
-    to act as if it were (rich reads these); only then is rich loaded to draw the view."""
-    return stream.isatty() or any(name in os.environ for name in ("FORCE_COLOR", "TTY_COMPATIBLE", "TTY_INTERACTIVE"))
+    watched = sys.stdout.isatty() or any(name in os.environ for name in ("FORCE_COLOR", "TTY_COMPATIBLE", "TTY_INTERACTIVE"))
+    return LiveView(new_console() if watched else sys.stdout, delay, stop_off)
 
 
 def print_event(event: Any) -> None:
-    from harness.render.events import event_line
+    from harness.render.json import event_line
 
     sys.stdout.write(event_line(event) + "\n")  # buffered: a flush per line costs more than the event
 
 
-def call_lines(draw):
-    """`draw`, and for a live run off a terminal (a CI log) one line on stderr as each model
+def call_lines(draw, live: bool):
+    """`draw`, and for a `live` run off a terminal (a CI log) one line on stderr as each model
     call ends, so the log is never silent for the length of a run: `call 2: 418 characters,
     1.93 s`. On a terminal the rich view is the progress; a script takes no time to read."""
     from harness.events import CompletionEnded, RoundStarted
 
+    if not live or sys.stderr.isatty():
+        return draw
     started = time.perf_counter()
 
     def emit(event: Any) -> None:
