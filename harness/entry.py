@@ -58,9 +58,12 @@ what they are and are never changed.
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Iterable, Iterator, Sequence
+from dataclasses import dataclass
 
 import regex
+
+from harness.errors import HarnessError
 
 MASK = "***"
 MIN_SECRET = 4
@@ -143,6 +146,74 @@ class StreamScrub:
                     best = n
                     break
         return best
+
+
+# --- the user's own patterns -------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Redaction:
+    """The user's own patterns (a scenario's `redact`, pytest's `harness_redact`): every
+    match in a model's text or a tool's output becomes MASK before anything keeps or shows
+    it. A pattern matches within one line (the text between two newlines); a model's stream
+    is held back to the end of each line, so a match never depends on how the text came in
+    chunks, and a replay, fed the redacted text, redacts it to the same bytes.
+
+        redact = redaction(["token=\\w+"], "redact")
+        redact("ok token=abc123\\n")   ->  "ok ***\\n"
+    """
+
+    patterns: tuple[regex.Pattern[str], ...] = ()
+
+    def __call__(self, text: str) -> str:
+        if not self.patterns:
+            return text
+        lines = text.split("\n")
+        for pattern in self.patterns:
+            lines = [pattern.sub(_mask, line) for line in lines]
+        return "\n".join(lines)
+
+    def over(self, chunks: Iterator[object]) -> Iterator[object]:
+        """A model's chunks, redacted a whole line at a time (counts pass as they come).
+        A line cut off by a Ctrl-C or a failure is never shown: it might hold half a secret."""
+        return self._held(chunks) if self.patterns else chunks
+
+    def _held(self, chunks: Iterator[object]) -> Iterator[object]:
+        held: list[str] = []
+        try:
+            for chunk in chunks:
+                if not isinstance(chunk, str):
+                    yield chunk
+                elif end := chunk.rfind("\n") + 1:
+                    yield self("".join(held) + chunk[:end])
+                    held = [chunk[end:]]
+                else:
+                    held.append(chunk)
+            if tail := "".join(held):
+                yield self(tail)
+        finally:
+            chunks.close()  # type: ignore[attr-defined]
+
+
+def _mask(match: regex.Match[str]) -> str:
+    return MASK if match.group() else ""  # an empty match is no text to hide
+
+
+def redaction(patterns: Sequence[str], where: str) -> Redaction:
+    """The patterns compiled; a bad one is a HarnessError naming `where` and its number.
+    A pattern that matches the mask itself is refused: a replay would mask its masks again."""
+    compiled = []
+    for number, text in enumerate(patterns, 1):
+        if not isinstance(text, str):
+            raise HarnessError(where, f"pattern {number} must be a string (a regular expression)")
+        try:
+            pattern = regex.compile(text)
+        except regex.error as e:
+            raise HarnessError(where, f"pattern {number} is not a regular expression ({e})") from None
+        if any(match.group() for match in pattern.finditer(MASK)):
+            raise HarnessError(where, f"pattern {number} matches the mask {MASK} itself; a replay would mask it again")
+        compiled.append(pattern)
+    return Redaction(tuple(compiled))
 
 
 # <|name|> with a bounded name of no bars, brackets or spaces; or one of a few literals.

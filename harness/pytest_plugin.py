@@ -83,6 +83,13 @@ def pytest_addoption(parser: pytest.Parser) -> None:
         type="bool",
         default=False,
     )
+    parser.addini(
+        "harness_redact",
+        "regular expressions, one a line: their matches in model text and tool output are masked (***) "
+        "when a transcript is recorded or replayed, as a scenario's own `redact` patterns are",
+        type="linelist",
+        default=[],
+    )
     group = parser.getgroup("harness")
     group.addoption(
         "--harness-update",
@@ -111,6 +118,7 @@ def pytest_configure(config: pytest.Config) -> None:
     if config.getoption("harness_base_url") and not config.getoption("harness_record"):
         raise pytest.UsageError("--harness-base-url goes with --harness-record openai:NAME")
     _check_base_url(config)
+    _check_patterns(config)
     for folder in config.getini("harness_transcripts"):
         if not folder.is_dir():  # a typo would otherwise collect nothing, silently
             raise pytest.UsageError(f"harness_transcripts: {folder} is not a folder")
@@ -132,6 +140,16 @@ def _check_base_url(config: pytest.Config) -> None:
             check_base_url(url.rstrip("/"), where)
         except HarnessError as error:
             raise pytest.UsageError(str(error)) from None
+
+
+def _check_patterns(config: pytest.Config) -> None:
+    from harness.entry import redaction
+    from harness.errors import HarnessError
+
+    try:
+        redaction(config.getini("harness_redact"), "harness_redact")
+    except HarnessError as error:
+        raise pytest.UsageError(str(error)) from None
 
 
 def pytest_collect_file(file_path: Path, parent: pytest.Collector) -> TranscriptFile | None:
@@ -208,7 +226,7 @@ class TranscriptItem(pytest.Item):
             raise HarnessError(self.source, error.message) from None
         if self.config.getoption("harness_record"):
             return self.record(text)
-        result = replay(text, self.source, base=self.path.parent, root=self.config.rootpath)
+        result = replay(text, self.source, base=self.path.parent, root=self.config.rootpath, redact=self.config.getini("harness_redact"))
         if result.matches:
             return
         update = self.config.getoption("harness_update")
@@ -233,7 +251,7 @@ class TranscriptItem(pytest.Item):
         from harness.record import record_again
 
         model = _recording_model(self.config)
-        fresh = record_again(text, self.source, self.path, self.config.rootpath, model)
+        fresh = record_again(text, self.source, self.path, self.config.rootpath, model, self.config.getini("harness_redact"))
         if (broken := _broke_off(fresh, self.source, live=model is not None)) is not None:
             if broken.stop_reason.value == "canceled":  # Ctrl-C: it stops the session, as pytest's own does
                 raise KeyboardInterrupt

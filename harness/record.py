@@ -22,7 +22,7 @@ copy it stores.
 from __future__ import annotations
 
 import functools
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, replace
 from pathlib import Path
 
@@ -30,6 +30,7 @@ from harness import prompts
 from harness import source as sources
 from harness.agent import Agent
 from harness.dialects import get_dialect
+from harness.entry import redaction
 from harness.errors import HarnessError, TranscriptFormatError
 from harness.events import StopReason
 from harness.files import read_input
@@ -71,6 +72,7 @@ def build(scenario: Scenario, root: Path, live: Model | None = None, peek: int =
         send_stop=live is None or peek == 0,
         frames=filled.frames, question=scenario.question,
         scenario=scenario, source=source, workspace=workspace,
+        redaction=redaction(scenario.redact, f"{scenario.source}: redact"),
     )  # fmt: skip
 
 
@@ -194,13 +196,21 @@ def imported_agent(saved: RunRecord, where: str, root: Path) -> Agent:
     return agent
 
 
-def setup_again(saved: RunRecord, where: str, folder: Path, root: Path, live: Model | None, keep_facts: bool = True) -> Setup:
-    """The Setup a saved run's source gives now: its scenario (or the copy it stores) or its Agent."""
+def setup_again(saved: RunRecord, where: str, folder: Path, root: Path, live: Model | None, keep_facts: bool = True, redact: Sequence[str] = ()) -> Setup:
+    """The Setup a saved run's source gives now: its scenario (or the copy it stores) or its
+    Agent; `redact`: patterns added to a scenario's own (pytest's `harness_redact`)."""
     if saved.source is not None and saved.source.agent is not None:
-        return imported_agent(saved, where, root).setup(saved.source.question)
-    if saved.source is None:
-        return build(scenario_of(saved, where), root, live)
-    return build(rebuilt(saved, where, folder, root, keep_facts), root, live)
+        setup = imported_agent(saved, where, root).setup(saved.source.question)
+        setup.redaction = redaction(redact, "harness_redact")  # (an Agent's file does not record them)
+        return setup
+    scenario = scenario_of(saved, where) if saved.source is None else rebuilt(saved, where, folder, root, keep_facts)
+    return build(with_patterns(scenario, redact), root, live)
+
+
+def with_patterns(scenario: Scenario, redact: Sequence[str]) -> Scenario:
+    """The scenario with more patterns to redact (a run's, as --max-steps is a run's limit)."""
+    more = tuple(p for p in redact if p not in scenario.redact)
+    return scenario.but(redact=scenario.redact + more) if more else scenario
 
 
 def replay(
@@ -210,20 +220,21 @@ def replay(
     model: Model | None = None,
     base: Path | None = None,
     root: Path | None = None,
+    redact: Sequence[str] = (),
 ) -> Replay:
     """Run a saved transcript again; with `model`, live instead of from its recorded turns.
     Its source is looked for relative to `base` (by default the file's folder) or `root` (the
     project root, by default the working folder), as the file says."""
     folder, root = (base or Path(source).parent).absolute(), (root or Path.cwd()).absolute()
     saved = load_record(text, source, folder)
-    setup = setup_again(saved, source, folder, root, model)
+    setup = setup_again(saved, source, folder, root, model, redact=redact)
     if saved.source is not None:  # named as the file names it; the hash is the source's now
         setup.source = saved.source.but(sha256=setup.source.sha256 if setup.source else "")
     chunk_size = setup.scenario.chunk_size if setup.scenario is not None else 8
     return Replay(text, run(setup, model or recorded(saved, chunk_size), emit), saved)
 
 
-def record_again(text: str, source: str, path: Path, root: Path, model: Model | None) -> str:
+def record_again(text: str, source: str, path: Path, root: Path, model: Model | None, redact: Sequence[str] = ()) -> str:
     """The file recorded again: its source run now on `model` (None: a scenario's own
     script), saved relative to `path`. Nothing of the old recording is kept but the run's
     options (--max-steps, --no-stop); a past run's Ctrl-C or model error is not one."""
@@ -232,7 +243,7 @@ def record_again(text: str, source: str, path: Path, root: Path, model: Model | 
         raise TranscriptFormatError(source, "names no source, so it cannot be recorded again (save it again with harness run)")
     if saved.source.agent is not None and model is None:
         raise HarnessError(f"{source}: metadata source.agent", "an Agent has no script of its own: record it with a live model")
-    setup = setup_again(saved, source, path.parent, root, model, keep_facts=False)
+    setup = setup_again(saved, source, path.parent, root, model, keep_facts=False, redact=redact)
     if saved.source.origin == "root":  # named as the file named it
         setup.source = setup.source.but(scenario=saved.source.scenario, origin="root")
     record = run(setup, model or scripted(setup.scenario))

@@ -26,6 +26,7 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from harness.entry import Redaction, redaction
 from harness.errors import HarnessError
 from harness.events import StopReason
 from harness.transcript import Author, Transcript, dumps
@@ -92,7 +93,7 @@ class RunRecord:
         if self.source is not None:
             meta["source"] = self.source.but(overrides=overrides).to_meta() if scenario is not None else self.source.to_meta()
         if scenario is not None:
-            meta["scenario"] = scenario.to_meta()
+            meta["scenario"] = _masked(scenario.to_meta(), redaction(scenario.redact, "redact"))
         return dumps(self.transcript, meta)
 
     def facts(self) -> dict[str, Any]:
@@ -125,3 +126,13 @@ class RunRecord:
             why = "its file name is not UTF-8, and a saved run names its scenario in UTF-8 text; rename the file to save its run"
             raise HarnessError(str(self.source.scenario), why) from None
         return replace(self, source=placed)
+
+
+def _masked(meta: dict[str, Any], redact: Redaction) -> dict[str, Any]:
+    """The scenario copy as a file keeps it: canned results are a tool's output, masked too."""
+    for spec in meta["tools"].values():
+        if "results" in spec:
+            spec["results"] = {key: redact(value) for key, value in spec["results"].items()}
+        if spec.get("default") is not None:
+            spec["default"] = redact(spec["default"])
+    return meta

@@ -43,7 +43,7 @@ SOURCE_LINE = "# source: "  # how the line begins in a saved file (harness.trans
 # What a run may change of its scenario (--max-steps, --no-stop, the endpoint it reached, a
 # live run's Ctrl-C or model error): all a saved file's overrides may hold. Anything else
 # (a tool, a prompt) would be the file's own code or text, put over the scenario it names.
-RUN_CHANGES = ("max_steps", "use_stop", "endpoint", "interrupt", "model_error")
+RUN_CHANGES = ("max_steps", "use_stop", "endpoint", "interrupt", "model_error", "redact")
 AGENT_REF = regex.compile(r"[A-Za-z_][\w.]{0,199}:[A-Za-z_]\w{0,99}")  # module:attribute
 _SHA = regex.compile(r"[0-9a-f]{64}")
 _SHIPPED = regex.compile(r"[A-Za-z0-9][A-Za-z0-9_.-]{0,63}")  # a shipped scenario's name: a file name, no path
