@@ -1,17 +1,9 @@
-"""Untrusted text at the edges: one escaping function per medium.
-
-Model output, tool results and saved files are untrusted. The buffer keeps their bytes
-as they are; only where text leaves the buffer for a medium is it escaped, once, for
-that medium:
+"""Untrusted text at the edges: one escaping function per medium, applied where text
+leaves the buffer for it (the buffer keeps the bytes as they are).
 
     for_terminal("a\\x1b]0;PWNED\\x07b")  ->  "a␛]0;PWNED␇b"      (shown, not obeyed)
     for_html("<img src=x>")             ->  "&lt;img src=x&gt;"
     for_script_json({"a": "</script>"}) ->  '{"a": "\\u003c/script\\u003e"}'
-    for_terminal("bn/x\\udcffy.toml")      ->  "bn/x\\xffy.toml"   (a file name that is not UTF-8)
-
-The terminal loses nothing a reader needs: every control character is drawn as a
-visible stand-in, so a forged row or a hidden title change shows up as text. The
-stand-ins are for people; they are not a reversible encoding (the saved file is).
 """
 
 from __future__ import annotations

@@ -1,21 +1,11 @@
 """The files a user names: reading an input, and writing an output without ever losing a
 file they had.
 
-Reading: harness reads only a regular file (or a link to one). A FIFO, a device or a
-socket is refused by its kind, looked at before it is opened, so `harness show FIFO`
-cannot hang waiting for a writer; the kind is checked again on the open file, in case
-the name was swapped meanwhile (opened non-blocking, so that check cannot hang either).
-
-Writing: the rule, once:
-
-    harness replaces a file only if it is a regular file that begins with harness's own
-    header for that kind of output (a transcript, an HTML page, Markdown notes)
-
-checked before a run starts (so a long run is not wasted) and again right before the
-rename that puts the new file in place (a file that appeared meanwhile is kept). The
-text goes to a temporary file beside the target first (`.harness-XXXXXXXX.tmp`: a short
-name, so that any name the target may have can be written), so the target is written
-whole or not at all, and the temporary file never outlives a failure.
+harness reads only a regular file (or a link to one): a FIFO or a device is refused by its
+kind, looked at before and after it is opened (non-blocking), so nothing hangs. It replaces
+a file only if it is a regular file that begins with harness's own header for that kind of
+output, checked before a run and again right before the rename; the text goes to a short
+temporary name beside the target first, so the target is written whole or not at all.
 """
 
 from __future__ import annotations

@@ -1,60 +1,23 @@
 """The pytest plugin: saved transcripts as tests, and a snapshot fixture for runs.
 
-harness registers this module as a pytest plugin (entry point `pytest11`), so it loads
-in every pytest session of the environment. It imports nothing heavy when it loads: the
-loop, the replay and syrupy are imported only when a transcript is collected or the
-fixture is used.
+Loaded in every pytest session of the environment (entry point `pytest11`), it imports
+nothing heavy until a transcript is collected or the fixture is used. Every file under the
+folders `harness_transcripts` names (in the ini file) that begins with a transcript header,
+of any version, is one test: it replays the file from the source it names and fails at the
+first differing byte, with a readable diff (harness.diff). A file that is a transcript but
+for its line endings or a byte-order mark fails, saying so: never a green run that checked
+nothing. A replay that differs only in its source's sha256 (an edit that changed nothing
+the run shows) passes and is listed, unless `--harness-strict-source`.
 
-Saved transcripts as tests. Name folders in the ini file:
+    pytest                          replay offline, from the recorded model turns
+    pytest --harness-update         keep the recorded turns, rewrite the files that changed,
+                                    and warn where a kept turn followed changed text
+    pytest --harness-record MODEL   run each source again on MODEL (or `scripted`); a
+                                    recording that did not complete fails and leaves the file
 
-    [pytest]
-    harness_transcripts = transcripts
-
-Every file under those folders that begins with the line `# harness transcript v1` is
-one test (one with another version's header is too, and fails saying so: never a green
-run that checked nothing), named after the file (the folders must lie where pytest looks: under the
-rootdir, within `testpaths` if you set it, or named on the command line). It replays
-the file from the source it names (as `harness replay FILE --check` does) and fails if a
-byte differs, with a readable diff (harness.diff): the records with their author column
-and the first differing step. Other files are neither collected nor ever written; a
-file that is a transcript but for its line endings (CRLF) or a byte-order mark is
-collected and fails, saying so: it must never pass by not being run. The snapshot
-fixture's own `__snapshots__` folders are never collected as replays.
-
-What counts as drift. The saved file's source line holds a sha256 of what the run was
-built from (the scenario, its template, its Python tools' modules). An edit that changes
-nothing the run shows (a comment or a docstring in a shared tools module, a refactor)
-changes only that hash: such a replay PASSES, and the session's summary lists the files
-whose hash is stale (`--harness-update` refreshes it). Only a replay that differs in
-anything else fails. `--harness-strict-source` (or `harness_strict_source = true` in the
-ini file) fails on the hash alone too, as a record of every edit.
-
-Three modes, as VCR has record modes:
-
-    pytest                          replay: offline, the recorded model turns; fail at a difference
-    pytest --harness-update         keep the recorded model turns, refresh what code and the
-                                    developer wrote now; rewrite the files that changed, and
-                                    warn (naming the file and the call) where a kept turn
-                                    followed text the update changed: it answers text the
-                                    model never read, and only --harness-record asks again
-    pytest --harness-record MODEL   run each file's source again on MODEL (live, or `scripted`:
-                                    a scenario's own completions) and rewrite the file; a
-                                    recording that did not complete (the model failed, its
-                                    script ran out) fails and leaves the file as it was, and
-                                    a Ctrl-C stops the session with every file as it was
-
-A snapshot fixture for Python code, built on syrupy (imported when the fixture is used):
-
-    def test_my_agent(transcript_snapshot):
-        assert run_scenario(load_scenario(path)).saved == transcript_snapshot
-
-The snapshot is one `.txt` file in the save format under `__snapshots__/`, written
-byte for byte; `pytest --snapshot-update` writes it. Pass the saved text, or any object
-with a `.saved` attribute holding it (a run record). A mismatch shows the same diff
-(pytest cuts long assertion messages: -vv shows all of it).
-
-What this module leaves out: making transcripts (harness.record) and comparing them
-(harness.diff).
+`harness_redact` (ini, one pattern a line) adds patterns to every run's own (harness.entry).
+The fixture: `assert record.saved == transcript_snapshot`, one `.txt` file per snapshot
+under `__snapshots__/` (syrupy), written byte for byte, shown with the same diff.
 """
 
 from __future__ import annotations

@@ -1,22 +1,12 @@
 """Assembling a run from its source, running it, and replaying a saved transcript.
 
-    build(scenario, root)    a Setup: the developer's prompt as the start of the buffer, the
-                             tools, the rules, and where it came from (harness.source)
-    scripted(scenario)       the scenario's own model: its completions (wrapped to fail or be
-                             interrupted where the scenario says so)
-    run_scenario(scenario)   run it: a RunRecord that knows the scenario it came from
-    replay(text, source)     run a saved transcript again, fed its recorded turns
-
 A saved transcript names its source (harness.source): a scenario file or an importable
-Agent. Replay rebuilds the Setup from that source as it is *now* (the scenario's fields,
-its template, its tools) and runs it on the recording played back (`recorded`): the
-`model` spans, with what the stop sequence cut put back, and what only the recording
-knows, read from the saved record: each call's token counts, the model's name, how it
-was reached, and where a live model failed or a Ctrl-C came. So one source of truth
-decides what drift is: an edited question, canned result, template or tool shows in the
-new file; if it differs from the saved one by a byte, the check fails. A file without a
-source (written before sources existed, or by `harness agent`) replays from the scenario
-copy it stores.
+Agent. Replay rebuilds the Setup from that source as it is *now* and runs it on the
+recording played back (`recorded`): the `model` spans with what the stop cut put back, and
+what only the recording knows (token counts, the model's name, its endpoint, where a live
+model failed or a Ctrl-C came). So an edited question, result, template or tool shows in
+the new file, and the check fails at the first differing byte. A file without a source
+replays from the scenario copy it stores.
 """
 
 from __future__ import annotations

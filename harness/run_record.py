@@ -1,22 +1,11 @@
 """The run record: one typed value from the loop to every view, and to and from a file.
 
-    RunRecord
-        transcript     the buffer, every span with its author
-        stop_reason    why the loop stopped; final_answer, steps, detail (an error's message)
-        calls          per model call: what was cut and by what, the tools that ran, the
-                       notices code wrote, the model's own token counts when it gave them
-        model          the live model's name as the run was started with it ("" for a script)
-        endpoint       how the model was reached: "completions" (one text) or "chat" (messages)
-        source         where the run came from (harness.source), so a replay rebuilds it from there
-        scenario       the scenario the run was built from (harness.scenario), if any
-
 The loop makes it, whole, at the end of a run; `saved` writes it in save format v1
-(harness.transcript), and harness.saved reads a saved file back into the same type.
-What only the recording knows (the model's name, how it was reached, its token counts,
-where a live model failed or a Ctrl-C came) is the record's: a replay reads it from the
-saved record, never from the scenario. A file keeps the save format it always had: how
-the model was reached and where a live run stopped are also written as the scenario's
-fields (`endpoint`, `interrupt`, `model_error`) in its scenario copy and `source.overrides`.
+(harness.transcript), and harness.saved reads a saved file back into the same type. What
+only the recording knows (the model's name, its endpoint, token counts, where a live model
+failed or a Ctrl-C came) is the record's: a replay reads it from the saved record. The file
+keeps the format it always had: the endpoint and where a live run stopped are also written
+as the scenario's fields in its scenario copy and `source.overrides`.
 """
 
 from __future__ import annotations

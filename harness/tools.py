@@ -1,22 +1,11 @@
 """Tools: a registry of what the model may call, and the built-ins.
 
-The registry owns which tools exist; the prompt's tool list is rendered from it, so the
-model is told about exactly the tools that can run. A tool is a plain function returning
-text. When it raises ToolError (or is called with arguments that do not fit), the error
-becomes the observation, so the model can read it and try again.
-
-A tool of the user's own is a plain Python function: `from_function` makes it a Tool, its
-docstring's first line the description and its parameters the call's; a scenario names
-one as `python = "module:function"` (a module file in the scenario's folder, the way
-pytest imports a conftest.py, or else an importable module: `mypkg.tools:search`).
-A tool is user code and is contained (harness.captured): whatever it raises (SystemExit
-too; only KeyboardInterrupt, a Ctrl-C, goes on up) or returns becomes its observation as
-plain text, what it prints becomes part of it, and what it leaves behind is put back (at
-import time, a failure is one error and what it prints is dropped).
-
-Built-ins: `calculator` (arithmetic by walking the syntax tree; nothing is evaluated as
-code) and canned tools, whose results a scenario supplies per argument, for demos of
-external tools such as a search engine or a quota API.
+The registry owns which tools exist; the prompt's tool list is rendered from it. A tool is
+a plain function returning text; when it raises ToolError (or is called with arguments
+that do not fit), the error becomes the observation, so the model can try again. A tool of
+the user's own is contained (harness.captured): whatever it raises (but a Ctrl-C) or
+returns, and what it prints, becomes its observation. Built-ins: `calculator` (arithmetic
+by walking the syntax tree) and canned tools, whose results a scenario writes per argument.
 """
 
 from __future__ import annotations
