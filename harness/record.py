@@ -48,7 +48,7 @@ def build(scenario: Scenario, root: Path, live: Model | None = None, peek: int =
     it is peeked past them."""
     dialect = get_dialect(scenario.dialect, f"{scenario.source}: dialect")
     workspace = None if scenario.workspace is None else Workspace(scenario.workspace)
-    tools = Registry(spec.build(workspace, scenario.base, scenario.source) for spec in scenario.tools)
+    tools = Registry(scenario.build_tools(workspace))
     buffer = Transcript()
     template = scenario.template()
     filled = prompts.render(template, {"question": scenario.question, "tools": tools.render(dialect.signature)})

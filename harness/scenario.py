@@ -48,9 +48,9 @@ from harness.files import read_input
 from harness.limits import Limits
 from harness.prompts import data_dir
 from harness.tool_specs import ToolSpec, parse_tool
-from harness.tools import ToolError
-from harness.user_code import TOOL_NAME
-from harness.workspace import TOOL_NAMES, check_path
+from harness.tools import Tool, ToolError
+from harness.user_code import TOOL_NAME, loading
+from harness.workspace import TOOL_NAMES, Workspace, check_path
 
 _LIMITS = Limits()
 
@@ -105,6 +105,14 @@ class Scenario:
         if self.prompt_file is not None:
             return prompts.by_path(self.prompt_file, self.base or Path.cwd(), f"{self.source}: prompt_file")
         return prompts.by_name(self.prompt, f"{self.source}: prompt")
+
+    def build_tools(self, workspace: Workspace | None = None) -> tuple[Tool, ...]:
+        """The scenario's tools, ready to call (`tool.call(args, kwargs)`); the workspace
+        tools work on `workspace`, by default a fresh one holding the scenario's files."""
+        if workspace is None and self.workspace is not None:
+            workspace = Workspace(self.workspace)
+        with loading():  # its Python tools' modules, loaded once for all of them (harness.user_code)
+            return tuple(spec.build(workspace, self.base, self.source) for spec in self.tools)
 
     def but(self, **changes: Any) -> Scenario:
         """A copy with some fields changed (`--max-steps`, `--no-stop`)."""
