@@ -34,38 +34,23 @@ RECORD_HINT = "pytest --harness-record MODEL (a live model, or `scripted`: the s
 
 
 def pytest_addoption(parser: pytest.Parser) -> None:
-    parser.addini(
-        "harness_transcripts",
-        "folders of saved harness transcripts to replay as tests (relative to the ini file)",
-        type="paths",
-        default=[],
+    ini = (
+        ("harness_transcripts", "folders of saved harness transcripts to replay as tests (relative to the ini file)", "paths", []),
+        ("harness_strict_source", "fail a saved transcript whose replay is the same but whose source was edited", "bool", False),
+        ("harness_redact", "regular expressions, one a line, masked (***) in model text and tool output", "linelist", []),
     )
-    parser.addini(
-        "harness_strict_source",
-        "fail a saved harness transcript whose replay is the same but whose source was edited (its sha256)",
-        type="bool",
-        default=False,
-    )
-    parser.addini(
-        "harness_redact",
-        "regular expressions, one a line: their matches in model text and tool output are masked (***) "
-        "when a transcript is recorded or replayed, as a scenario's own `redact` patterns are",
-        type="linelist",
-        default=[],
-    )
+    for name, help, kind, default in ini:
+        parser.addini(name, help, type=kind, default=default)
     group = parser.getgroup("harness")
     group.addoption(
         "--harness-update",
         action="store_true",
-        help="rewrite the saved harness transcripts whose replay changed (a stale source hash too), keeping their "
-        "recorded model turns, and list them; a kept turn that followed text the update changed is named in a warning "
-        "(--harness-record asks the model again)",
+        help="rewrite the saved harness transcripts whose replay changed, keeping their recorded model turns, and list them",
     )
     group.addoption(
         "--harness-strict-source",
         action="store_true",
-        help="fail a transcript whose replay is the same byte for byte but whose source was edited "
-        "(only source.sha256 differs); by default that passes and is listed in the summary",
+        help="fail a transcript whose replay is the same but whose source was edited (only source.sha256 differs)",
     )
     group.addoption(
         "--harness-record",
@@ -80,36 +65,27 @@ def pytest_configure(config: pytest.Config) -> None:
         raise pytest.UsageError("--harness-record and --harness-update: choose one (record runs the model again)")
     if config.getoption("harness_base_url") and not config.getoption("harness_record"):
         raise pytest.UsageError("--harness-base-url goes with --harness-record openai:NAME")
-    _check_base_url(config)
-    _check_patterns(config)
+    _check_inputs(config)
     for folder in config.getini("harness_transcripts"):
         if not folder.is_dir():  # a typo would otherwise collect nothing, silently
             raise pytest.UsageError(f"harness_transcripts: {folder} is not a folder")
     config.pluginmanager.register(_Rewrites(config), "harness-rewrites")
 
 
-def _check_base_url(config: pytest.Config) -> None:
-    """A bad base URL is one usage line naming where it came from, before any test runs."""
+def _check_inputs(config: pytest.Config) -> None:
+    """A bad base URL or pattern is one usage line naming where it came from, before any test runs."""
     import os
 
     from harness.backends.urls import check_base_url
+    from harness.entry import redaction
     from harness.errors import HarnessError
 
     url, where = config.getoption("harness_base_url"), "--harness-base-url"
     if not url and str(config.getoption("harness_record")).startswith(("openai:", "chat:")):  # only these talk to a server
         url, where = os.environ.get("HARNESS_BASE_URL"), "HARNESS_BASE_URL"
-    if url:
-        try:
-            check_base_url(url.rstrip("/"), where)
-        except HarnessError as error:
-            raise pytest.UsageError(str(error)) from None
-
-
-def _check_patterns(config: pytest.Config) -> None:
-    from harness.entry import redaction
-    from harness.errors import HarnessError
-
     try:
+        if url:
+            check_base_url(url.rstrip("/"), where)
         redaction(config.getini("harness_redact"), "harness_redact")
     except HarnessError as error:
         raise pytest.UsageError(str(error)) from None
@@ -140,32 +116,19 @@ class RecordingFailed(Exception):
     """--harness-record: the model failed, or its script ran out, before the run ended."""
 
 
-# Stop reasons of a run that broke off, and the scenario field that scripts each on purpose.
-UNFINISHED = {"model_error": "model_error", "canceled": "interrupt", "model_exhausted": None}
-
-
 def _broke_off(fresh: str, source: str, live: bool):
-    """The fresh recording as a RunRecord if it did not complete (None if it did): it
-    stopped in model_error, canceled or model_exhausted. The one exception is a stop the
-    scenario scripts itself (its own `model_error` or `interrupt`, played by its script,
-    not by a live model): that stop is what the file records. A stop the run wrote down (a
-    live failure, a Ctrl-C) is among the run's overrides, never the scenario's own."""
+    """The fresh recording as a RunRecord if it did not complete (None if it did): it stopped
+    in model_error, canceled or model_exhausted, unless its scenario scripts that stop itself
+    (its own `model_error` or `interrupt`, played by its script; a live run's is an override)."""
     from harness.saved import load_record
 
     record = load_record(fresh, source)
-    reason = record.stop_reason.value
-    if reason not in UNFINISHED:
+    field = {"model_error": "model_error", "canceled": "interrupt", "model_exhausted": None}.get(record.stop_reason.value, "")
+    if field == "":
         return None
-    field = UNFINISHED[reason]
     written = record.source.overrides if record.source is not None else {}
-    scripted = (
-        not live
-        and field is not None
-        and record.scenario is not None
-        and getattr(record.scenario, field) is not None
-        and field not in written
-    )
-    return None if scripted else record
+    scripted = field is not None and not live and record.scenario is not None and field not in written
+    return None if scripted and getattr(record.scenario, field) is not None else record
 
 
 class TranscriptItem(pytest.Item):
