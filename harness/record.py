@@ -11,7 +11,6 @@ replays from the scenario copy it stores.
 
 from __future__ import annotations
 
-import functools
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, replace
 from pathlib import Path
@@ -36,16 +35,13 @@ from harness.user_code import import_object
 from harness.workspace import Workspace
 
 
-@functools.cache
 def shipped() -> Path:
-    """The shipped scenarios' folder (looked up once: it does not move)."""
     return data_dir("transcripts")
 
 
 def build(scenario: Scenario, root: Path, live: Model | None = None, peek: int = 0) -> Setup:
-    """The run a scenario describes, its source named relative to `root`. A script is read
-    whole past a stop (it costs nothing to read on); a `live` model is told the stops unless
-    it is peeked past them."""
+    """The run a scenario describes, its source named relative to `root`; a `live` model is
+    told the stops unless it is peeked past them (a script is read whole)."""
     dialect = get_dialect(scenario.dialect, f"{scenario.source}: dialect")
     workspace = None if scenario.workspace is None else Workspace(scenario.workspace)
     tools = Registry(scenario.build_tools(workspace))
@@ -106,12 +102,9 @@ def run_scenario(
     root: Path | None = None,
     wrap: Callable[[Model], Model] | None = None,
 ) -> RunRecord:
-    """Run a scenario on its scripted model, or on a live `model`; the record knows its source
-    (a scenario loaded from a file: by its path relative to `root`, by default the working folder).
-    `wrap` wraps whichever model runs (a batch's Ctrl-C, harness.batch).
-
-    With a live model and `peek`, the server is not told the stop strings: the scanner cuts
-    and reads up to `peek` characters more, only to record what the stop prevented."""
+    """Run a scenario on its scripted model, or on a live `model` (with `peek`: read that
+    far past a stop, only to record what it prevented); its source is named relative to
+    `root`, by default the working folder. `wrap` wraps whichever model runs (a batch's)."""
     root = (root or Path.cwd()).absolute()  # now: a tool's os.chdir cannot move it
     setup = build(scenario, root, model, peek)
     model = scripted(scenario) if model is None else model
@@ -126,9 +119,8 @@ class Replay:
 
     @property
     def fresh(self) -> str:
-        """What --check compares with the file: the run again, with what only a recording
-        knows (the model's name, each call's token counts) as the file has it, so that a
-        live replay's own counts are not drift (offline, they are the file's already)."""
+        """What --check compares with the file: the run again, with the model's name and
+        token counts as the file has them (a live replay's own are not drift)."""
         calls = self.record.calls
         tokens = [c.tokens for c in self.recording.calls] + [c.tokens for c in calls[len(self.recording.calls) :]]
         return replace(self.record, model=self.recording.model, calls=tuple(replace(c, tokens=t) for c, t in zip(calls, tokens))).saved
@@ -144,8 +136,7 @@ def turns_of(record: RunRecord) -> tuple[str, ...]:
 
 
 def scenario_of(record: RunRecord, source: str) -> Scenario:
-    """The scenario copy a saved run stores (files without a source line: written before
-    sources existed, or by `harness agent`)."""
+    """The scenario copy a saved run without a source line stores (`harness agent`'s)."""
     if record.scenario is None:
         raise TranscriptFormatError(
             source, "names no source and stores no scenario: this file cannot be replayed (an Agent names its source with Agent(..., source='module:attribute'))"
@@ -212,9 +203,8 @@ def replay(
     root: Path | None = None,
     redact: Sequence[str] = (),
 ) -> Replay:
-    """Run a saved transcript again; with `model`, live instead of from its recorded turns.
-    Its source is looked for relative to `base` (by default the file's folder) or `root` (the
-    project root, by default the working folder), as the file says."""
+    """Run a saved transcript again (with `model`: live); its source is looked for relative
+    to `base` (by default the file's folder) or `root` (the working folder), as it says."""
     folder, root = (base or Path(source).parent).absolute(), (root or Path.cwd()).absolute()
     saved = load_record(text, source, folder)
     setup = setup_again(saved, source, folder, root, model, redact=redact)
@@ -225,9 +215,8 @@ def replay(
 
 
 def record_again(text: str, source: str, path: Path, root: Path, model: Model | None, redact: Sequence[str] = ()) -> str:
-    """The file recorded again: its source run now on `model` (None: a scenario's own
-    script), saved relative to `path`. Nothing of the old recording is kept but the run's
-    options (--max-steps, --no-stop); a past run's Ctrl-C or model error is not one."""
+    """The file recorded again: its source run now on `model` (None: its own script), saved
+    relative to `path`, keeping only the run's options (--max-steps, --no-stop, patterns)."""
     saved = load_record(text, source)
     if saved.source is None:
         raise TranscriptFormatError(source, "names no source, so it cannot be recorded again (save it again with harness run)")

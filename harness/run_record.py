@@ -86,9 +86,8 @@ class RunRecord:
         return dumps(self.transcript, meta)
 
     def facts(self) -> dict[str, Any]:
-        """What only the recording knows, as the scenario's fields (`endpoint`, `interrupt`,
-        `model_error`) that the scenario does not say already: how the model was reached, and
-        where a live model failed or a real Ctrl-C came. A scenario's scripted ones stand."""
+        """What only the recording knows (the endpoint, where a live model failed or a real
+        Ctrl-C came), as the scenario's fields it does not say already."""
         out: dict[str, Any] = {}
         scenario, last = self.scenario, self.transcript.last_author
         if scenario.endpoint != self.endpoint:
@@ -103,9 +102,8 @@ class RunRecord:
         return replace(self, **changes)
 
     def placed(self, target: Path) -> RunRecord:
-        """The record as it is saved at `target`: its scenario named relative to that file's folder.
-        A name that is not UTF-8 (Python holds its bytes as lone surrogates) cannot be saved:
-        a saved file is UTF-8 text, and a replay finds the scenario by that name."""
+        """The record as it is saved at `target`: its scenario named relative to that file's
+        folder (a name that is not UTF-8 cannot be written in the file)."""
         if self.source is None:
             return self
         placed = self.source.placed(target)
