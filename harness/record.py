@@ -155,7 +155,8 @@ def scenario_of(record: RunRecord, source: str) -> Scenario:
 
 def rebuilt(record: RunRecord, where: str, folder: Path, root: Path, keep_facts: bool = True) -> Scenario:
     """The scenario the file names, loaded as it is now, with the run's overrides (without a
-    past live run's Ctrl-C and model error, unless `keep_facts`)."""
+    past live run's Ctrl-C and model error, unless `keep_facts`); the run's patterns to redact
+    join the scenario's own, so a pattern added to it since applies too."""
     path = sources.resolve(record.source, where, folder, root, shipped())
     now = load_scenario(path, sources.shown(path, root))
     facts = () if keep_facts else ("interrupt", "model_error")
@@ -166,7 +167,8 @@ def rebuilt(record: RunRecord, where: str, folder: Path, root: Path, keep_facts:
         changed = Scenario.from_dict((now.loaded or {}) | overrides, f"{where}: metadata source.overrides", now.base)
     except HarnessError as e:
         raise TranscriptFormatError(e.where, e.message) from None
-    return changed.but(completions=now.completions, source=now.source, file=now.file, loaded=now.loaded)
+    changed = changed.but(completions=now.completions, source=now.source, file=now.file, loaded=now.loaded)
+    return with_patterns(changed, now.redact)
 
 
 def imported_agent(saved: RunRecord, where: str, root: Path) -> Agent:

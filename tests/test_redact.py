@@ -138,3 +138,17 @@ def test_a_bad_harness_redact_line_is_a_usage_error_naming_the_option(pytester, 
     result = pytester.runpytest()
     assert result.ret == pytest.ExitCode.USAGE_ERROR
     result.stderr.fnmatch_lines(["ERROR: harness_redact: pattern 2 is not a regular expression (unterminated character set at position 9)"])
+
+
+def test_a_pattern_added_to_the_scenario_after_a_recording_with_ini_patterns_still_applies(pytester, project):
+    """The ini's patterns are recorded as the run's; the scenario's own, added later, join them."""
+    write(project / "pytest.ini", "[pytest]\nharness_transcripts = tests/transcripts\nharness_redact = hunter2-\\w+\n")
+    pytester.runpytest("--harness-record", "scripted").assert_outcomes(passed=1)
+    assert TOKEN in read(project / "tests/transcripts/vault.txt")  # only the ini's pattern so far
+    toml = project / "scenarios/vault.toml"
+    write(toml, 'redact = ["tok-[0-9a-f]+"]\n' + read(toml))
+    pytester.runpytest().assert_outcomes(failed=1)  # the replay masks the token now: not the file it was
+    pytester.runpytest("--harness-record", "scripted").assert_outcomes(passed=1)
+    saved = read(project / "tests/transcripts/vault.txt")
+    assert SECRET not in saved and TOKEN not in saved
+    pytester.runpytest().assert_outcomes(passed=1)
