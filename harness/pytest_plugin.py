@@ -162,7 +162,7 @@ class TranscriptItem(pytest.Item):
         if update:
             _rewrite(self.path, result.fresh, self.source)
             self.user_properties.append((_REWROTE, self.source))
-            if (warning := _kept_stale_turn(result, self.source, self.path.parent)) is not None:
+            if (warning := _kept_stale_turn(result, self.source)) is not None:
                 self.user_properties.append((_STALE, warning))
             return
         diff = transcript_diff(result.saved, result.fresh, self.source).rstrip("\n")
@@ -203,7 +203,7 @@ class TranscriptItem(pytest.Item):
         return self.path, None, f"replay {self.source}"
 
 
-def _kept_stale_turn(result, source: str, folder: Path) -> str | None:
+def _kept_stale_turn(result, source: str) -> str | None:
     """The warning line for an update that kept a model turn written after text it changed."""
     from harness.escape import one_line
     from harness.stale import stale_turn
@@ -252,36 +252,34 @@ class _Rewrites:
 
     def __init__(self, config: pytest.Config) -> None:
         self.config = config
-        self.rewritten: list[str] = []
-        self.rehashed: list[str] = []
-        self.stale: list[str] = []  # warning lines: a kept model turn that followed changed text
+        self.listed: dict[str, list[str]] = {_REWROTE: [], _REHASHED: [], _STALE: []}
 
     def pytest_runtest_logreport(self, report: pytest.TestReport) -> None:
         if report.when == "call":  # each phase's report carries the item's properties: count one
-            self.rewritten += [value for key, value in report.user_properties if key == _REWROTE]
-            self.rehashed += [value for key, value in report.user_properties if key == _REHASHED]
-            self.stale += [value for key, value in report.user_properties if key == _STALE]
+            for key, value in report.user_properties:
+                self.listed.get(key, []).append(value)
 
     def pytest_terminal_summary(self, terminalreporter) -> None:
-        if self.rehashed:
-            count = len(self.rehashed)
+        rewritten, rehashed, stale = (sorted(self.listed[key]) for key in (_REWROTE, _REHASHED, _STALE))
+        if rehashed:
+            count = len(rehashed)
             terminalreporter.section("harness: edited sources, the same runs")
             terminalreporter.write_line(
                 f"{count} saved transcript{'s' if count != 1 else ''} replayed the same from an edited source "
                 "(only source.sha256 differs; --harness-update records the new hash, --harness-strict-source fails on it):"
             )
-            for source in sorted(self.rehashed):
+            for source in rehashed:
                 terminalreporter.write_line(f"  {source}")
         mode = "--harness-record" if self.config.getoption("harness_record") else "--harness-update"
         if not self.config.getoption("harness_update") and mode == "--harness-update":
             return
-        if not self.rewritten:
+        if not rewritten:
             terminalreporter.write_line("harness: no saved transcript changed")
             return
         terminalreporter.section(f"harness {mode}")
-        for source in sorted(self.rewritten):
+        for source in rewritten:
             terminalreporter.write_line(f"rewrote {source}")
-        for warning in sorted(self.stale):
+        for warning in stale:
             terminalreporter.write_line(warning, yellow=True)
 
 
