@@ -152,3 +152,13 @@ def test_a_pattern_added_to_the_scenario_after_a_recording_with_ini_patterns_sti
     saved = read(project / "tests/transcripts/vault.txt")
     assert SECRET not in saved and TOKEN not in saved
     pytester.runpytest().assert_outcomes(passed=1)
+
+
+def test_a_ctrl_c_mid_line_keeps_nothing_of_the_line_it_cut_and_replays(vault):
+    """The line a Ctrl-C cut was never shown whole, so none of it is kept: it might hold half a secret."""
+    write(vault / "vault.toml", VAULT.replace("chunk_size = 3", "chunk_size = 3\ninterrupt = { step = 2, at = 30 }"))
+    result = invoke("run", "vault.toml", "--save", "cut.txt", "-f", "tagged")
+    saved = read(vault / "cut.txt")
+    assert '# stop_reason: "canceled"' in saved
+    assert "the token is" not in saved + result.output  # (30 characters: "Final Answer: the token is tok")
+    assert invoke("replay", "cut.txt", "--check").exit_code == 0
