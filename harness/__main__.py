@@ -1,9 +1,8 @@
 """`python -m harness` and the `harness` command start here.
 
-The command's process is harness's: from its first line a Ctrl-C is one line and exit code
-130, never a traceback; its output goes through harness.captured's channel; and it ends
-with os._exit once that output is flushed, so that neither a thread a tool left running
-nor a tool's atexit hook can hold it open or print after it (atexit hooks do not run).
+From its first line a Ctrl-C is one line and exit code 130, never a traceback; output goes
+through harness.captured's channel; and the process ends with os._exit once that is
+flushed, so no thread or atexit hook a tool left can hold it open or print after it.
 """
 
 import os

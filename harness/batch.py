@@ -3,23 +3,13 @@
     outcomes, interrupted = run_all(jobs, work, workers=4)
 
 A Job is one scenario to run or one saved transcript to replay (or one that could not be
-loaded, kept so the summary names it). `work(job, wrap)` runs it through the function a
-single run goes through (harness.record.run_scenario, or replay) and returns its Outcome.
-Every run builds its own buffer, tools and model: the runs share nothing but the stop
-flag (and a server's connection pool, harness.backends). Runs wait on a model server, so
-threads are enough; the pool of `workers` threads is the only scheduler (the server batches).
-
-Ctrl-C reaches the main thread only. Then no new run starts, and the flag makes every
-running run's model raise KeyboardInterrupt in its own thread at its next chunk, which
-the loop turns into `canceled` exactly as it does for one run's Ctrl-C; a call blocked on
-a stalled server is ended at once (`interrupt`: its socket is shut down), and ends so too.
-A Python tool that never returns cannot be stopped from another thread: a second Ctrl-C
-stops waiting for such runs (canceled, with the detail STUCK, and not saved); the command
-then ends the process without waiting for their threads (harness.cli_batch).
-
-An Outcome keeps the facts the summary needs, never the transcript (a replay that differs
-keeps its diff, for --check to print): the memory of a long batch grows with the runs in
-flight, not with the runs done.
+loaded); `work(job, wrap)` runs it as a single run is run and returns its Outcome. Runs
+share nothing but the stop flag (and a server's connection pool); they wait on a model
+server, so a pool of threads is the scheduler. Ctrl-C reaches the main thread: no new run
+starts, each running model raises KeyboardInterrupt at its next chunk (`canceled`), and a
+call blocked on a stalled server is ended at once (`interrupt`). A second Ctrl-C stops
+waiting for runs stuck in a tool (canceled, STUCK, not saved). An Outcome keeps the facts
+the summary needs, never the transcript, so memory grows with the runs in flight.
 """
 
 from __future__ import annotations
@@ -69,21 +59,12 @@ class Outcome:
 
     @classmethod
     def of(cls, name: str, record: RunRecord, seconds: float, saved: Path | None, expected: bool | None) -> Outcome:
-        counts = [c.tokens for c in record.calls if c.tokens]
-        prompt = [t.get("prompt_tokens") for t in counts]
-        completion = [t.get("completion_tokens") for t in counts]
-        return cls(
-            name,
-            record.stop_reason.value,
-            record.steps,
-            record.final_answer,
-            record.detail,
-            seconds,
-            sum(p for p in prompt if p is not None) if any(p is not None for p in prompt) else None,
-            sum(c for c in completion if c is not None) if any(c is not None for c in completion) else None,
-            saved,
-            expected,
-        )
+        def total(key: str) -> int | None:  # None when no call counted it
+            counted = [c.tokens[key] for c in record.calls if c.tokens and c.tokens.get(key) is not None]
+            return sum(counted) if counted else None
+
+        reason, total_prompt, total_completion = record.stop_reason.value, total("prompt_tokens"), total("completion_tokens")
+        return cls(name, reason, record.steps, record.final_answer, record.detail, seconds, total_prompt, total_completion, saved, expected)
 
 
 STUCK = "still running at the second Ctrl-C (a tool that never returned?); not saved"
@@ -100,19 +81,21 @@ def run_all(
     finished: Callable[[Outcome], Any] = lambda outcome: None,
     interrupt: Callable[[], Any] = lambda: None,
     heard: Heard = lambda job, what: None,
+    tick: Callable[[], Any] = lambda: None,
 ) -> tuple[list[Outcome | None], bool]:
     """Every job run by `work` in at most `workers` threads; the outcomes in the jobs'
     order (None for a run that never started), and whether Ctrl-C stopped the batch.
     `started` is called in the run's thread, `finished` in the caller's, in finishing order;
     `interrupt` at Ctrl-C, to wake the runs blocked in a model call (a stalled server);
-    `heard` in the run's thread as its model starts a call, sends a chunk, ends the call."""
+    `heard` in the run's thread as its model starts a call, sends a chunk, ends the call;
+    `tick` in the caller's, a few times a second (the progress bar's times move on)."""
     stop = threading.Event()
 
     def one(job: Job) -> Outcome | None:
         if stop.is_set():  # Ctrl-C came while it waited for a thread
             return None
         started(job)
-        return work(job, lambda model: cancelable(model, stop, lambda what: heard(job, what)))
+        return work(job, lambda model: Cancelable(model, stop, lambda what: heard(job, what)))
 
     outcomes: list[Outcome | None] = [None] * len(jobs)
     interrupted = abandoned = False
@@ -126,6 +109,7 @@ def run_all(
             future.add_done_callback(ended.put)
         while pending:
             try:  # Ctrl-C may come anywhere in here, a second one too
+                tick()
                 if (future := _next_ended(ended, pending)) is None:
                     continue
                 outcome = None if future.cancelled() else future.result()
@@ -151,19 +135,15 @@ def run_all(
 
 
 def _next_ended(ended: queue.SimpleQueue[Future], pending: dict[Future, int]) -> Future | None:
-    """The next run that ended, or None after half a second (then any that ended meanwhile,
-    taken just as a Ctrl-C came, is queued again)."""
+    """The next run that ended, or None after a quarter of a second (then any that ended
+    meanwhile, taken just as a Ctrl-C came, is queued again)."""
     try:
-        future = ended.get(timeout=0.5)
+        future = ended.get(timeout=0.25)
     except queue.Empty:
         for future in [f for f in pending if f.done()]:
             ended.put(future)
         return None
     return future if future in pending else None
-
-
-def cancelable(model: Model, stop: threading.Event, heard: Callable[[str], Any] = lambda what: None) -> Model:
-    return Cancelable(model, stop, heard)
 
 
 class Cancelable(Around):

@@ -1,13 +1,9 @@
 """What a batch tells at its end: a summary table, a JSON report, a JUnit report, the exit code.
 
-All of them read the same Outcomes (harness.batch), in scenario order. Model text is
-untrusted: the table escapes it for a terminal, the JUnit file for XML, JSON escapes it
-itself. Both report files begin with a header of their own, so that harness replaces
-only a report it wrote (harness.files).
-
-A run is an error in JUnit when it could not run, ended in model_error or was canceled;
-a failure when --fail-on names its stop reason (or `mismatch`, and its answer was not
-the one its scenario expects); otherwise it passes.
+All read the same Outcomes, in scenario order; model text is escaped for each medium. Each
+report begins with a header of its own, so harness replaces only a report it wrote. In
+JUnit a run is an error when it could not run, ended in model_error or was canceled; a
+failure when --fail-on names its stop reason (or `mismatch`, and its answer missed).
 """
 
 from __future__ import annotations

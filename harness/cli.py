@@ -1,21 +1,10 @@
 """The `harness` command. Thin: parse arguments, call the library, print.
 
-Exit codes: 0 done, 1 a replay check found a difference, 2 bad input (one line on
-stderr naming the file, field or argument; never a traceback), 3 the model failed
-(the run is still saved), 130 interrupted.
-
-This module is the app and its one error rule; each command lives in a module of its
-own and is registered here, in the order `harness --help` lists them:
-
-    cli_run      run (one scenario; several go to cli_batch), agent
-    cli_replay   replay
-    cli_show     show, step, export, list
-    cli_files    what they share: reading a saved run, writing an output file
-    cli_models   the model options;  cli_views  the formats a run is shown in
-
-Each command imports what it uses when it runs, so `harness --help` stays fast.
+This module is the app and its one error rule (exit codes: `harness --help`); each command
+lives in a module of its own (cli_run, cli_replay, cli_show, cli_proxy) and is registered at the end,
+in the order `harness --help` lists them. Each imports what it uses when it runs, so
+`harness --help` stays fast.
 """
-
 
 import sys
 from typing import Annotated, Any
@@ -25,6 +14,7 @@ from typer.core import TyperGroup
 
 from harness.cli_replay import replay
 from harness.cli_models import MODEL_FAILED
+from harness.cli_proxy import proxy
 from harness.cli_run import agent, run
 from harness.cli_show import export, list_scenarios, show, step
 from harness.errors import HarnessError
@@ -39,15 +29,10 @@ class OneLineErrors(TyperGroup):
         try:
             code = super().main(*args, standalone_mode=False, **kwargs)
             sys.stdout.flush()  # here, not at exit: a full disk is one line too
-        except typer.TyperException as e:  # click's usage errors: a bad option or argument
+        except (typer.TyperException, HarnessError) as e:  # click's usage errors, and ours (shown, never obeyed)
             from harness.escape import one_line
 
-            typer.echo(f"error: {one_line(e.format_message())}", err=True)
-            code = 2
-        except HarnessError as e:  # it may quote a saved file's text: shown, never obeyed
-            from harness.escape import one_line
-
-            typer.echo(f"error: {one_line(str(e))}", err=True)
+            typer.echo(f"error: {one_line(e.format_message() if isinstance(e, typer.TyperException) else str(e))}", err=True)
             code = 2
         except UnicodeEncodeError as e:  # PYTHONIOENCODING=ascii, a C locale's terminal
             held = e.object[e.start : e.end]
@@ -98,7 +83,7 @@ def _root(
         typer.echo(ctx.get_help())
 
 
-for command in (run, show, replay, agent, step, export):
+for command in (run, show, replay, agent, step, export, proxy):
     app.command()(command)
 app.command("list")(list_scenarios)
 

@@ -1,12 +1,7 @@
 """`harness run A B DIR ...`: many scenarios, each run as `harness run A` runs it, with
 bounded concurrency (harness.batch), progress on stderr (harness.batch_progress), a
-summary on stdout and reports for CI (harness.batch_report). `run_batch` is the part
-that `harness replay A B DIR` shares.
-
-Exit codes, the first that applies: 130 Ctrl-C; 2 a scenario could not be loaded (one
-line naming it; the others still ran); 3 a run ended in model_error; 1 --fail-on matched;
-0 otherwise.
-"""
+summary on stdout and reports for CI (harness.batch_report). `harness replay A B DIR`
+shares `run_batch`."""
 
 from __future__ import annotations
 
@@ -27,6 +22,7 @@ from harness.errors import HarnessError
 if TYPE_CHECKING:  # imported when a batch runs: `harness --help` stays fast
     from harness.batch import Job, Outcome, Work, Wrap
     from harness.model import Model
+    from harness.scenario import Scenario
 
 INTERRUPTED = 130
 
@@ -149,12 +145,8 @@ def worker(options: Options, root: Path, models: RunModels) -> Work:
 
     def work(job: Job, wrap: Wrap) -> Outcome:
         start = time.perf_counter()
-        spec = job.scenario
-        assert spec is not None
-        if options.max_steps is not None:
-            spec = spec.but(max_steps=options.max_steps)
-        if options.no_stop:
-            spec = spec.but(use_stop=False)
+        assert job.scenario is not None
+        spec = as_asked(job.scenario, options.max_steps, options.no_stop)
         try:
             with models.one() as live:  # a model of its own
                 record = run_scenario(spec, model=live, peek=options.peek, root=root, wrap=wrap)
@@ -172,6 +164,12 @@ def worker(options: Options, root: Path, models: RunModels) -> Work:
     return work
 
 
+def as_asked(spec: Scenario, max_steps: int | None, no_stop: bool) -> Scenario:
+    """The scenario with --max-steps and --no-stop applied."""
+    spec = spec if max_steps is None else spec.but(max_steps=max_steps)
+    return spec.but(use_stop=False) if no_stop else spec
+
+
 def wanted(spec: Any) -> tuple[str, str] | None:
     """The scenario's `expect` or `expect_regex`, named, for the reports to say what a mismatch missed."""
     for field in ("expect", "expect_regex"):
@@ -181,17 +179,14 @@ def wanted(spec: Any) -> tuple[str, str] | None:
 
 
 def notes_of(model: Model | None) -> tuple[str, ...]:
-    """What a run's model dropped on arrival, kept in its Outcome: the progress says it as
-    the run ends, on a line of its own (never from the run's thread onto the bar's line)."""
+    """What a run's model dropped on arrival, for its Outcome (the progress says it as it ends)."""
     return tuple(model.notes) if model is not None else ()
 
 
 def run_batch(jobs: list[Job], work: Work, workers: int, what: str = "scenario", interrupt: Callable[[], Any] = lambda: None) -> tuple[list[Outcome], int, bool]:
     """The jobs run by `work` with progress on stderr, then the summary on stdout (after
     the diffs of replays that differ): every outcome in the jobs' order, how many never
-    started, and whether Ctrl-C came. Each job that cannot run is one line on stderr:
-    before the runs if found while gathering, after them if found while running.
-    `harness run` and `harness replay` (harness.cli_replay) both come through here."""
+    started, and whether Ctrl-C came. Each job that cannot run is one line on stderr."""
     from harness.batch import Outcome, run_all
     from harness.batch_progress import progress_for
     from harness.batch_report import one_line, summary
@@ -200,8 +195,11 @@ def run_batch(jobs: list[Job], work: Work, workers: int, what: str = "scenario",
         if job.error:
             typer.echo(f"error: {one_line(job.error)}", err=True)
     runnable = [j for j in jobs if not j.error]
-    with progress_for(sys.stderr, len(runnable)) as progress:
-        outcomes, interrupted = run_all(runnable, work, workers, progress.started, progress.finished, interrupt, progress.heard)
+    progress = progress_for(sys.stderr, len(runnable))
+    try:
+        outcomes, interrupted = run_all(runnable, work, workers, progress.started, progress.finished, interrupt, progress.heard, progress.tick)
+    finally:
+        progress.end()
     for outcome in outcomes:
         if outcome is not None and outcome.error:
             typer.echo(f"error: {one_line(outcome.error)}", err=True)
@@ -249,8 +247,7 @@ def earlier_runs(jobs: list[Job], save_dir: Path | None) -> dict[Path, Path]:
 
 
 def end_interrupted() -> None:
-    """Exit 130 after Ctrl-C. Runs a second Ctrl-C left stuck in their threads (a tool that
-    never returns) do not hold the command: it ends with os._exit (harness.__main__)."""
+    """Exit 130 after Ctrl-C (runs left stuck in their threads do not hold the command: harness.__main__)."""
     typer.echo("interrupted", err=True)
     raise typer.Exit(INTERRUPTED)
 

@@ -1,9 +1,5 @@
 """What the commands share about files: reading a saved run, opening a target (a saved
-run or a scenario run now), writing an output file and saying so on stderr.
-
-Thin, like the rest of the CLI: harness.record and harness.files do the work; every
-problem is a HarnessError naming the file, which harness.cli turns into one line.
-"""
+run or a scenario run now), writing an output file and saying so on stderr."""
 
 from __future__ import annotations
 

@@ -1,8 +1,5 @@
-"""The command's model options, shared by `run` and `replay`: which model, where, and the
-bounds of each call. Thin, like the rest of the CLI: the backends do the work
-(harness.backends); this turns options into a model and says on stderr what a live run
-must tell whatever --format prints.
-"""
+"""The model options `run` and `replay` share: which model, where, the bounds of each
+call; and what a live run says on stderr whatever --format prints."""
 
 from __future__ import annotations
 
@@ -35,13 +32,10 @@ def live_model_from(spec: str | None, base_url: str | None, options: CallOptions
 
 class RunModels:
     """A model of its own for each run of a batch (`with models.one() as model:`), or None
-    for their scripts. A server's are all made from the first (`another`): one connection
-    pool, sized to the runs in flight, and one finding of what the server counts, instead of
-    a client, a TLS context and a probe per run. An in-process model (llama.cpp) is loaded
-    once for each run in flight, here, one after another, before any run: loading swaps the
-    process's stdout and stderr for /dev/null, which would swallow what other threads print;
-    each run takes an idle one, from a fresh cache (as if alone), and gives it back. Built
-    before any run, so a bad --model is one line, once."""
+    for their scripts. A server's are all made from the first (`another`: one connection
+    pool). An in-process model (llama.cpp) is loaded once per run in flight, here, before any
+    run (loading swaps stdout and stderr for /dev/null, which would swallow what other
+    threads print); each run takes an idle one, reset, and gives it back."""
 
     def __init__(self, spec: str | None, base_url: str | None, options: CallOptions, jobs: int, runs: int | None = None) -> None:
         self.first = live_model_from(spec, base_url, options, connections=jobs)

@@ -1,15 +1,11 @@
 """`harness replay FILE...`: run the loop again from saved transcripts, their model turns
 as the script (or a live --model); with --check, exit 1 and a diff if a byte differs.
 
-One file is shown (or checked) as it always was. Several files, or folders (every *.txt
-under them that begins with the save format's header, sorted, as the pytest plugin finds
-them), are a batch: each replayed as one would be, through harness.cli_batch's
-run_batch (the same --jobs threads, progress on stderr, summary on stdout), the diffs of
-those that differ printed before the summary, in the order given.
-
-Exit codes for several, the first that applies: 130 Ctrl-C; 2 a file could not be
-loaded or replayed (one line naming it; the others still ran); 3 a live --model failed;
-1 a --check found a difference; 0 otherwise.
+Several files, or folders (every transcript under them, sorted), are a batch through
+harness.cli_batch's run_batch, the diffs of those that differ printed before the summary.
+With --update, as `pytest --harness-update`: each file whose replay changed is rewritten,
+keeping its recorded model turns, and named (`replaced PATH`); only a replay that
+completed replaces its file, one that failed or broke off leaves it byte for byte.
 """
 
 
@@ -50,9 +46,14 @@ StrictSource = Annotated[
         help="With --check: fail a replay that is the same but whose source was edited (only source.sha256 differs); by default it passes.",
     ),
 ]
-REHASHED = "its source was edited since the recording (pytest --harness-update records the new hash; --strict-source fails on it)"
+Update = Annotated[
+    bool,
+    typer.Option("--update", help="Rewrite each file whose replay changed, keeping its recorded model turns (as pytest --harness-update)."),
+]
+REHASHED = "its source was edited since the recording (--update, or pytest --harness-update, records the new hash; --strict-source fails on it)"
+RECORD_HINT = "`harness run SCENARIO --save FILE` or `pytest --harness-record MODEL` asks the model again"
 HINT = (
-    "(under pytest, `pytest --harness-update` rewrites a saved transcript whose replay changed, keeping its "
+    "(`harness replay FILE... --update` or `pytest --harness-update` rewrites a saved transcript whose replay changed, keeping its "
     "recorded model turns; `pytest --harness-record MODEL` asks the model again)"
 )
 
@@ -70,18 +71,21 @@ def replay(
     wait_for_server: WaitForServer = None,
     jobs: Jobs = 1,
     strict_source: StrictSource = False,
+    update: Update = False,
 ) -> None:
     """Run the loop again from saved transcripts: their model turns are the script (or a live --model)."""
     if any(not f.strip() for f in files):  # Path("") is ".": it would replay everything under here
         raise HarnessError("FILE", "an empty argument names no transcript")
     if strict_source and not check:
         raise HarnessError("--strict-source", "goes with --check")
+    if update and (check or model not in (None, "scripted")):
+        raise HarnessError("--update", "keeps the recorded model turns and accepts what --check would find; give it alone")
     saved = [Path(f) for f in files]
     call = CallOptions(max_tokens, max_chars, max_seconds, strict, wait_for_server)
-    if len(saved) > 1 or is_folder(saved[0]):
+    if len(saved) > 1 or is_folder(saved[0]) or update:
         if format is not Format.rich:
             raise HarnessError("--format", "goes with one file; several replays print a summary")
-        replay_many(saved, check, jobs, model, base_url, call, strict_source)
+        replay_many(saved, check, jobs, model, base_url, call, strict_source, update)
         return
     from harness.diff import transcript_diff
     from harness.loop import nobody
@@ -135,8 +139,9 @@ def gather(arguments: list[Path]) -> "list[Job]":
     return jobs
 
 
-def worker(check: bool, models: RunModels, root: Path, strict_source: bool = False) -> "Work":
-    """The work of one replay: what `harness replay FILE [--check]` does, without printing."""
+def worker(check: bool, models: RunModels, root: Path, strict_source: bool = False, update: bool = False) -> "Work":
+    """The work of one replay: what `harness replay FILE [--check]` does, without printing;
+    with `update`, the file rewritten if its replay changed and completed."""
     from harness.batch import Outcome
     from harness.cli_batch import notes_of
     from harness.diff import transcript_diff
@@ -150,10 +155,12 @@ def worker(check: bool, models: RunModels, root: Path, strict_source: bool = Fal
         try:
             with models.one() as live, scenario_hint(Path(job.name)):  # a scripted replay takes no time to cancel: only a live one is wrapped
                 result = replay_text(read_text(path, job.name), job.name, model=None if live is None else wrap(live), base=path.parent, root=root)
-        except HarnessError as e:  # the file, or the source it names, cannot be loaded
+            seconds = time.perf_counter() - start
+            outcome = replace(Outcome.of(job.name, result.record, seconds, None, None), notes=notes_of(live))
+            if update:
+                return updated(outcome, result, path)
+        except HarnessError as e:  # the file, or the source it names, cannot be loaded (or written)
             return Outcome(job.name, seconds=time.perf_counter() - start, error=str(e))
-        seconds = time.perf_counter() - start
-        outcome = replace(Outcome.of(job.name, result.record, seconds, None, None), notes=notes_of(live))
         if not check:
             return outcome
         same = result.matches or (not strict_source and only_rehashed(result.saved, result.fresh))
@@ -162,19 +169,44 @@ def worker(check: bool, models: RunModels, root: Path, strict_source: bool = Fal
     return work
 
 
-def replay_many(arguments: list[Path], check: bool, jobs: int, model: str | None, base_url: str | None, call: CallOptions, strict_source: bool = False) -> None:
-    from harness.batch_report import exit_code
+def updated(outcome: "Outcome", result, path: Path) -> "Outcome":
+    """--update: the file rewritten with the replay, if it changed and did not break off
+    (out of recorded turns, or canceled, where the recording was not); `transcript` says
+    it was, and a note names a kept turn that followed text the update changed."""
+    from harness.files import write_file
+    from harness.stale import stale_turn
+    from harness.transcript import HEADER
+
+    ended, recorded = result.record.stop_reason.value, result.recording.stop_reason.value
+    if ended != recorded and ended in ("model_exhausted", "canceled", "model_error"):
+        return replace(outcome, error=f"{outcome.name}: the replay did not complete ({ended}); the file was left as it was")
+    if result.matches:
+        return outcome
+    write_file(path, result.fresh, HEADER, f"--update {outcome.name}:")
+    stale = stale_turn(result.recording.transcript, result.record.transcript)
+    if stale is not None:
+        said = f'call {stale.call}\'s recorded turn was kept, but it followed {stale.author}\'s text that changed ("{stale.old}" is now "{stale.new}"); {RECORD_HINT}'
+        outcome = replace(outcome, notes=(*outcome.notes, said))
+    return replace(outcome, transcript=path)
+
+
+def replay_many(
+    arguments: list[Path], check: bool, jobs: int, model: str | None, base_url: str | None, call: CallOptions, strict_source: bool = False, update: bool = False
+) -> None:  # fmt: skip
+    from harness.batch_report import exit_code, one_line
     from harness.cli_batch import end_interrupted, run_batch
 
     found = gather(arguments)
     models = RunModels(model, base_url, call, jobs, sum(not j.error for j in found))  # a bad --model is one line, once, before any replay
     try:
-        ordered, _, interrupted = run_batch(found, worker(check, models, Path.cwd(), strict_source), jobs, "transcript", interrupt=models.interrupt)
+        ordered, _, interrupted = run_batch(found, worker(check, models, Path.cwd(), strict_source, update), jobs, "transcript", interrupt=models.interrupt)
     finally:
         models.close()
+    for o in ordered:
+        if o.transcript is not None:
+            typer.echo(f"replaced {one_line(o.name)}", err=True)
     if interrupted:
         end_interrupted()
     if any(o.same is False for o in ordered):
         typer.echo(HINT, err=True)
     raise typer.Exit(exit_code(ordered, (), model_failed=model not in (None, "scripted")))
-

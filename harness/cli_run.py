@@ -1,8 +1,5 @@
-"""`harness run SCENARIO`: one scenario on its scripted model or a live one, its
-transcript printed in the chosen format (and saved with --save). Several scenarios, or a
-folder, go to the batch path (harness.cli_batch), which runs each as this one would.
-`harness agent` is the same single run, asked for as one run_agent request on stdin.
-"""
+"""`harness run SCENARIO` (several, or a folder, go to harness.cli_batch) and `harness
+agent`, the same single run asked for as one run_agent request on stdin."""
 
 
 import sys
@@ -11,7 +8,7 @@ from typing import Annotated
 
 import typer
 
-from harness.cli_batch import FailOn, Jobs, Junit, Report, SaveDir
+from harness.cli_batch import FailOn, Jobs, Junit, Report, SaveDir, as_asked
 from harness.cli_files import is_folder, named, output_path, scenario_file, write
 from harness.cli_models import (
     BaseUrlOption,
@@ -75,6 +72,7 @@ def run(
     if len(scenarios) == 1:  # (among several, an empty one is a run that cannot start: cli_batch)
         named(scenarios[0], "SCENARIO", "scenario")
     several = len(scenarios) > 1 or any(is_folder(Path(s)) for s in scenarios)
+    call = CallOptions(max_tokens, max_chars, max_seconds, strict, wait_for_server)
     if several or any(o is not None for o in batch):
         from harness.cli_batch import Options, refuse_single_run_options, run_many
 
@@ -83,10 +81,7 @@ def run(
         reasons = frozenset(r.strip() for r in (fail_on or "").split(",") if r.strip())
         if fail_on is not None and not reasons:
             raise HarnessError("--fail-on", "names no stop reason (give REASON,... or mismatch)")
-        call = CallOptions(max_tokens, max_chars, max_seconds, strict, wait_for_server)
-        run_many(scenarios, Options(jobs, save_dir, report, junit, reasons, model, base_url, call, peek or 0, max_steps, no_stop))
-        return
-    call = CallOptions(max_tokens, max_chars, max_seconds, strict, wait_for_server)
+        return run_many(scenarios, Options(jobs, save_dir, report, junit, reasons, model, base_url, call, peek or 0, max_steps, no_stop))
     run_one(scenarios[0], format, save, max_steps, no_stop, live, delay, cost, model, base_url, call, peek)
 
 
@@ -102,11 +97,7 @@ def run_one(
     if (live or delay is not None or cost) and format is not Format.rich:
         flag = "--cost" if cost else "--live"
         raise HarnessError(flag, "goes with the rich view; it cannot go with --format " + format.value)
-    spec = load_scenario(scenario_file(scenario))
-    if max_steps is not None:
-        spec = spec.but(max_steps=max_steps)
-    if no_stop:
-        spec = spec.but(use_stop=False)
+    spec = as_asked(load_scenario(scenario_file(scenario)), max_steps, no_stop)
     live_model = live_model_from(model, base_url, call)
     if peek is not None and live_model is None:
         raise HarnessError("--peek", "goes with a live --model; a script is always read whole")
@@ -133,8 +124,8 @@ def run_one(
 
 
 def listener(format: Format, delay: float, live_model: bool, no_stop: bool = False):
-    """What listens to the run: rich and events are drawn from the events as they happen;
-    tagged and json are written at the end. A live run says each call on stderr."""
+    """What draws the run as it happens (rich, events; tagged and json are written at the
+    end), saying each call of a live run on stderr."""
     from harness.loop import nobody
 
     emit = live_view(delay, no_stop) if format is Format.rich else print_event if format is Format.events else None

@@ -1,9 +1,5 @@
-"""How the command shows one run on stdout: the formats, the live view, the event lines.
-
-Shared by `run`, `show` and `replay` (harness.cli); the renderers do the work
-(harness.render), this picks one and gives a live run off a terminal a line per model
-call on stderr. A closed pipe is the output channel's to handle (harness.captured).
-"""
+"""How `run`, `show` and `replay` show one run on stdout: the formats, the live view, the
+event lines (harness.render does the work), and a live run's line per call on stderr."""
 
 from __future__ import annotations
 

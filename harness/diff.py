@@ -1,24 +1,15 @@
 """A readable diff of two saved transcripts: what changed, in which step, and by whom.
 
-A replay check or a snapshot compares two files in the save format byte for byte. When
-they differ, this module says how, in the file's own terms:
-
     transcripts/nimbus.txt: first difference in step 1 (code: Observation: 99.9 GB of 100 GB used)
     @@ -saved line 23, +replayed line 23 · step 1 @@
      model     | Action: check_quota(nimbus)
     -code      | Observation: 99.9 GB of 100 GB used
     +code      | Observation: 99.8 GB of 100 GB used
 
-The records keep their author column, as in the file. Step k is the k-th model call and
-what code appended after it (its observation or notice); the developer's prompt comes
-before step 1. Metadata lines (`# key: <json>`) are named by key.
-
-Bounded for huge files: equal lines at both ends are set aside before difflib sees the
-rest, lines are compared whole (never character by character), a displayed line is cut
-to a window around its first differing character, and only the first MAX_LINES lines
-of the diff are shown. Control characters are drawn as visible stand-ins (harness.escape:
-`\\r` as ␍, ESC as ␛), never raw and never as a bytes repr. What this module leaves
-out: running or loading anything.
+Step k is the k-th model call and what code appended after it; metadata lines are named
+by key. Bounded for huge files: the equal ends are set aside before difflib sees the rest,
+a shown line is cut to a window around its first difference, and only MAX_LINES lines are
+shown. Control characters are drawn as visible stand-ins (harness.escape).
 """
 
 from __future__ import annotations
@@ -41,15 +32,15 @@ def transcript_diff(saved: str, fresh: str, name: str, labels: tuple[str, str] =
         return ""
     old_label, new_label = labels
     a, b = _lines(saved), _lines(fresh)
-    opcodes = _opcodes(a, b)
+    groups = _groups(a, b)
     steps_a, steps_b = _steps(a), _steps(b)
-    out = [f"{name}: {_headline(a, b, opcodes, steps_a, steps_b)}"]
+    out = [f"{name}: {_headline(a, b, groups, steps_a, steps_b)}"]
     keys = _meta_keys(a, b)
     if keys:
         out.append("metadata that differs: " + ", ".join(keys))
     if keys == ["source.sha256"]:  # an edit (a comment, a refactor) that changed nothing the run shows
         out.append("the source was edited since this was recorded, and the run is the same: pytest --harness-update records its new hash")
-    hunks = _hunks(a, b, opcodes, steps_a, steps_b, old_label, new_label)  # (mark, line, focus), lazily
+    hunks = _hunks(a, b, groups, steps_a, steps_b, old_label, new_label)  # (mark, line, focus), lazily
     out += [mark + _show(line, at) for mark, line, at in itertools.islice(hunks, MAX_LINES)]
     hidden = sum(1 for _ in hunks)  # counted, never rendered
     if hidden:
@@ -66,21 +57,18 @@ def _lines(text: str) -> list[str]:
     return lines[:-1] if lines[-1] == "" else lines
 
 
-def _opcodes(a: list[str], b: list[str]) -> list[tuple[str, int, int, int, int]]:
-    """difflib's opcodes, after setting aside the equal lines at both ends (linear for one edit)."""
+def _groups(a: list[str], b: list[str]) -> list[list[tuple[str, int, int, int, int]]]:
+    """difflib's hunks, CONTEXT equal lines around each change, after setting aside the equal
+    lines at both ends but those CONTEXT (so one edit in a huge file costs linear time)."""
     head = 0
     while head < min(len(a), len(b)) and a[head] == b[head]:
         head += 1
     tail = 0
     while tail < min(len(a), len(b)) - head and a[-1 - tail] == b[-1 - tail]:
         tail += 1
+    head, tail = max(0, head - CONTEXT), max(0, tail - CONTEXT)
     middle = difflib.SequenceMatcher(None, a[head : len(a) - tail], b[head : len(b) - tail], autojunk=False)
-    ops = [(tag, i1 + head, i2 + head, j1 + head, j2 + head) for tag, i1, i2, j1, j2 in middle.get_opcodes()]
-    if head:
-        ops.insert(0, ("equal", 0, head, 0, head))
-    if tail:
-        ops.append(("equal", len(a) - tail, len(a), len(b) - tail, len(b)))
-    return ops
+    return [[(tag, i1 + head, i2 + head, j1 + head, j2 + head) for tag, i1, i2, j1, j2 in group] for group in middle.get_grouped_opcodes(CONTEXT)]
 
 
 def _author(line: str) -> str | None:
@@ -106,8 +94,8 @@ def _where(step: int) -> str:
     return {-1: "the metadata", 0: "the prompt"}.get(step, f"step {step}")
 
 
-def _headline(a, b, opcodes, steps_a, steps_b) -> str:
-    for tag, i1, i2, j1, j2 in opcodes:
+def _headline(a, b, groups, steps_a, steps_b) -> str:
+    for tag, i1, i2, j1, j2 in (op for group in groups for op in group):
         if tag == "equal":
             continue
         focus = _focus(a[i1:i2], b[j1:j2])
@@ -116,7 +104,7 @@ def _headline(a, b, opcodes, steps_a, steps_b) -> str:
             author = _author(line)
             if author is not None:
                 return f"first difference in {_where(step)} ({author}: {_show(line[12:], max(0, at - 12), 80)})"
-    if any(tag != "equal" for tag, *_ in opcodes):
+    if groups:
         return "the records are the same; only the metadata differs"
     return "the lines are the same"
 
@@ -153,9 +141,9 @@ def _inner_keys(old: str | None, new: str | None) -> list[str]:
     return [k for k in [*x, *(k for k in y if k not in x)] if x.get(k, ...) != y.get(k, ...)]
 
 
-def _hunks(a, b, opcodes, steps_a, steps_b, old_label, new_label):
+def _hunks(a, b, groups, steps_a, steps_b, old_label, new_label):
     """Unified-style hunks: a header naming the lines and the step, then ' ', '-', '+' lines."""
-    for group in _groups(opcodes):
+    for group in groups:
         i1, j1 = group[0][1], group[0][3]
         _, ci1, ci2, cj1, _ = next(op for op in group if op[0] != "equal")
         step = steps_a[ci1] if ci2 > ci1 else steps_b[cj1]  # the step of the first change
@@ -168,28 +156,6 @@ def _hunks(a, b, opcodes, steps_a, steps_b, old_label, new_label):
             focus = _focus(olds, news)
             yield from (("-", line, at) for line, at in zip(olds, focus))
             yield from (("+", line, at) for line, at in zip(news, focus))
-
-
-def _groups(opcodes):
-    """Changes with CONTEXT equal lines around them; changes close together share a group."""
-    groups, current = [], []
-    for tag, i1, i2, j1, j2 in opcodes:
-        if tag != "equal":
-            current.append((tag, i1, i2, j1, j2))
-            continue
-        if current:  # after a change: keep CONTEXT lines, close the group if the gap is wide
-            if i2 - i1 > 2 * CONTEXT:
-                current.append(("equal", i1, i1 + CONTEXT, j1, j1 + CONTEXT))
-                groups.append(current)
-                current = []
-            else:
-                current.append((tag, i1, i2, j1, j2))
-                continue
-        skip = max(0, i2 - i1 - CONTEXT)  # before a change: the last CONTEXT lines
-        current = [("equal", i1 + skip, i2, j1 + skip, j2)] if i2 > i1 + skip else []
-    if any(op[0] != "equal" for op in current):
-        groups.append(current)
-    return groups
 
 
 def _focus(olds: list[str], news: list[str]) -> list[int]:

@@ -1,14 +1,7 @@
 """Judging a complete Action line, and whether the final answer may open.
 
-    judge_action   must parse, name a known tool, stay within the dialect's number of
-                   actions per reply, call one tool (not one inside another), and not
-                   depend on an accepted action's unseen result
-    judge_idle     a line that cannot run: why, by its tool alone
-    why_failed     a call that ran and failed: a parameter's name given as its value?
-    judge_answer   in a dialect that asks for it, only neutral actions may come before
-
-Each returns None when the candidate passes, else the Rejection (worded in
-harness.notices). The order of the checks is the order a user would fix them in.
+Each judge returns None when the candidate passes, else the Rejection (worded in
+harness.notices); its checks come in the order a user would fix them in.
 """
 
 from __future__ import annotations
@@ -43,6 +36,7 @@ def judge_action(
     line: str,
     question: str = "",
 ) -> Rejection | None:
+    """It must parse, name a known tool, fit the reply's actions, call one tool, and not depend on an unseen result."""
     if action is None:
         return why_not(dialect, tools, number, line)
     tool = None if tools is None else tools.get(action.tool)  # (looked up once for every check)

@@ -42,9 +42,9 @@ from harness.events import (
 from harness.governor import Governor
 from harness.judge import why_failed
 from harness.limits import Limits, Tally
-from harness.model import Model, ModelError, ModelExhausted, TokenUsage, as_model
+from harness.model import Model, ModelError, ModelExhausted, as_model
 from harness.notices import more_rejections, repeated_call
-from harness.reading import Canceled, read
+from harness.reading import Canceled, Reply, read
 from harness.run_record import CallRecord, RunRecord
 from harness.stop import StopScanner
 from harness.transcript import Author, Frames, Transcript
@@ -127,32 +127,15 @@ def explain(setup: Setup, tally: Tally, step: int, number: int, action: Action, 
     return None if ok else why_failed(setup.dialect, setup.tools, number, action)
 
 
-@dataclass(frozen=True)
-class Reply:
-    """What one model call gave."""
-
-    text: str  # what the buffer keeps
-    cut: str = ""  # read but kept out of the buffer
-    cut_by: str = ""  # "stop" (a stop sequence), "prefix" (the prefix rule), or ""
-    decided: Round = Round()
-    prompt_chars: int = 0  # the whole buffer was sent
-    tokens: TokenUsage | None = None  # the model's own counts, if it gave them
-    messages: int | None = None  # a chat endpoint: the buffer was sent as this many messages
-
-
 def complete(model: Model, step: int, setup: Setup, out: Writer) -> Reply:
     """One model call: chunks pass the stop scanner, then the lanes' gates, then the user."""
     stops = setup.dialect.stops(step) if setup.use_stop else ()
-    prompt_chars = len(setup.transcript)
-    out.tell(RoundStarted, step, prompt_chars)
+    out.tell(RoundStarted, step, len(setup.transcript))
     chunks = setup.redaction.over(model.complete(setup.transcript, stops if setup.send_stop else ()))  # the whole buffer, fresh
     try:
-        got = read(chunks, StopScanner(stops), Governor(setup.dialect, setup.tools, setup.question), setup.peek, out.emit if out.listening else None)
+        return read(chunks, StopScanner(stops), Governor(setup.dialect, setup.tools, setup.question), setup.peek, out.emit if out.listening else None)
     finally:
         chunks.close()  # a stop was found: the model stops generating
-    if got.decided.prefix_rejected:  # nothing of it is kept: what was read is quoted in the notice
-        return Reply("", got.text, "prefix", got.decided, prompt_chars, got.tokens, got.sent)
-    return Reply(got.text, got.cut, "stop" if got.cut else "", got.decided, prompt_chars, got.tokens, got.sent)
 
 
 class Writer:
@@ -208,11 +191,12 @@ class Writer:
     def answered(self, step: int, reply: Reply) -> Round:
         """The model's completion goes into the buffer as it is; its facts into the record.
         Returns what the reader decided on it."""
+        prompt_chars = len(self.buffer)  # all of it was sent
         self.write(Author.MODEL, reply.text)
         self._next_call(reply)
-        self.sent += reply.prompt_chars
+        self.sent += prompt_chars
         self.tell(CompletionEnded, step, reply.text, reply.cut, reply.cut_by, reply.decided)
-        self.tell(Usage, step, reply.prompt_chars, len(reply.text), self.sent)
+        self.tell(Usage, step, prompt_chars, len(reply.text), self.sent)
         if (t := reply.tokens) is not None:
             self.tell(TokensCounted, step, t.prompt_tokens, t.evaluated_tokens, t.completion_tokens)
         return reply.decided

@@ -4,24 +4,13 @@
         def stream(self, prompt, stop):        # the one method a backend writes
             yield "Final Answer: " + prompt[-20:]
 
-    chunks = model.complete(buffer, stop)      # what the loop calls, for every model
-
-Whatever sits behind `stream` (a scripted list, an OpenAI-compatible server, llama.cpp)
-sees the whole prompt fresh on every call; no state carries over between calls. Chunks
-are text; a backend that counts tokens may yield a TokenUsage (the last one counts), and
-a backend's failures are raised as ModelError.
-
-`complete` is the same for every model: it sends the buffer (`send`: as one text; a chat
-model splits it by author), then checks what comes back where it enters, so a new backend
-has the checks without writing them: every chunk is text or counts, never anything else;
-text is made encodable and the model's secrets are scrubbed (harness.entry); and the call
-is bounded in characters and seconds (`bounds`, Bounds below). What a model can do besides
-is declared, not probed: `endpoint`, `serves_many` and `another()`, `reset()`,
-`interrupt()`, `close()` and `notes` all exist on every model, as no-ops by default.
-An object that is not a Model but has `stream(prompt, stop)` is wrapped once (`as_model`).
-
-ScriptedModel is the built-in model: it plays back canned completions. FailingModel and
-InterruptedModel wrap any model to show what a failing server or a Ctrl-C does to a run.
+A model sees the whole prompt fresh on every call and yields text (and maybe a TokenUsage;
+the last one counts); its failures are ModelErrors. The loop calls `complete`, which
+sends the buffer (`send`: one text; a chat model splits it by author) and checks what
+comes back where it enters: only text or counts, made encodable and scrubbed of the
+model's secrets (harness.entry), bounded in characters and seconds (Bounds). What a
+model can do besides is declared, never probed: every model has `endpoint`,
+`serves_many`, `another()`, `reset()`, `interrupt()`, `close()` and `notes`.
 """
 
 from __future__ import annotations
@@ -48,8 +37,7 @@ class ModelExhausted(ModelError):
 
 @dataclass(frozen=True)
 class TokenUsage:
-    """What a backend that can count reports about one call, as an item of its stream
-    (anywhere in it: the last one counts)."""
+    """What a backend that can count reports about one call, as an item of its stream."""
 
     prompt_tokens: int  # the whole prompt, in the model's own tokens
     evaluated_tokens: int | None = None  # of those, how many it had to process (the rest came from its cache)
@@ -58,19 +46,16 @@ class TokenUsage:
 
 @dataclass(frozen=True, slots=True)
 class Sent:
-    """What a chat backend says it sent, as the first item of its stream: the buffer as this
-    many messages (harness.backends.messages). The run records it per call."""
+    """A chat backend's first item: it sent the buffer as this many messages (recorded per call)."""
 
     messages: int
 
 
 @dataclass(frozen=True, slots=True)
 class Bounds:
-    """Bounds on every model call. `max_tokens` is asked of the model (the server, or
-    llama.cpp, stops there). The other two are enforced by `complete`, whatever the model
-    does: a completion longer than `max_chars`, or a call longer than `max_seconds`, ends
-    in a ModelError that names the bound and its option, so the run stops in model_error,
-    is saved, and replays to the same end. What was read of that reply is not kept."""
+    """Bounds on every model call. `max_tokens` is asked of the model; the other two hold
+    whatever the model does: past them the call ends in a ModelError naming the bound and
+    its option (the run stops in model_error, saved; what was read of that reply is not kept)."""
 
     max_tokens: int = 512  # asked of the model
     max_chars: int = 100_000  # characters of completion text read from one call
@@ -126,8 +111,7 @@ class Model:
         """Refuse, before the run's first call, a buffer this model cannot be sent (HarnessError)."""
 
     def complete(self, buffer: Transcript, stop: Sequence[str]) -> Iterator[str | TokenUsage | Sent]:
-        """One call, as the loop makes it: sent, then checked where it enters (see above).
-        Closing it early (a stop was found) closes the model's own stream."""
+        """One call, sent and checked (see above); closed early, it closes the model's stream."""
         return _checked(self.send(buffer, stop), self.bounds, self.entry)
 
     def another(self) -> Model:
@@ -188,8 +172,8 @@ def as_model(model: object) -> Model:
 
 
 class Around(Model):
-    """A model that passes calls through to another, as that one reads the buffer and with
-    its bounds and scrub: a wrapper changes what happens to a call, not what the model is."""
+    """Passes calls through to another model, with its bounds and scrub: a wrapper changes
+    what happens to a call, not what the model is."""
 
     def __init__(self, model: Model) -> None:
         self.model = as_model(model)
@@ -216,15 +200,11 @@ LONG_CHUNK = 65_536  # characters a chunk past them: a 10 MB reply is not a mill
 
 
 class ScriptedModel(Model):
-    """Plays back `completions` in order, `chunk_size` characters at a time up to their
-    first 4,096 (past them, 64 KB at a time), and, if given, `tokens[i]` after completion i
-    (a replay plays a recording's token counts back).
-
+    """Plays back `completions` in order, `chunk_size` characters at a time (past STREAMED,
+    LONG_CHUNK at a time), and `tokens[i]`, if given, after completion i (a replay's counts).
     Like a server that ignores `stop`, it streams each completion whole: the loop's stop
-    scanner cuts it, exactly as it would cut a real model's. It keeps the length of each
-    prompt it was sent, not the prompt (`buffer.text[:call.prompt_chars]` gives it back).
-    A subclass that reads the prompt's text overrides `send` (Model.send sends it the text).
-    """
+    scanner cuts it. It keeps each prompt's length, not its text; a subclass that reads
+    the text overrides `send`."""
 
     bounds = None  # canned text: nothing to bound
 
@@ -239,8 +219,7 @@ class ScriptedModel(Model):
         self.calls: list[Call] = []
 
     def send(self, buffer: Transcript, stop: Sequence[str]) -> Iterator[str | TokenUsage]:
-        """A script reads only the prompt's length: sent the buffer, it never joins it into
-        one text (a run of N steps would copy a growing buffer N times)."""
+        """Only the prompt's length: the buffer is never joined into one text."""
         return self._play(len(buffer), stop)
 
     def stream(self, prompt: str, stop: Sequence[str]) -> Iterator[str | TokenUsage]:
@@ -278,8 +257,8 @@ class FailingModel(Around):
 
 
 class InterruptedModel(Around):
-    """Passes calls through to `model`; in call number `step`, once `at` characters have
-    streamed, raises KeyboardInterrupt, as Ctrl-C does to a stream in progress."""
+    """Passes calls through to `model`; call number `step` raises KeyboardInterrupt once
+    `at` characters have streamed, as Ctrl-C does."""
 
     def __init__(self, model: Model, step: int, at: int) -> None:
         super().__init__(model)

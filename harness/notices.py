@@ -182,21 +182,15 @@ def unknown_tool(number: int, tool: str, valid: Iterable[str]) -> Rejection:
 
 
 def too_many_actions(number: int, tool: str, max_actions: int) -> Rejection:
-    count, violations = _too_many(max_actions)
+    count = "one Action line" if max_actions == 1 else f"{max_actions} Action lines"
     return Rejection(
         "protocol_violation.too_many_actions",
         f"Only {count} per reply can run; action {number} did not run. "
         "Ask for it again after you have read the observations.",
         number,
         tool,
-        violations,
+        (f"more than {count} in one reply",),
     )
-
-
-def _too_many(max_actions: int) -> tuple[str, tuple[str, ...]]:
-    """The words for a dialect's limit."""
-    count = "one Action line" if max_actions == 1 else f"{max_actions} Action lines"
-    return count, (f"more than {count} in one reply",)
 
 
 def incompatible_action(number: int, tool: str, trait: str, first: int, first_tool: str, first_trait: str) -> Rejection:

@@ -30,6 +30,7 @@ import pytest
 _REWROTE = "harness_rewrote"  # the user property an item leaves when it rewrote its file
 _REHASHED = "harness_rehashed"  # ... when it passed with only its source's hash stale
 _STALE = "harness_stale"  # ... when it kept a model turn that followed text the update changed
+pytest_plugins = ["harness.pytest_proxy"]  # the harness_proxy fixture: an existing agent's calls, recorded and replayed
 RECORD_HINT = "pytest --harness-record MODEL (a live model, or `scripted`: the scenario's own completions) asks the model again"
 
 

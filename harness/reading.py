@@ -1,7 +1,7 @@
 """Reading one completion as it streams: the stop scanner, then the lanes' gates, then the user.
 
     read(chunks, StopScanner(stops), Governor(dialect, tools, question), peek, emit)
-        -> Read(text, cut, decided, tokens, sent)
+        -> Reply(text, cut, cut_by, decided, tokens, messages)
 
 Every chunk of text passes the stop scanner (harness.stop), then the Governor
 (harness.governor), which decides lane by lane what the user sees; what gets through
@@ -22,19 +22,22 @@ from dataclasses import dataclass
 from harness.decisions import Round
 from harness.events import Event, TextDelta
 from harness.governor import Governor
-from harness.model import ModelError, Sent, TokenUsage
+from harness.model import ModelError, TokenUsage
 from harness.stop import StopScanner
 
 Emit = Callable[[Event], None]
 
 
 @dataclass(frozen=True)
-class Read:
-    text: str  # what passed the scanner: the completion the buffer keeps
-    cut: str  # the stop string and what was read after it, as far as the peek shows it
-    decided: Round
-    tokens: TokenUsage | None  # the model's own counts, if it gave them
-    sent: int | None  # a chat endpoint: the buffer was sent as this many messages
+class Reply:
+    """What one model call gave."""
+
+    text: str  # what the buffer keeps
+    cut: str = ""  # read but kept out of the buffer: the stop string and what the peek read after it
+    cut_by: str = ""  # "stop" (a stop sequence), "prefix" (the prefix rule: nothing is kept), or ""
+    decided: Round = Round()
+    tokens: TokenUsage | None = None  # the model's own counts, if it gave them
+    messages: int | None = None  # a chat endpoint: the buffer was sent as this many messages
 
 
 class Canceled(Exception):
@@ -43,7 +46,7 @@ class Canceled(Exception):
         self.shown = shown  # the part of the completion that had reached the user
 
 
-def read(chunks: Iterable[object], scanner: StopScanner, governor: Governor, peek: int, emit: Emit | None) -> Read:
+def read(chunks: Iterable[object], scanner: StopScanner, governor: Governor, peek: int, emit: Emit | None) -> Reply:
     """All of one completion (`emit` None: nobody listens, no TextDelta is made)."""
 
     tokens, sent = None, None
@@ -71,7 +74,11 @@ def read(chunks: Iterable[object], scanner: StopScanner, governor: Governor, pee
     except KeyboardInterrupt:
         # Keep the completion up to the last character the user saw.
         raise Canceled(governor.text[: governor.shown_end]) from None
-    return Read(governor.text, _cut(scanner, peek), governor.result(), tokens, sent)
+    decided = governor.result()
+    if decided.prefix_rejected:  # nothing of it is kept: what was read is quoted in the notice
+        return Reply("", governor.text, "prefix", decided, tokens, sent)
+    cut = _cut(scanner, peek)
+    return Reply(governor.text, cut, "stop" if cut else "", decided, tokens, sent)
 
 
 def _cut(scanner: StopScanner, peek: int) -> str:

@@ -65,6 +65,10 @@ class RunRecord:
     @property
     def saved(self) -> str:
         """The run in save format v1: the file `--save` writes and a snapshot holds."""
+        return dumps(self.transcript, self.meta())
+
+    def meta(self) -> dict[str, Any]:
+        """The run's metadata as the save format writes it (and `--format json` shows it)."""
         meta: dict[str, Any] = {"stop_reason": self.stop_reason.value, "final_answer": self.final_answer, "steps": self.steps}
         if self.detail:
             meta["detail"] = self.detail
@@ -83,7 +87,7 @@ class RunRecord:
             meta["source"] = self.source.but(overrides=overrides).to_meta() if scenario is not None else self.source.to_meta()
         if scenario is not None:
             meta["scenario"] = _masked(scenario.to_meta(), redaction(scenario.redact, "redact"))
-        return dumps(self.transcript, meta)
+        return meta
 
     def facts(self) -> dict[str, Any]:
         """What only the recording knows (the endpoint, where a live model failed or a real

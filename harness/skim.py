@@ -1,22 +1,14 @@
-"""A JSON object read as json.loads reads it, except that of one array, only the elements
+"""A JSON object read as json.loads reads it, except that of one array only the elements
 the caller will use are kept; the others are checked as JSON and dropped.
 
     request = skim(text, "model_turns", lambda members: 3)   # None: use json.loads instead
     request["model_turns"]                                   # its first 3 elements
 
-A run_agent request may carry a million model turns, of which a run reaches max_steps.
-Every byte must still be JSON (a bad one anywhere is refused, as before), but building a
-million turns as dicts to drop all but three is most of the cost (1.4 s and 900 MB for an
-83 MB request). So the array is read by the same C scanner with `object_pairs_hook=len`:
-each object in it is parsed and checked as usual, then kept only as the number of its
-members (a small int: nothing to allocate, nothing to free). The elements that are kept
-are read again, from where they begin.
-
-What it leaves out: anything json.loads could do differently goes back to it. `skim` is
-None for text that is not an object, for an error in the object's own punctuation or after
-it (json.loads then raises its own, word for word) and for RecursionError (json.loads
-decides a request nested near its limit). An error inside a member's value is the C
-scanner's, raised where json.loads's would be: that one is raised as it is.
+A run_agent request may carry a million model turns, of which a run reaches max_steps:
+building them all as dicts is most of its cost. So the array is read by json's own C
+scanner with `object_pairs_hook=len` (each object checked, kept as its size), and the
+elements kept are read again. Anything json.loads could decide differently (text that is
+not an object, an error in its own punctuation, deep nesting) is None: json.loads decides.
 """
 
 from __future__ import annotations

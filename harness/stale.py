@@ -1,17 +1,12 @@
 """Which recorded model turn an update leaves answering text it never read.
 
-`pytest --harness-update` keeps the recorded model turns and rebuilds what code and the
-developer wrote from the source as it is now. When the rebuilt text changed *before* a
-model turn (an observation now says `shelf B3`), that turn was written after reading the
-old text (`shelf B2`) and may contradict the new one; the update passes all the same,
-because nothing checks what a model would say now. `stale_turn` finds the first such
-turn, so the update can say so and point to `--harness-record`, which asks the model again.
+An update (`pytest --harness-update`, `harness replay --update`) keeps the recorded model
+turns and rebuilds what code and the developer wrote. A turn that followed text the update
+changed (an observation now says `shelf B3`) may contradict it; only asking the model again
+can tell, so the update says so:
 
     stale_turn(saved.transcript, fresh.transcript)
     -> Stale(call=2, author="code", old="Observation: shelf B2", new="Observation: shelf B3")
-
-What this module leaves out: deciding whether the kept turn is wrong (only a model can
-answer the new text), and any change after the last model turn (nothing followed it).
 """
 
 from __future__ import annotations

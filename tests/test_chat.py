@@ -179,28 +179,25 @@ def test_every_buffer_splits_into_alternating_messages_that_join_back_into_it():
 
 
 def test_each_call_s_messages_are_the_rule_applied_to_the_buffer_before_it_in_one_pass():
-    """per_call (one pass) gives what the rule gives for each call's prefix of the buffer,
-    for any spans; for a Transcript's spans each call's messages are a prefix of the run's
-    (what the stepper and the page show)."""
+    """sent_counts (one pass) gives what the rule gives for each call's prefix of the buffer:
+    each call's messages are a prefix of the run's (what the stepper and the page show)."""
     from hypothesis import given
     from hypothesis import strategies as st
 
-    from harness.backends.messages import per_call, sent_counts
+    from harness.backends.messages import sent_counts
 
     authors = st.sampled_from([Author.DEVELOPER, Author.MODEL, Author.CODE])
     pieces = st.lists(st.tuples(authors, st.text(alphabet="ab\n ", max_size=5)), max_size=12)
 
     @given(pieces)
     def check(pieces: list[tuple[Author, str]]) -> None:
-        spans = [Span(a, t) for a, t in pieces]  # side by side as they come, two model spans too
-        calls = per_call(spans)
-        assert calls == [messages(spans[:i]) for i, s in enumerate(spans) if s.author is Author.MODEL]
         buffer = Transcript()
         for author, text in pieces:
             buffer.append(author, text)
-        run, counts = sent_counts(buffer.spans)
-        assert run == messages(buffer.spans)
-        assert [run[:n] for n in counts] == per_call(buffer.spans)
+        spans = buffer.spans
+        run, counts = sent_counts(spans)
+        assert run == messages(spans)
+        assert [run[:n] for n in counts] == [messages(spans[:i]) for i, s in enumerate(spans) if s.author is Author.MODEL]
 
     check()
 

@@ -198,3 +198,19 @@ def test_a_new_notice_row_is_marked_new_in_the_stepper_and_on_the_page(tmux, bro
     assert page_.locator("#buffer .row.notice .mark").first.inner_text() == "▶⚠"
     assert "⤸ a line the next author goes on with" in page_.locator(".legend").last.inner_text()
     page_.close()
+
+
+def test_a_python_tool_s_defaults_reach_the_prompt_the_command_sends(tmp_path):
+    """Issue 31 item 15, through `harness run`: the model is told which arguments are optional."""
+    (tmp_path / "fees.py").write_text("def late_fee(days, daily=0.25):\n    return str(days * daily)\n", encoding="utf-8")
+    scenario = tmp_path / "fees.toml"
+    scenario.write_text(
+        'question = "What is the fee for 4 days late?"\n'
+        'completions = ["Action: late_fee(4)\\n", "Final Answer: 1.0\\n"]\n\n'
+        '[tools.late_fee]\npython = "fees:late_fee"\n',
+        encoding="utf-8",
+    )
+    result = invoke("run", str(scenario), "--format", "tagged")
+    assert result.exit_code == 0, result.output
+    assert "late_fee(days, daily=0.25)" in result.output
+    assert "code      | Observation: 1.0" in result.output

@@ -22,16 +22,16 @@ PACKAGE = Path(__file__).parent.parent / "harness"
 
 LAYERS = [  # bottom to top
     ("foundations", "errors traits decisions escape install skim diff expect backends.worker"),
-    ("the buffer and its text", "transcript entry stop arguments dialects notices unseen events stale"),
+    ("the buffer and its text", "transcript entry stop arguments dialects notices unseen events stale traffic"),
     ("the model boundary", "model"),
     ("reading and judging a reply", "judge governor reading limits"),
     ("the run record", "run_record"),
     ("the loop", "loop"),
     ("sources: files, user code, tools, scenarios", "files captured user_code tools workspace tool_specs prompts scenario source saved"),
     ("live models", "backends backends.urls backends.wire backends.connection backends.counts backends.server backends.chat backends.messages backends.local backends.spec"),
-    ("runs from sources", "agent record batch protocol"),
+    ("runs from sources", "agent record batch protocol cassette proxy"),
     ("views", "render render.keys render.styled render.wrap render.events render.json render.frames render.sent render.live render.markdown render.html render.stepper batch_report batch_progress"),
-    ("the command", "cli_files cli_views cli_models cli_batch cli_show cli_replay cli_run cli pytest_plugin __main__"),
+    ("the command", "cli_files cli_views cli_models cli_batch cli_show cli_replay cli_run cli_proxy cli pytest_proxy pytest_plugin __main__"),
 ]
 LAYER = {f"harness.{m}": i for i, (_, modules) in enumerate(LAYERS) for m in modules.split()}
 

@@ -602,10 +602,12 @@ def test_m_on_a_run_without_chat_says_so_in_one_line_and_never_blanks_the_buffer
     term.keys("Right", "Right", "Right")
     before = term.expect(drawn(model), "nimbus step 3")
     term.keys("m")
-    for _ in range(50):
-        if (shown := term.screen())[1] != before[1]:
-            break
+    shown = before
+    for _ in range(50):  # until the line has changed and the redraw has ended (two captures alike)
         time.sleep(0.1)
+        seen, shown = shown, term.screen()
+        if shown[1] != before[1] and shown == seen:
+            break
     assert shown[1] == NOT_CHAT  # the one line, in place of the legend
     assert shown[:1] + shown[2:] == before[:1] + before[2:]  # the rest as it was: the newest part in view
     assert any(line.startswith("model     ▶ ") for line in shown) and shown[-1] == keys_line(80)

@@ -1,13 +1,8 @@
-"""How a server's client holds its connections: TLS only where it is needed, a stream read
-to its end so that its connection is kept, every socket within reach of Ctrl-C, and every
-read and write within its call's deadline.
-
-`new_client` is the one place an httpx client is made, and so where what the environment
-tells httpx is read and checked: the *_proxy variables (each a URL httpx can use:
-http://, https://, or socks5:// with the socksio package), NO_PROXY, and SSL_CERT_FILE or
-SSL_CERT_DIR (loaded here, as httpx would load them). A bad one is bad input, one
-HarnessError naming the variable, never a traceback; a proxy URL that cannot be read is
-quoted nowhere (it may hold a password).
+"""How a server's client holds its connections: TLS only where needed, a stream read to its
+end so that its connection is kept, every socket within reach of Ctrl-C, and every read
+and write within its call's deadline. `new_client` is the one place a client is made, so
+where what the environment tells httpx is checked (PROXIES, NO_PROXY, CERTIFICATES): a
+bad variable is one HarnessError naming it, and an unreadable proxy URL is quoted nowhere.
 """
 
 from __future__ import annotations
@@ -25,88 +20,59 @@ from typing import Any
 import httpcore
 import httpx
 
-from harness.backends import wire
 from harness.backends.urls import check_proxy_url, hidden
 from harness.errors import HarnessError
 
+PROXIES = ("http_proxy", "https_proxy", "all_proxy")  # in either case, lower case first (as urllib reads them)
+CERTIFICATES = (("SSL_CERT_FILE", "cafile"), ("SSL_CERT_DIR", "capath"))  # the first one set is used
 DRAIN_SECONDS = 0.5  # read after [DONE] for the connection's sake, at most
-PROXIES = ("http_proxy", "https_proxy", "all_proxy")
-
-
-def drain(response: httpx.Response, raw: Iterator[bytes]) -> None:
-    """After [DONE] the answer is whole: read the stream's end (at most 4 KB, for at most
-    half a second), so that httpx keeps the connection for the next call. A server that
-    sends more, or stalls, only loses its connection; the answer stands."""
-    try:
-        with CALLS.until(time.monotonic() + DRAIN_SECONDS):  # each read ends by then
-            wire.drain(raw, 4096)
-    except httpx.HTTPError:  # the short deadline passed, or the server left
-        pass
-
-
-def certificate_refused(error: BaseException) -> str:
-    """Why TLS refused the server's certificate, if that is why the connection failed."""
-    cause = _cause(error, ssl.SSLCertVerificationError)
-    return hidden(str(cause.verify_message or cause.reason or "not verified"))[:200] if cause else ""
-
-
-def handshake_failed(error: BaseException) -> str:
-    """Why the TLS handshake failed otherwise (`https://` to a plain-HTTP server: its answer
-    is no TLS record, WRONG_VERSION_NUMBER), if it did."""
-    cause = _cause(error, ssl.SSLError)
-    return hidden(str(cause.reason or cause))[:200] if cause else ""
-
-
-def _cause(error: BaseException, kind: type[BaseException]) -> Any:
-    cause: BaseException | None = error
-    while cause is not None and not isinstance(cause, kind):
-        cause = cause.__cause__ or cause.__context__
-    return cause
 
 
 def new_client(base_url: str, **options: Any) -> httpx.Client:
     """An httpx client for the server at `base_url` (`options`: headers, timeout, limits),
     under the calls' deadlines, the environment it reads checked first."""
-    proxies = proxy_variables()
-    for name, value in proxies.items():
+    for name, value in proxies().items():
         check_proxy_url(value, name)
     try:
         client = httpx.Client(verify=tls(base_url), **options)
     except (ValueError, ImportError, httpx.InvalidURL) as e:  # what httpx still refuses of the environment: a NO_PROXY host
-        names = [n for n in os.environ if n.lower() == "no_proxy"] or list(proxies) or ["the *_proxy variables"]
+        names = [n for n in os.environ if n.lower() == "no_proxy"] or list(proxies()) or ["the *_proxy variables"]
         raise HarnessError(names[0], f"httpx cannot use it ({hidden(str(e))[:120]}); give hosts as example.com, 10.0.0.1 or ::1, comma-separated") from None
     return CALLS.install(client)
 
 
-def proxy_variables() -> dict[str, str]:
-    """The proxy variables httpx goes by (http, https and all, as urllib reads them from the
-    environment), by the name each was set under: {"HTTPS_PROXY": "http://proxy:3128"}."""
-    from urllib.request import getproxies_environment
+def proxies() -> dict[str, str]:
+    """The proxies httpx goes by, by the name each was set under: {"HTTPS_PROXY": "http://proxy:3128"}."""
+    from urllib.request import getproxies_environment  # (its rules: lower case first, HTTP_PROXY not in a CGI script)
 
-    found = getproxies_environment()
-    named = {}
-    for scheme in ("http", "https", "all"):
-        if value := found.get(scheme):
-            names = [n for n in os.environ if n.lower() == f"{scheme}_proxy" and os.environ[n] == value]
-            named[min(names, key=lambda n: n != n.lower()) if names else f"{scheme}_proxy"] = value  # lower case first, as urllib
+    found, named = getproxies_environment(), {}
+    for name in PROXIES:
+        if value := found.get(name.removesuffix("_proxy")):
+            named[name if name in os.environ else name.upper()] = value
     return named
 
 
+def proxied(url: str | None = None) -> bool:
+    """Is a proxy set, one that NO_PROXY does not skip for `url`'s host? httpx goes through it."""
+    from urllib.parse import urlsplit
+    from urllib.request import proxy_bypass_environment
+
+    return bool(proxies()) and (url is None or not proxy_bypass_environment(urlsplit(url).hostname or ""))
+
+
 def tls(base_url: str) -> ssl.SSLContext:
-    """Checked TLS for an https:// server, or behind a proxy (which may be https://): the
-    certificates `trusted()` loads. A plain http:// server (one on this machine) never needs
-    TLS, and loading the bundle costs ~50 ms of every start: its client gets a context with
-    no certificates, which would refuse any peer."""
+    """Checked TLS for an https:// server, or behind a proxy: the certificates `trusted()`
+    loads. A plain http:// server never needs TLS (and loading the bundle costs every start
+    time): its client gets a context with no certificates, which would refuse any peer."""
     return trusted() if proxied() or base_url.lower().startswith("https:") else ssl.SSLContext(ssl.PROTOCOL_TLS_CLIENT)
 
 
 def trusted() -> ssl.SSLContext:
-    """The certificates httpx itself would trust: SSL_CERT_FILE's, else SSL_CERT_DIR's, else
-    certifi's bundle; loaded here so that a variable naming nothing usable is one error
-    naming it (httpx would raise a bare OSError, or an ssl error, from inside the client)."""
+    """The certificates httpx itself would trust (CERTIFICATES, else certifi's bundle), loaded
+    here so that a variable naming nothing usable is one error naming it."""
     from harness.escape import one_line
 
-    for name, kind in (("SSL_CERT_FILE", "cafile"), ("SSL_CERT_DIR", "capath")):
+    for name, kind in CERTIFICATES:
         if not (value := os.environ.get(name)):
             continue
         shown = one_line(repr(value)[:200])
@@ -122,23 +88,43 @@ def trusted() -> ssl.SSLContext:
     return ssl.create_default_context(cafile=certifi.where())
 
 
-def proxied(url: str | None = None) -> bool:
-    """Is a proxy set (http_proxy, https_proxy, all_proxy, in either case), one that NO_PROXY
-    does not skip for `url`'s host? httpx goes through it."""
-    if not any(os.environ.get(name) or os.environ.get(name.upper()) for name in PROXIES):
-        return False
-    if url is None:
-        return True
-    from urllib.parse import urlsplit
-    from urllib.request import proxy_bypass_environment  # (only here: a failed call's message)
+def drain(response: httpx.Response, raw: Iterator[bytes]) -> None:
+    """After [DONE] the answer is whole: read the stream's end (at most 4 KB, for at most
+    DRAIN_SECONDS), so that httpx keeps the connection for the next call. A server that
+    sends more, or stalls, only loses its connection; the answer stands."""
+    left = 4096
+    try:
+        with CALLS.until(time.monotonic() + DRAIN_SECONDS):  # each read ends by then
+            for chunk in raw:
+                left -= len(chunk)
+                if left < 0:
+                    return
+    except httpx.HTTPError:  # the short deadline passed, or the server left
+        pass
 
-    return not proxy_bypass_environment(urlsplit(url).hostname or "")
+
+def certificate_refused(error: BaseException) -> str:
+    """Why TLS refused the server's certificate, if that is why the connection failed."""
+    cause = _cause(error, ssl.SSLCertVerificationError)
+    return hidden(str(cause.verify_message or cause.reason or "not verified"))[:200] if cause else ""
+
+
+def handshake_failed(error: BaseException) -> str:
+    """Why the TLS handshake failed otherwise (`https://` to a plain-HTTP server), if it did."""
+    cause = _cause(error, ssl.SSLError)
+    return hidden(str(cause.reason or cause))[:200] if cause else ""
+
+
+def _cause(error: BaseException, kind: type[BaseException]) -> Any:
+    cause: BaseException | None = error
+    while cause is not None and not isinstance(cause, kind):
+        cause = cause.__cause__ or cause.__context__
+    return cause
 
 
 def read_bounded(client: Any, method: str, url: str, seconds: float, limit: int, **request: Any) -> tuple[int, bytes]:
-    """One request that is not a model call (a token count, a "are you up?"), bounded as a
-    call is: its status and at most `limit` bytes of its body, all within `seconds`, or an
-    httpx error. A server that answers with an endless or dripping body costs no more."""
+    """One request that is not a model call (a token count, "are you up?"), bounded as a call
+    is: its status and at most `limit` bytes of its body within `seconds`, or an httpx error."""
     with CALLS.until(time.monotonic() + seconds), client.stream(method, url, timeout=seconds, **request) as response:
         body = bytearray()
         if limit > 0:
@@ -149,52 +135,39 @@ def read_bounded(client: Any, method: str, url: str, seconds: float, limit: int,
         return response.status_code, bytes(body[:limit])
 
 
-class Sockets:
-    """Every connection's socket of one client, kept weakly as httpcore's trace reports each
-    new one, so that all its calls, even one still waiting for its first byte (before any
-    response says which socket it is on), can be ended at once."""
-
-    def __init__(self) -> None:
-        self._all: weakref.WeakSet[socket.socket] = weakref.WeakSet()
-
-    def trace(self, event: str, info: dict[str, Any]) -> None:
-        if event == "connection.connect_tcp.complete" and (stream := info.get("return_value")) is not None:
-            if (sock := stream.get_extra_info("socket")) is not None:
-                self._all.add(sock)
-
-    def shut_all(self) -> None:
-        for sock in list(self._all):
-            try:
-                sock.shutdown(socket.SHUT_RDWR)
-            except OSError:  # closed already
-                pass
+def shut(sockets: weakref.WeakSet[socket.socket]) -> None:
+    """End every call on these sockets now, even one still waiting for its first byte."""
+    for sock in list(sockets):
+        try:
+            sock.shutdown(socket.SHUT_RDWR)
+        except OSError:  # closed already
+            pass
 
 
 class Deadlines(httpcore.NetworkBackend):
-    """httpcore's own sockets, each read and write of which waits at most until the deadline
-    of the call its thread is making: a read or write still blocked at the deadline ends
-    there (httpx's ReadTimeout / WriteTimeout), whatever the server sends or withholds. A
-    read timeout alone is for one read: a server that drips its headers or its body a byte
-    a second would never meet it."""
+    """httpcore's own sockets, each read and write of which ends by the deadline of the call
+    its thread is making (httpx's ReadTimeout / WriteTimeout), whatever the server sends or
+    withholds: a read timeout alone is for one read, which a server dripping a byte a second meets."""
 
     def __init__(self) -> None:
         self._sockets = httpcore.SyncBackend()
-        self._call = threading.local()  # .deadline: this thread's call's, if it is making one
+        self._call = threading.local()  # .deadline and .sockets: this thread's call's, if it is making one
 
     @contextmanager
-    def until(self, deadline: float) -> Iterator[None]:
-        """Within this, this thread's reads and writes end by `deadline` (the sooner one, nested)."""
-        outer = getattr(self._call, "deadline", None)
-        self._call.deadline = deadline if outer is None else min(outer, deadline)
+    def until(self, deadline: float, sockets: weakref.WeakSet[socket.socket] | None = None) -> Iterator[None]:
+        """Within this, this thread's reads and writes end by `deadline` (nested: the sooner),
+        and the sockets it connects join `sockets` (which `shut` ends at once)."""
+        outer = getattr(self._call, "deadline", None), getattr(self._call, "sockets", None)
+        self._call.deadline = deadline if outer[0] is None else min(outer[0], deadline)
+        self._call.sockets = sockets if sockets is not None else outer[1]
         try:
             yield
         finally:
-            self._call.deadline = outer
+            self._call.deadline, self._call.sockets = outer
 
     def left(self, timeout: float | None, late: type[Exception] = httpcore.ReadTimeout) -> float | None:
         """How long the next read or write may block; past the deadline it raises `late` at
-        once: a server that never stops sending (keep-alive comments, which make no event)
-        is ended there as surely as one that sends nothing."""
+        once (a server that never stops sending is ended as surely as one that sends nothing)."""
         deadline = getattr(self._call, "deadline", None)
         if deadline is None:
             return timeout
@@ -204,20 +177,17 @@ class Deadlines(httpcore.NetworkBackend):
 
     def install(self, client: httpx.Client) -> httpx.Client:
         """Under every connection pool of `client` (a proxy's too). httpx takes no backend, so
-        this sets its pools' own; tests/test_backends.py fails if httpcore ever renames it."""
+        this sets its pools' own (tests/test_backends.py fails if httpcore renames it)."""
         for transport in [client._transport, *client._mounts.values()]:
             if (pool := getattr(transport, "_pool", None)) is not None:
                 pool._network_backend = self
         return client
 
     def connect_tcp(self, host: str, port: int, timeout: float | None = None, local_address: str | None = None, socket_options: Any = None) -> httpcore.NetworkStream:
-        return _Bounded(self._sockets.connect_tcp(host, port, self.left(timeout, httpcore.ConnectTimeout), local_address, socket_options), self)
-
-    def connect_unix_socket(self, path: str, timeout: float | None = None, socket_options: Any = None) -> httpcore.NetworkStream:
-        return _Bounded(self._sockets.connect_unix_socket(path, self.left(timeout, httpcore.ConnectTimeout), socket_options), self)
-
-    def sleep(self, seconds: float) -> None:
-        self._sockets.sleep(seconds)
+        stream = self._sockets.connect_tcp(host, port, self.left(timeout, httpcore.ConnectTimeout), local_address, socket_options)
+        if (sockets := getattr(self._call, "sockets", None)) is not None:
+            sockets.add(stream.get_extra_info("socket"))
+        return _Bounded(stream, self)
 
 
 class _Bounded(httpcore.NetworkStream):

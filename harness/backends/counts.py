@@ -1,19 +1,11 @@
 """Token counts from a completions server that does not stream them.
 
-llama-cpp-python's server ignores `stream_options.include_usage`: its streams carry no
-token counts, so `--cost` could only estimate. It does count on request, though:
-
-    POST {server}/extras/tokenize/count  {"model": "smollm2", "input": PROMPT}  ->  {"count": 412}
-
-and it tokenizes that input exactly as it tokenizes a completion's prompt (special tokens
-parsed, BOS added). So a ServerModel whose first stream ended without counts asks there
-once; if the server answers, it asks before every later call (so a stream the loop closes
-early keeps its count), and if it says it cannot count, it never asks again. Once per
-server, not per run: the models of a batch's runs share their counter. A count that does
-not come in time (a server busy with another run's completion queues it) is not a "no":
-that call's count is dropped with a note in its run's notes, and the next call asks again.
-A count may take as long as the call itself (--max-seconds). Only the prompt is counted: the
-completion's tokens are not known without the server's own count, and none is made up.
+llama-cpp-python's server ignores `stream_options.include_usage`, but counts on request:
+`POST {server}/extras/tokenize/count {"model": ..., "input": PROMPT} -> {"count": 412}`.
+A server whose first stream ended without counts is asked there; if it answers, before
+every later call (a stream closed early keeps its count); if it cannot count, never again.
+A count that does not come in time (the server is busy with another run) is dropped with
+a note in its run, and the next call asks again. No count is made up.
 """
 
 from __future__ import annotations
@@ -32,8 +24,7 @@ PATH = "/extras/tokenize/count"
 
 
 class PromptCounter:
-    """What one server counts, found out once: shared by the models of a batch's runs
-    (ServerModel.another), so that 32 runs at once probe the endpoint once, not 32 times."""
+    """What one server counts, found out once: shared by the models of a batch's runs."""
 
     def __init__(self, client: httpx.Client, base_url: str, model: str, seconds: float = 10.0) -> None:
         root = base_url[: -len("/v1")] if base_url.endswith("/v1") else base_url
@@ -43,11 +34,9 @@ class PromptCounter:
         self._finding = threading.Lock()  # held by the one call that finds out
 
     def after(self, prompt: str, usage: TokenUsage | None, notes: list[str]) -> TokenUsage | None:
-        """After a stream, with what counted the call so far (its stream, or this endpoint
-        before it). A stream that counted says the server counts; one that did not, while
-        nobody knows yet, has the endpoint asked (by one call: the others wait for its
-        answer); once the endpoint is known to count, a call not yet counted (it began
-        before anyone knew) is counted now."""
+        """After a stream, with what counted the call so far. A stream that counted says the
+        server counts; one that did not, while nobody knows yet, has the endpoint asked (by
+        one call: the others wait); once the endpoint counts, a call not yet counted is now."""
         if self.state == "unknown":
             with self._finding:
                 if self.state == "unknown":
@@ -58,16 +47,12 @@ class PromptCounter:
         return self.count(prompt, notes) if usage is None and self.state == "ask" else None
 
     def count(self, prompt: str, notes: list[str]) -> TokenUsage | None:
-        """The prompt's tokens, from the server, or None: if it says it cannot count, it is
-        never asked again; if it did not answer in time, this call's count is dropped with a
-        note and the next call asks again."""
+        """The prompt's tokens, from the server, or None (see above)."""
         try:
             status, body = read_bounded(self._client, "POST", self.url, self.seconds, 65536, json={"model": self.model, "input": prompt})
             data: Any = json.loads(body) if status == 200 else None
         except (httpx.TimeoutException, httpx.TransportError):  # busy or gone for now: not a "no"
-            note = f"the server's token count ({PATH}) did not answer in {self.seconds:g} s; some of this run's calls are not counted"
-            if note not in notes:
-                notes.append(note)
+            notes.append(f"the server's token count ({PATH}) did not answer in {self.seconds:g} s; some of this run's calls are not counted")
             return None
         except (httpx.HTTPError, ValueError, RecursionError):
             data = None

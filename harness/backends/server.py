@@ -1,37 +1,21 @@
 """A model behind any OpenAI-compatible completions server (llama.cpp, vLLM, Ollama, ...).
 
-    model = ServerModel("smollm2", "http://127.0.0.1:8080/v1")
-    for chunk in model.stream(buffer, stop=("Observation:",)):   # str chunks, then a TokenUsage
-        ...
-
-One call is one POST to `{base_url}/completions` with `stream: true`; the answer is read
-as server-sent events (harness.backends.wire checks every field). The prompt is the
-buffer, byte for byte: this is the *completions* endpoint, so no template is added here
-(a chat template is text in a prompt file; for a chat endpoint see harness.backends.chat).
-
-Every sampling parameter is sent with every request, because servers' defaults differ
-from each other and from their own libraries (llama.cpp's server: repeat_penalty 1.1);
-so are llama.cpp's own knobs, set to "off", unless the server is strict (OpenAI's own API
-rejects them): `strict=True`, `--strict` on the command line, or a base URL on
-api.openai.com. A strict server is sent at most 4 stop strings (OpenAI's limit); the
-client-side scanner enforces all of them anyway.
-
-Each call is bounded (harness.model.Bounds: tokens, characters, seconds; the deadline
-also ends every read of the call's socket), and every piece of text the server sends
-enters through one Entry (harness.entry): lone surrogates replaced, the API key (read
-only from HARNESS_API_KEY or OPENAI_API_KEY) and the URL's password scrubbed, before it
-reaches the buffer (Model.complete), a message or repr().
-
-Left out: retries (a failed call ends the run: model_error), n > 1, logprobs,
-compressed answers (harness asks for none and refuses one).
+One call is one POST to `{base_url}/completions` with `stream: true`: the buffer byte for
+byte, no template added. Every sampling parameter is sent, as servers' defaults differ,
+and so are llama.cpp's own knobs, set to "off", unless the server is strict (`--strict`,
+or api.openai.com: it rejects them and takes at most 4 stops; the loop's own scanner
+enforces all of them). The API key comes from HARNESS_API_KEY or OPENAI_API_KEY. Left
+out: retries (a failed call ends the run: model_error), n > 1, logprobs, compressed answers.
 """
 
 from __future__ import annotations
 
 import copy
 import os
+import socket
 import threading
 import time
+import weakref
 from collections.abc import Iterator, Mapping, Sequence
 from typing import Any
 from urllib.parse import urlsplit
@@ -39,17 +23,16 @@ from urllib.parse import urlsplit
 import httpx
 
 from harness.backends import wire
-from harness.backends.connection import CALLS, Sockets, certificate_refused, drain, handshake_failed, new_client, proxied, read_bounded
+from harness.backends.connection import CALLS, certificate_refused, drain, handshake_failed, new_client, proxied, read_bounded, shut
 from harness.backends.counts import PromptCounter
-from harness.entry import Entry
 from harness.backends.urls import check_base_url, hidden, url_secrets
+from harness.entry import Entry
 from harness.errors import HarnessError
 from harness.model import DEFAULTS, Bounds, Budget, Model, ModelError, TokenUsage
 
 DEFAULT_BASE_URL = "http://127.0.0.1:8080/v1"
 
-# Sent as well unless the server is strict: llama.cpp's own sampling knobs, set to "off",
-# so that the server samples exactly as the parameters above say.
+# Sent as well unless the server is strict: llama.cpp's own sampling knobs, set to "off".
 LLAMA_CPP_PARAMS: Mapping[str, Any] = {"repeat_penalty": 1.0, "top_k": 0, "min_p": 0.0}
 STRICT_STOPS = 4  # OpenAI's API takes at most 4 stop strings
 ERROR_BODY = 65536  # bytes of an error answer read, at most
@@ -90,31 +73,30 @@ class ServerModel(Model):
         self.bounds = Bounds(max_tokens, max_chars, max_seconds)
         self.params: dict[str, Any] = {
             "temperature": temperature,
-            self._max_tokens_name(): max_tokens,
+            # OpenAI's chat API has renamed it (its reasoning models refuse max_tokens).
+            "max_completion_tokens" if self.chat and self.strict else "max_tokens": max_tokens,
             "top_p": top_p,
             "presence_penalty": 0.0,
             "frequency_penalty": 0.0,
             **({"seed": seed} if seed is not None else {}),
             **(extra if extra is not None else {} if self.strict else LLAMA_CPP_PARAMS),
         }
-        self.timeout, self.connect_timeout = timeout, connect_timeout
+        self.timeout = timeout
         self._wait = wait_for_server
         self.notes: list[str] = []  # what was dropped on arrival (a malformed token count), once each
         self._key = _api_key()
-        self._sockets = Sockets()  # every connection's, of this model and its others
+        self._sockets: weakref.WeakSet[socket.socket] = weakref.WeakSet()  # every connection's, of this model and its others
         self._interrupted = threading.Event()  # Ctrl-C in a batch: no more waiting
         self.entry = Entry(url_secrets(self.base_url), key=self._key)
         headers = {"Accept-Encoding": "identity"} | ({"Authorization": f"Bearer {self._key}"} if self._key else {})
         limit = httpx.Timeout(min(timeout, max_seconds), connect=min(connect_timeout, max_seconds))
         pool = httpx.Limits(max_connections=connections, max_keepalive_connections=connections) if connections else None
         self._client = new_client(self.base_url, headers=headers, timeout=limit, **({"limits": pool} if pool else {}))
-        self._counter = None if self.chat else PromptCounter(self._client, self.base_url, model, max_seconds)
+        self._counter = PromptCounter(self._client, self.base_url, model, max_seconds)  # (a chat model never asks it)
 
     def another(self) -> ServerModel:
-        """A model of its own for another run on the same server: its own notes and its own
-        first wait, sharing this one's client (one connection pool and one TLS context,
-        built once; httpx's Client may be shared between threads) and what it found the
-        server counts. A batch of runs (harness.batch) asks for one per run."""
+        """A model for another run of a batch: its own notes and first wait, sharing this
+        one's client (httpx's may be shared between threads) and token counter."""
         twin = copy.copy(self)
         twin.notes = []
         return twin
@@ -122,15 +104,12 @@ class ServerModel(Model):
     def __repr__(self) -> str:
         return f"{type(self).__name__}({self.model!r}, {self.where!r})"
 
-    def _max_tokens_name(self) -> str:
-        return "max_tokens"
-
     def request(self, prompt: str, stop: Sequence[str]) -> dict[str, Any]:
         """The JSON body of one call: everything the server is told, nothing hidden."""
-        body: dict[str, Any] = {"model": self.model, "prompt": prompt, **self.params, "stream": True}
-        return self._finish_body(body, stop)
+        return self._body({"prompt": prompt}, stop)
 
-    def _finish_body(self, body: dict[str, Any], stop: Sequence[str]) -> dict[str, Any]:
+    def _body(self, sent: dict[str, Any], stop: Sequence[str]) -> dict[str, Any]:
+        body = {"model": self.model, **sent, **self.params, "stream": True}
         body["stream_options"] = {"include_usage": True}  # servers that do not know it ignore it
         if stop:
             body["stop"] = list(stop)[:STRICT_STOPS] if self.strict else list(stop)
@@ -142,9 +121,8 @@ class ServerModel(Model):
     def _counted(self, prompt: str, chunks: Iterator[str | TokenUsage]) -> Iterator[str | TokenUsage]:
         """A server that streams no counts is asked for the prompt's (harness.backends.counts)."""
         counter, usage, notes = self._counter, None, []
-        if counter is not None and counter.state == "ask":
-            if (usage := counter.count(prompt, notes)) is not None:
-                yield usage  # before the text: a stream closed early keeps it
+        if counter.state == "ask" and (usage := counter.count(prompt, notes)) is not None:
+            yield usage  # before the text: a stream closed early keeps it
         try:
             for chunk in chunks:
                 if type(chunk) is not str:
@@ -152,7 +130,7 @@ class ServerModel(Model):
                 yield chunk
         finally:
             chunks.close()
-        if counter is not None and (late := counter.after(prompt, usage, notes)) is not None:
+        if (late := counter.after(prompt, usage, notes)) is not None:
             yield late
         self._note(notes)
 
@@ -160,15 +138,14 @@ class ServerModel(Model):
         self._client.close()
 
     def interrupt(self) -> None:
-        """End every call in flight of this model and its others now, even one still waiting
-        for the server's first byte (every connection's socket is shut down), and any wait
-        for the server: a batch's Ctrl-C, while a server stalls."""
+        """End every call in flight of this model and its others now (every connection's
+        socket is shut down), and any wait for the server: a batch's Ctrl-C."""
         self._interrupted.set()
-        self._sockets.shut_all()
+        shut(self._sockets)
 
     def wait(self, seconds: float) -> bool:
-        """Until the server answers anything at all (GET /models), or `seconds` pass: True if it did.
-        For a server still starting (`--wait-for-server`); the call after it says what is wrong."""
+        """Until the server answers anything at all (GET /models), or `seconds` pass: True if
+        it did (`--wait-for-server`; the call after it says what is wrong)."""
         deadline = time.monotonic() + seconds
         while True:
             try:
@@ -185,28 +162,23 @@ class ServerModel(Model):
         if self._wait is not None:  # a server still starting: the first call waits for it, once
             self.wait(self._wait)
             self._wait = None
-        budget = Budget(self.bounds)  # its deadline ends every read and write of the call (the scrub and the character bound are Model.complete's)
+        budget = Budget(self.bounds)  # its deadline ends every read and write of the call
         text_chars, events, finished, had_choices, usage = 0, 0, False, False, None
         try:
-            # `with` is the try/finally: closing this generator early (the loop does, once the
-            # client-side stop scanner cuts) closes the response and with it the connection,
-            # so the server stops generating.
-            with CALLS.until(budget.deadline), self._client.stream("POST", url, json=body, extensions={"trace": self._sockets.trace}) as response:
-                if response.status_code != 200:
-                    raise status_error(response, model=self)
-                check_headers(response, model=self)
+            # Closing this generator early (a stop was found) closes the response and its
+            # connection, so the server stops generating.
+            with CALLS.until(budget.deadline, self._sockets), self._client.stream("POST", url, json=body) as response:
+                if (error := refused(response, self)) is not None:
+                    raise error
                 max_line = 8 * self.bounds.max_chars + 65536  # room for JSON's escapes around the text
                 raw = response.iter_raw()
-                for data in wire.data_lines(wire.lines(raw, max_line)):
+                for data in wire.data_lines(raw, max_line):
                     budget.spend(0)  # the clock, checked with every event
                     if data == "[DONE]":
                         drain(response, raw)
                         break
                     events += 1
-                    event = wire.parse_event(data, self.entry)
-                    if "error" in event:
-                        raise ModelError(f"the server reported an error mid-stream: {self._error_message(event['error'])}")
-                    piece = wire.piece(event, self.chat)
+                    piece = wire.piece(data, self.chat, self.entry)
                     if piece.usage is not None:
                         usage = wire.usage(piece.usage, notes := [])
                         self._note(notes)
@@ -246,49 +218,41 @@ class ServerModel(Model):
             return ModelError(f"the connection to {self.where} broke mid-stream ({type(error).__name__}): did the server stop?")
         raise error
 
-    def _error_message(self, error: Any) -> str:
-        if isinstance(error, dict):
-            error = error.get("message", error)
-        return self.entry.detail(error)
-
     def _note(self, notes: list[str]) -> None:
         for note in notes:
             if note not in self.notes:
                 self.notes.append(note)
 
 
-def check_headers(response: httpx.Response, model: ServerModel) -> None:
-    """A stream of events, not compressed: anything else is the wrong server or endpoint."""
+def refused(response: httpx.Response, model: ServerModel) -> ModelError | None:
+    """What is wrong with an answer that is not an uncompressed stream of events: a refusal,
+    said with the server's own message and what to check, or the wrong server or endpoint."""
+    status = response.status_code
+    if status != 200:
+        body = bytearray()
+        try:
+            for chunk in response.iter_raw():
+                body += chunk
+                if len(body) >= ERROR_BODY:
+                    break
+        except httpx.HTTPError:
+            pass  # what came is enough to say what happened
+        detail = wire.error_text(bytes(body[:ERROR_BODY]), model.entry)
+        hint = {
+            401: "check HARNESS_API_KEY",
+            403: "check HARNESS_API_KEY",
+            404: f"check the base URL (it ends in /v1) and the model name; does the server serve /{model.path}?",
+        }.get(status, "the server refused the request" if status < 500 else "the server failed")
+        if "context" in detail.lower():
+            hint = f"the prompt is probably {TOO_LONG}"
+        return ModelError(f"{model.where} answered HTTP {status}: {detail or '(no message)'}; {hint}")
     kind = model.entry.detail(response.headers.get("content-type", ""), 60) or "no content type"
     if not kind.startswith("text/event-stream"):
-        what = f"does it serve /{model.path} with stream: true?"
-        raise ModelError(f"{model.where} answered with {kind}, not a stream of events: {what}")
+        return ModelError(f"{model.where} answered with {kind}, not a stream of events: does it serve /{model.path} with stream: true?")
     encoding = response.headers.get("content-encoding", "identity").strip().lower()
     if encoding not in ("", "identity"):
-        shown = model.entry.detail(encoding, 40)
-        raise ModelError(f"{model.where} compressed its answer (Content-Encoding: {shown}) though harness asked for none")
-
-
-def status_error(response: httpx.Response, model: ServerModel) -> ModelError:
-    """A refused call, said with the server's own message and what to check."""
-    status = response.status_code
-    body = bytearray()
-    try:
-        for chunk in response.iter_raw():
-            body += chunk
-            if len(body) >= ERROR_BODY:
-                break
-    except httpx.HTTPError:
-        pass  # what came is enough to say what happened
-    detail = wire.error_text(bytes(body[:ERROR_BODY]), model.entry)
-    hint = {
-        401: "check HARNESS_API_KEY",
-        403: "check HARNESS_API_KEY",
-        404: f"check the base URL (it ends in /v1) and the model name; does the server serve /{model.path}?",
-    }.get(status, "the server refused the request" if status < 500 else "the server failed")
-    if "context" in detail.lower():
-        hint = f"the prompt is probably {TOO_LONG}"
-    return ModelError(f"{model.where} answered HTTP {status}: {detail or '(no message)'}; {hint}")
+        return ModelError(f"{model.where} compressed its answer (Content-Encoding: {model.entry.detail(encoding, 40)}) though harness asked for none")
+    return None
 
 
 def _api_key() -> str:

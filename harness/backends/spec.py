@@ -1,18 +1,11 @@
-"""Real models behind the one `stream` method, chosen by a spec string:
+"""Real models, chosen by a spec string (each backend imported only when chosen):
 
-    model_from_spec("openai:smollm2", "http://127.0.0.1:8080/v1")  # any OpenAI-compatible completions server
-    model_from_spec("chat:gpt-4o-mini", "https://api.openai.com/v1") # a chat endpoint (harness.backends.chat)
-    model_from_spec("local")                                       # llama.cpp in process, SmolLM2
-    model_from_spec("local:models/qwen2.5-0.5b-instruct.gguf")      # llama.cpp in process, any GGUF
+    model_from_spec("openai:smollm2", "http://127.0.0.1:8080/v1")  # an OpenAI-compatible completions server
+    model_from_spec("chat:gpt-4o-mini", "https://api.openai.com/v1") # a chat endpoint
+    model_from_spec("local")                                       # llama.cpp on this machine, SmolLM2
+    model_from_spec("local:models/qwen2.5-0.5b-instruct.gguf")      # llama.cpp on this machine, any GGUF
 
-Options (each a command-line option of the same name) bound every call: `max_tokens`,
-`max_chars`, `max_seconds` (harness.model.Bounds); for a server, `strict` leaves llama.cpp's knobs
-out of its requests, and `wait_for_server` (seconds) lets the first call wait for it;
-`connections` sizes a server model's connection pool, which the models made from it by
-`.another()` share (a batch: one pool per server, not one client per run). Each backend
-is imported only when it is chosen, so `harness --help` does not pay for httpx or
-llama.cpp, and the local extra stays optional.
-`scripted` is not built here: its completions come from the scenario.
+Options are the command line's of the same name.
 """
 
 from __future__ import annotations

@@ -1,27 +1,20 @@
 """The wire format of OpenAI-compatible servers, read once and checked where it is read.
 
-A streamed answer is server-sent events, one `data: {json}` line per piece:
-
     data: {"choices": [{"text": "Thought:", "finish_reason": null}]}                 /completions
     data: {"choices": [{"delta": {"content": "Thought:"}, "finish_reason": null}]}   /chat/completions
     data: {"choices": [], "usage": {"prompt_tokens": 412, "completion_tokens": 31}}
     data: [DONE]
 
-Every field harness reads is checked here: anything of another shape is a ModelError that
-names the field and what came (`choices[0].text is a number (42), not a string`), so a
-malformed answer ends the run in model_error, never in a traceback. Lines are cut into
-at most `max_line` bytes, so one endless line cannot grow memory.
-
-One exception, by choice: token counts (`usage`) are facts the run does not need. A count
-that is not a whole number from 0 to 10^12 (`"nine"`, `true`, `1e999`, `-1`), or a `usage`
-of the wrong shape, is dropped with a note naming the field, and the run goes on; so a
-file harness writes never holds a count it would refuse to read.
+A field of another shape is a ModelError naming it (`choices[0].text is a number (42),
+not a string`); a line is cut at `max_line` bytes. Token counts, which the run does not
+need, are the exception: a bad one is dropped with a note naming the field.
 """
 
 from __future__ import annotations
 
 import json
 from collections.abc import Iterator
+from itertools import chain
 from typing import Any, NamedTuple
 
 from harness.entry import Entry
@@ -30,36 +23,20 @@ from harness.model import ModelError, TokenUsage
 MAX_COUNT = 10**12
 
 
-def lines(chunks: Iterator[bytes], max_line: int) -> Iterator[str]:
-    """The lines of a byte stream (without "\\n" or "\\r"), decoded as UTF-8 (bad bytes: U+FFFD)."""
+def data_lines(chunks: Iterator[bytes], max_line: int) -> Iterator[str]:
+    """The `data:` payloads of a server-sent event stream (comments and `event:` lines skipped),
+    decoded as UTF-8 (bad bytes: U+FFFD)."""
     pending = bytearray()
-    for chunk in chunks:
+    for chunk in chain(chunks, [b"\n"]):  # the stream's end ends its last line
         pending += chunk
-        start = 0
-        while (end := pending.find(b"\n", start)) >= 0:
-            yield pending[start:end].rstrip(b"\r").decode("utf-8", "replace")
-            start = end + 1
-        del pending[:start]
+        if b"\n" in chunk:
+            *lines, rest = pending.split(b"\n")
+            pending = bytearray(rest)
+            for line in lines:
+                if line.startswith(b"data:"):
+                    yield line[5:].decode("utf-8", "replace").strip()
         if len(pending) > max_line:
             raise ModelError(f"the server sent a line longer than {max_line:,} bytes; the call was stopped")
-    if pending:
-        yield pending.rstrip(b"\r").decode("utf-8", "replace")
-
-
-def drain(chunks: Iterator[bytes], limit: int) -> None:
-    """Read what is left of a finished stream (at most `limit` bytes): a response read to its
-    end leaves its connection open for the next call; one closed early is dropped."""
-    for chunk in chunks:
-        limit -= len(chunk)
-        if limit < 0:
-            return
-
-
-def data_lines(stream: Iterator[str]) -> Iterator[str]:
-    """The `data:` payloads of a server-sent event stream (comments and `event:` lines skipped)."""
-    for line in stream:
-        if line.startswith("data:"):
-            yield line[5:].strip()
 
 
 def kind(value: Any) -> str:
@@ -82,19 +59,16 @@ class Piece(NamedTuple):
     had_choices: bool  # the event had a `choices` list
 
 
-def parse_event(data: str, entry: Entry) -> dict[str, Any]:
+def piece(data: str, chat: bool, entry: Entry) -> Piece:
+    """The text, finish and usage of one event's JSON, every field checked."""
     try:
         event = json.loads(data)
     except (ValueError, RecursionError):
-        what = "is the base URL an OpenAI-compatible server?"
-        raise ModelError(f"the server sent an event that is not JSON: {entry.detail(data)!r}; {what}") from None
+        raise ModelError(f"the server sent an event that is not JSON: {entry.detail(data)!r}; is the base URL an OpenAI-compatible server?") from None
     if not isinstance(event, dict):
         raise ModelError(f"the server sent an event that is {kind(event)}, not a JSON object")
-    return event
-
-
-def piece(event: dict[str, Any], chat: bool) -> Piece:
-    """The text, finish and usage of one event, every field checked."""
+    if "error" in event:
+        raise ModelError(f"the server reported an error mid-stream: {message(event['error'], entry)}")
     choices = event.get("choices")
     if choices is None:
         return Piece("", False, event.get("usage"), False)
@@ -105,7 +79,7 @@ def piece(event: dict[str, Any], chat: bool) -> Piece:
         if not isinstance(choice, dict):
             raise ModelError(f"the server's event is malformed: choices[{i}] is {kind(choice)}, not an object")
         if chat:
-            field, delta = f"choices[{i}].delta.content", choice.get("delta")
+            field, delta = f"choices[{i}].delta.content", choice.get("delta", {})
             if delta is None:
                 delta = {}
             if not isinstance(delta, dict):
@@ -153,16 +127,18 @@ def usage(value: Any, notes: list[str]) -> TokenUsage | None:
     return TokenUsage(prompt, evaluated, completion)
 
 
+def message(error: Any, entry: Entry) -> str:
+    """A server's error as its message says it: OpenAI's {"message": ...}, or all of it."""
+    if isinstance(error, dict):
+        error = error.get("message", json.dumps(error, ensure_ascii=False))
+    return entry.detail(error)
+
+
 def error_text(body: bytes, entry: Entry) -> str:
-    """The server's own message: OpenAI's {"error": {"message"}}, FastAPI's {"detail"}, or the text."""
+    """The message of an error answer: OpenAI's {"error": {"message"}}, FastAPI's {"detail"}, or the text."""
     text = body.decode("utf-8", "replace")
     try:
         data = json.loads(text)
     except (ValueError, RecursionError):
         return entry.detail(text)
-    if isinstance(data, dict):
-        error = data.get("error", data.get("detail", data))
-        if isinstance(error, dict):
-            error = error.get("message", json.dumps(error, ensure_ascii=False))
-        return entry.detail(error)
-    return entry.detail(text)
+    return message(data.get("error", data.get("detail", data)), entry) if isinstance(data, dict) else entry.detail(text)

@@ -1,23 +1,20 @@
 """The child process that holds a local model (harness.backends.local starts and stops it).
 
-llama.cpp is native code: when it crashes (a segmentation fault, an illegal instruction),
-it takes its process with it. So it runs here, in a process of its own, and harness's
-process only reads what it says; a crash is then the end of a stream, which the parent
-turns into a ModelError (the run ends as model_error, saved and replayable).
-
-It speaks JSON Lines on stdin and stdout, one request at a time:
+llama.cpp is native code: a crash takes its process with it. So it runs here, and its
+crash is the end of a stream, which the parent turns into a ModelError. It reads JSON
+Lines on stdin and answers on a channel of its own (a private copy of fd 1):
 
     -> {"load": {"path": ..., "n_ctx": ..., "n_threads": ..., "n_threads_batch": ..., "seed": ...}}
     <- {"ready": n_ctx}                               or {"error": "..."}
     -> {"tokenize": TEXT}                             <- {"tokens": [...]}
-    -> {"reset": true}                                <- {"done": true}
-    -> {"complete": TOKENS, "stop": [...], "sampling": {...}}
+    -> {"complete": TOKENS, "fresh": BOOL, "stop": [...], "sampling": {...}}   (fresh: cache emptied first)
     <- {"usage": [prompt_tokens, evaluated_tokens]}   once the prompt is read
     <- {"text": "..."} ...                            each piece as it is made
     <- {"done": true}                                 or {"error": "..."}
     -> {"cancel": true}                               (any time during a completion: it stops)
 
-It never prints anything else on stdout; llama.cpp's own logging is off.
+Fd 1 itself, and with it sys.stdout, goes where fd 2 goes: what llama.cpp or a library
+prints cannot reach the channel. The parent checks every message's shape anyway.
 """
 
 from __future__ import annotations
@@ -25,49 +22,61 @@ from __future__ import annotations
 import json
 import os
 import select
-import sys
 from collections.abc import Sequence
 from typing import Any
 
 
 class Lines:
-    """JSON Lines read from a file descriptor, without blocking when asked not to. (A file
-    object's readline reads ahead: a line already in its buffer is invisible to select, so
-    a reader that selects and then reads a line could wait for ever on one that has come.)"""
+    """Lines read from a file descriptor, without blocking when asked not to (a file object
+    reads ahead, and select cannot see a line already in its buffer)."""
 
-    def __init__(self, fd: int) -> None:
-        self.fd, self.held = fd, b""
+    def __init__(self, fd: int, limit: int = 1 << 26) -> None:
+        self.fd, self.limit, self.held = fd, limit, b""
 
-    def next(self, seconds: float | None) -> dict[str, Any] | None:
-        """The next message; None if none came within `seconds` (None: wait); {} at the end."""
+    def next(self, seconds: float | None) -> bytes | None:
+        """The next line, with its b"\\n"; None if none came within `seconds` (None: wait);
+        b"" at the end. A line longer than `limit` bytes is a ValueError."""
         while b"\n" not in self.held:
+            if len(self.held) > self.limit:
+                raise ValueError(f"a line longer than {self.limit:,} bytes")
             if seconds is not None and not select.select([self.fd], [], [], seconds)[0]:
                 return None
             more = os.read(self.fd, 65536)
             if not more:
-                return {}
+                return b""
             self.held += more
-        line, self.held = self.held.split(b"\n", 1)
-        return json.loads(line)
+        line, _, self.held = self.held.partition(b"\n")
+        return line + b"\n"
+
+
+def open_channel() -> Any:
+    """The messages' own copy of fd 1; fd 1 then points at fd 2 (the parent's /dev/null)."""
+    channel = os.dup(1)
+    os.dup2(2, 1)
+    return open(channel, "w", encoding="utf-8")
 
 
 def say(message: dict[str, Any]) -> None:
-    sys.stdout.write(json.dumps(message) + "\n")
-    sys.stdout.flush()
+    CHANNEL.write(json.dumps(message) + "\n")
+    CHANNEL.flush()
 
 
-REQUESTS = Lines(0)
+def request(seconds: float | None) -> dict[str, Any] | None:
+    """The parent's next request; None if none came within `seconds`; {} at the end."""
+    line = REQUESTS.next(seconds)
+    if line is None:
+        return None
+    return json.loads(line) if line else {}
 
 
 def canceled() -> bool:
     """A cancel waiting on stdin (read between two pieces, never blocking)."""
-    request = REQUESTS.next(0)
-    return request is not None and (request == {} or "cancel" in request)
+    asked = request(0)
+    return asked is not None and (asked == {} or "cancel" in asked)
 
 
 def complete(llm: Any, tokens: list[int], stop: Sequence[str], sampling: dict[str, Any]) -> None:
-    # Counted, not guessed: llama.cpp's first eval of a call is the part of the prompt that
-    # was not in its cache; every later one is a token it generated.
+    # llama.cpp's first eval of a call is the part of the prompt not in its cache.
     evals: list[int] = []
     plain_eval = llm.eval
 
@@ -102,25 +111,27 @@ def main() -> None:
     import llama_cpp
 
     llm = None
-    while request := REQUESTS.next(None):  # {} when harness closes the pipe: the end
-        if "load" in request:
-            options = request["load"]
+    while asked := request(None):  # {} when harness closes the pipe: the end
+        if "load" in asked:
+            options = asked["load"]
             try:
                 llm = llama_cpp.Llama(model_path=options.pop("path"), verbose=False, **options)
             except (ValueError, RuntimeError) as e:
                 say({"error": str(e)})
                 return
             say({"ready": llm.n_ctx()})
-        elif "tokenize" in request:
-            say({"tokens": llm.tokenize(request["tokenize"].encode("utf-8"), add_bos=True, special=True)})
-        elif "reset" in request:
-            llm.reset()
-            say({"done": True})
-        elif "complete" in request:
-            complete(llm, request["complete"], request["stop"], request["sampling"])
+        elif "tokenize" in asked:
+            say({"tokens": llm.tokenize(asked["tokenize"].encode("utf-8"), add_bos=True, special=True)})
+        elif "complete" in asked:
+            if asked["fresh"]:
+                llm.reset()
+            complete(llm, asked["complete"], asked["stop"], asked["sampling"])
         # a cancel that came after its completion had ended: nothing to stop
 
 
+REQUESTS = Lines(0)
+
 if __name__ == "__main__":
+    CHANNEL = open_channel()
     os.environ.setdefault("LLAMA_LOG_LEVEL", "0")
     main()

@@ -1,11 +1,8 @@
-"""Events as JSON Lines: one object per event, in order, as they happen.
+"""Events as JSON Lines, one object per event as it happens, for programs and tests:
 
     {"event": "round_started", "step": 1, "prompt_chars": 612}
 
-For programs and for snapshot tests of what a run did, not only what it left behind.
-Each line is `json.dumps({"event": name, **asdict(event)}, ensure_ascii=False)`, with the
-control characters json leaves raw written as \\u escapes (harness.escape.for_json): a
-Round inside an event, its Lanes and Actions, become objects of their fields.
+Control characters json leaves raw are written as \\u escapes (harness.escape.for_json).
 """
 
 from __future__ import annotations

@@ -1,17 +1,11 @@
-"""A run as a sequence of frames, for stepping through it: the lesson's "Frame k of N".
+"""A run as a sequence of frames, for stepping through it: "Frame k of N".
 
-Frame 0 is the developer's prompt; each later frame adds one span of the buffer (the
-model's completion, or what code spliced in). A frame is not a call: one model call writes
-one model frame, and code's observations are frames of their own, so "call 2" (the model's
-second reply) may be frame 3. Each frame carries the three facts of the
-lesson: what was sent to the model, what was appended and by whom, and why the loop went
-on or stopped. Frames are built from a RunRecord, which a fresh run and a saved file
-give alike, so both step through alike; why the loop went on is what the loop recorded
-(the tools that ran, the notices it wrote), not guessed from the text.
-
-The cost of resubmission is here too: the model is sent the whole buffer on every call,
-so the characters sent grow with the square of the calls while the new text grows
-linearly. A prefix cache would only have to process what is new since the last call.
+Frame 0 is the developer's prompt; each later frame adds one span of the buffer (a model
+call's completion, or what code spliced in), with the lesson's three facts: what was sent
+to the model, what was appended and by whom, and why the loop went on or stopped, as the
+loop recorded it. And the cost of resubmission: the whole buffer is sent on every call,
+so the characters sent grow with the square of the calls; a prefix cache would process
+only what is new.
 """
 
 from __future__ import annotations
@@ -166,29 +160,30 @@ def costs(transcript: Transcript) -> list[CallCost]:
     return out
 
 
-def cost_table(rows: list[CallCost], tokens: list[dict | None] | None = None) -> str:
-    """A plain-text table, the same on every terminal. With `tokens` (per call, from a model
-    that counts: prompt_tokens, evaluated_tokens), two columns of real figures are added."""
+def cost_cells(rows: list[CallCost], tokens: list[dict | None] | None = None) -> tuple[bool, list[list[str]]]:
+    """The cost table's cells, one row per call; with the model's own token counts when it
+    gave any (`counted`), two more cells of real figures ("?" where a call had none)."""
     counted = tokens is not None and any(t is not None for t in tokens)
+    out = []
+    for i, r in enumerate(rows):
+        cells = [f"{c:,}" for c in (r.call, r.prompt_chars, r.completion_chars, r.total_sent, r.cached_new, r.total_new, r.total_sent // CHARS_PER_TOKEN)]
+        if counted:
+            t = (tokens[i] if i < len(tokens) else None) or {}
+            cells += ["?" if t.get(k) is None else f"{t[k]:,}" for k in ("prompt_tokens", "evaluated_tokens")]
+        out.append(cells)
+    return counted, out
+
+
+def cost_table(rows: list[CallCost], tokens: list[dict | None] | None = None) -> str:
+    """A plain-text table, the same on every terminal."""
+    counted, cells = cost_cells(rows, tokens)
     head = ("call", "prompt sent", "completion", "total sent", "with prefix cache", "cache total", "≈ tokens sent*")
-    if counted:
-        head += ("tokens sent", "tokens evaluated")
+    head += ("tokens sent", "tokens evaluated") if counted else ()
 
     def row(cells) -> str:
         return "  ".join(f"{c:>{len(h) if i == 0 else max(len(h), 10)}}" for i, (h, c) in enumerate(zip(head, cells)))
 
-    lines = [row(head)]
-    for i, r in enumerate(rows):
-        cells = [f"{c:,}" for c in (r.call, r.prompt_chars, r.completion_chars, r.total_sent, r.cached_new, r.total_new, r.total_sent // CHARS_PER_TOKEN)]
-        if counted:
-            t = tokens[i] if i < len(tokens) and tokens[i] else {}
-            cells += [_number(t.get("prompt_tokens")), _number(t.get("evaluated_tokens"))]
-        lines.append(row(cells))
-    lines.append(f"figures in characters; * an estimate: characters ÷ {CHARS_PER_TOKEN}, no tokenizer was used")
+    lines = [row(head), *map(row, cells), f"figures in characters; * an estimate: characters ÷ {CHARS_PER_TOKEN}, no tokenizer was used"]
     if counted:
         lines.append("tokens sent and evaluated: the model's own counts (evaluated: not taken from its prefix cache)")
     return "\n".join(lines)
-
-
-def _number(value: int | None) -> str:
-    return "?" if value is None else f"{value:,}"

@@ -1,18 +1,10 @@
 """One self-contained HTML file: the stepper, the three facts per frame, the cost chart.
 
-No network, no external fonts or scripts: the page, its style, its script and the run's
-data are all in the file. The data travels as JSON in a <script type="application/json">
-element and is put on the page with textContent, so nothing the model wrote is ever
-parsed as HTML. A chat run's messages travel once, each frame saying how many of them its
-call was sent (harness.render.sent), for the page's "what was sent" toggle. The cost
-chart is an inline SVG drawn here.
-
-The template's placeholders (__TITLE__, __DATA__, …) are filled in one pass: each is
-replaced once and what it is replaced with is never scanned again, so a title holding
-"__DATA__" stays text. Each value is escaped for where it lands (harness.escape). A
-Content-Security-Policy allows only the page's own style and script, by their hashes:
-no inline event handler, injected script or external load would run even if some text
-ever reached the page unescaped.
+No network: the page, its style, script and data are all in the file. The run's data
+travels as JSON in a <script type="application/json"> element and is put on the page with
+textContent, so nothing the model wrote is parsed as HTML. The template's placeholders
+are filled in one pass (a title holding "__DATA__" stays text), and a Content-Security-Policy
+allows only the page's own style and script, by their hashes.
 """
 
 from __future__ import annotations
@@ -24,7 +16,7 @@ from importlib.resources import files
 import regex
 
 from harness.escape import for_html, for_script_json
-from harness.render.frames import CHARS_PER_TOKEN, KINDS, NO_STOP, CallCost, costs, frames, parts, stop_was_off
+from harness.render.frames import CHARS_PER_TOKEN, KINDS, NO_STOP, CallCost, cost_cells, costs, frames, parts, stop_was_off
 from harness.render.live import never_ran
 from harness.render.sent import SentMessages
 from harness.run_record import RunRecord
@@ -110,21 +102,12 @@ def chart(rows: list[CallCost], width: int = 560, height: int = 240) -> str:
 
 
 def table(rows: list[CallCost], tokens: list[dict | None] | None = None) -> str:
-    """The cost per call. With the model's own token counts (when the run recorded them),
-    two columns of real figures beside the labelled estimate."""
-    counted = tokens is not None and any(t is not None for t in tokens)
+    """The cost per call, with the model's own token counts when the run recorded them."""
+    counted, cells = cost_cells(rows, tokens)
     head = ["call", "prompt sent", "completion", "total sent", "with prefix cache", "cache total", "≈ tokens sent (estimate)"]
     if counted:
         head += ["tokens sent (the model's count)", "tokens evaluated (the model's count)"]
-
-    def cells(i: int, r: CallCost) -> list[str]:
-        out = [f"{v:,}" for v in (r.call, r.prompt_chars, r.completion_chars, r.total_sent, r.cached_new, r.total_new, r.total_sent // CHARS_PER_TOKEN)]
-        if counted:
-            t = (tokens[i] if i < len(tokens) else None) or {}
-            out += ["?" if t.get(k) is None else f"{t[k]:,}" for k in ("prompt_tokens", "evaluated_tokens")]
-        return out
-
-    body = "".join("<tr>" + "".join(f"<td>{c}</td>" for c in cells(i, r)) + "</tr>" for i, r in enumerate(rows))
+    body = "".join("<tr>" + "".join(f"<td>{c}</td>" for c in row) + "</tr>" for row in cells)
     note = f"Figures in characters. The ≈ column is an estimate (characters ÷ {CHARS_PER_TOKEN}); no tokenizer was used."
     if counted:
         note += " Tokens sent and evaluated are the model's own counts (evaluated: not taken from its prefix cache); ? where it gave none."

@@ -1,4 +1,6 @@
-"""The run as one JSON object, for programs."""
+"""The run as one JSON object, for programs: the save format's metadata (the same
+function writes both, RunRecord.meta), then the buffer as spans and as one text.
+`detail` and `model` are always there ("" when the save format leaves them out)."""
 
 from __future__ import annotations
 
@@ -9,15 +11,8 @@ from harness.run_record import RunRecord
 
 
 def to_json(record: RunRecord) -> str:
-    return for_json(json.dumps(
-        {
-            "stop_reason": record.stop_reason.value,
-            "final_answer": record.final_answer,
-            "steps": record.steps,
-            "cuts": {str(i): c.cut for i, c in enumerate(record.calls, 1) if c.cut},
-            "spans": [{"author": s.author.value, "text": s.text} for s in record.transcript.spans],
-            "buffer": record.transcript.text,
-        },
-        ensure_ascii=False,
-        indent=2,
-    ))
+    meta = record.meta()
+    shown = {**meta, "detail": meta.get("detail", ""), "model": meta.get("model", "")}
+    shown["spans"] = [{"author": s.author.value, "text": s.text} for s in record.transcript.spans]
+    shown["buffer"] = record.transcript.text
+    return for_json(json.dumps(shown, ensure_ascii=False, indent=2))

@@ -1,13 +1,9 @@
-"""Keys from a terminal in cbreak mode: one read may hold several keys.
-
-A key is one character or one escape sequence: → is CSI "\\x1b[C" (or SS3 "\\x1bOC" in
-application mode), Home may be "\\x1b[1~". Keys pressed fast, or sent in one write, arrive
-in one read, so a read is split into keys rather than compared to one:
+"""Keys from a terminal in cbreak mode: one read may hold several keys, each one character
+or one escape sequence (→ is "\\x1b[C" or "\\x1bOC"):
 
     split_keys("\\x1b[C\\x1b[C q") -> ["\\x1b[C", "\\x1b[C", " ", "q"]
 
-A read that ends inside a sequence waits briefly for the rest, so a lone ESC is still a
-key of its own. Reading needs a POSIX terminal (select on it); importing works anywhere.
+A read that ends inside a sequence waits briefly for the rest, so a lone ESC is a key.
 """
 
 from __future__ import annotations

@@ -1,23 +1,14 @@
 """The run for people, drawn from its events as they arrive: the terminal view.
 
-    authors:  developer   model   code
-    ✗ in the buffer, not shown to the user  ✂ never in the buffer
     developer │ Question: Why do my Nimbus uploads keep failing?
-    ── step 1 · the model is sent the whole buffer: 612 characters
+    ── call 1 · the model is sent the whole buffer: 612 characters
     model     │ Thought: Failing uploads often mean the storage quota is full.
                 ✂ cut by the stop sequence, never in the buffer: Observation: quota was fine…
 
-Every row names its author as well as colouring it, so authorship never rests on colour
-alone. Model text is shown as the gates let it through; a lane they denied is still
-model text in the buffer, so it follows the completion as a model row marked ✗, with a
-note that the user was not shown it (the stop sequence's cut is only a note: it never
-was in the buffer). A row that the next
-author continues on the same buffer line ends with ⤸. Model text is printed as Text
-objects, never parsed as markup, with its control characters shown and never obeyed
-(harness.escape.for_terminal: ESC as ␛), so no text can retitle the terminal or draw a
-forged row. Colour is off when stdout is not a terminal or NO_COLOR is set (rich decides).
-Rows are built as Styled text (harness.render.styled): rich draws them on a terminal, and
-off one the plain text is written without loading rich.
+Every row names its author as well as colouring it. A lane the gates denied is still model
+text in the buffer: a model row marked ✗; what the stop sequence cut never was: only a
+note. Text is shown through harness.escape.for_terminal, never parsed as markup. Rows are
+Styled text (harness.render.styled): off a terminal the plain text is written without rich.
 """
 
 from __future__ import annotations
@@ -211,30 +202,24 @@ def note(message: str) -> Styled:
 
 
 def saved_events(record: RunRecord) -> Iterator[Event]:
-    """The events a view needs to draw a finished run: its model text as deltas, the parts
-    the user was not shown as the denied lanes they were (harness.unseen)."""
-    from harness.render.frames import unran_actions
+    """The events a view needs to draw a finished run, from its frames: model text as
+    deltas, the parts the user was not shown as the denied lanes they were."""
+    from harness.render.frames import frames
 
-    calls, spans = iter(record.calls), record.transcript.spans
-    for i, span in enumerate(spans):
-        if span.author is not Author.MODEL:
-            yield Appended(span.author, span.text)
+    for f in frames(record):
+        if f.author is not Author.MODEL:
+            yield Appended(f.author, f.added)
             continue
-        call = next(calls, None)
-        hidden = call.hidden if call is not None else ()
         at, lanes = 0, []
-        for start, end, lane in hidden:
+        for start, end, lane in f.hidden:
             if start > at:
-                yield TextDelta(span.text[at:start])
-            lanes.append(Lane(len(lanes), lane, "denied", 0, span.text[start:end]))
+                yield TextDelta(f.added[at:start])
+            lanes.append(Lane(len(lanes), lane, "denied", 0, f.added[start:end]))
             at = end
-        yield TextDelta(span.text[at:])
-        answer, unran_ = None, unran_actions(record) if i == len(spans) - 1 else ()
-        if unran_:  # the Final Answer ended the run before these Actions could run
-            lanes += [Lane(len(lanes) + n, "action", "allowed", len(text), text) for n, text in enumerate(unran_)]
-            answer = record.final_answer
-        if call is not None and (call.cut or lanes):
-            yield CompletionEnded(0, span.text, call.cut, call.cut_by, Round(lanes=tuple(lanes), answer=answer))
+        yield TextDelta(f.added[at:])
+        lanes += [Lane(len(lanes) + n, "action", "allowed", len(text), text) for n, text in enumerate(f.unran)]
+        if f.cut or lanes:  # (unran: the Final Answer ended the run before these Actions could run)
+            yield CompletionEnded(0, f.added, f.cut, f.cut_by, Round(lanes=tuple(lanes), answer=record.final_answer if f.unran else None))
     yield Stopped(record.stop_reason, record.final_answer, record.steps, record.detail)
 
 

@@ -1,18 +1,8 @@
 """What a call of a chat run was sent, for the stepper (`m`, `--frame K --messages`) and the page.
 
-A run through a chat endpoint (`scenario.endpoint == "chat"`) sent each call the buffer
-cut into messages by harness.backends.messages. Every view shows the same messages, one
-role per physical line, as the stepper names an author per line:
-
-    what was sent: call 2, 3 messages by the chat rule (m: back to the buffer)
-    user      │ Answer the question below. You can use these tools:
-    user     ↪│ … the rest of a line too wide for the screen
-    assistant │ Thought: add.
-    user      │ Observation: 2
-
-The run's messages are split once (messages.sent_counts) and call i shows the first
-counts[i] of them, so the views grow with the buffer, not with calls times messages.
-A run that did not go through chat has no messages: the key says so in one line.
+A chat run (`scenario.endpoint == "chat"`) sent each call the buffer cut into messages by
+harness.backends.messages; every view shows them one role per physical line. The run's
+messages are split once and call i shows the first counts[i] of them.
 """
 
 from __future__ import annotations
@@ -48,24 +38,21 @@ class SentMessages:
         call = self.call_of[k] if self.chat and k < len(self.call_of) else None
         return None if call is None or call >= len(self.counts) else self.counts[call]
 
-    def of_frame(self, k: int) -> list[dict[str, str]] | None:
-        """The messages frame k's call was sent (None: no call at this frame, or not chat)."""
-        count = self.count_of(k)
-        return None if count is None else self.messages[:count]
-
-    def heading(self, k: int) -> str:
+    def heading_line(self, k: int) -> Text:
         """One line: what the view of frame k shows, or why it shows nothing."""
+        count = self.count_of(k)
         if not self.chat:
-            return NOT_CHAT
-        sent = self.of_frame(k)
-        if sent is None:
-            return f"what was sent: no call wrote frame {k} (a model frame shows what its call was sent)"
-        return f"what was sent: call {self.call_of[k] + 1}, {len(sent)} message{'s' if len(sent) != 1 else ''} by the chat rule (m: back to the buffer)"
+            said = NOT_CHAT
+        elif count is None:
+            said = f"what was sent: no call wrote frame {k} (a model frame shows what its call was sent)"
+        else:
+            said = f"what was sent: call {self.call_of[k] + 1}, {count} message{'s' if count != 1 else ''} by the chat rule (m: back to the buffer)"
+        return Text(for_terminal(said), style=NOTE_STYLE)
 
     def lines(self, k: int, console: Console, width: int) -> list[Text]:
         """Frame k's messages as physical lines, each led by its role."""
         out: list[Text] = []
-        for message in self.of_frame(k) or []:
+        for message in self.messages[: self.count_of(k) or 0]:
             role, style = message["role"], ROLE_STYLE.get(message["role"], "")
             for row in split_lines(message["content"]) or [""]:
                 body = Text(for_terminal(row.rstrip("\n")), style=style)
@@ -74,6 +61,3 @@ class SentMessages:
                     head = f"{role:<{WIDTH}} │ " if i == 0 else f"{role:<{WIDTH}}↪│ "
                     out.append(Text(head, style=f"bold {style}".strip()).append_text(piece))
         return out
-
-    def heading_line(self, k: int) -> Text:
-        return Text(for_terminal(self.heading(k)), style=NOTE_STYLE)

@@ -2,7 +2,6 @@
 
     Frame 2 of 7    authors:  developer   model   code    ⤸ shared line
     ▶ new  ⚠ notice  ✗ in the buffer, not shown to the user  ✂ never in the buffer
-    ↑ 14 lines above (PgUp ↑)
     model     │ Thought: Failing uploads often mean the storage quota is full. I
     model    ↪│ should check it first.
     code      ▶ Observation: 99.8 GB of 100 GB used
@@ -11,27 +10,11 @@
     added  model, 112 characters
     why    An Action line and no final answer: code runs the tool …
 
-A frame is one addition to the buffer (harness.render.frames); a call is one reply of
-the model, so "Frame 3" and "call 2" may be the same text. Every physical line names its
-author: a row too long for the screen is wrapped by harness.render.wrap, its continuation
-marked ↪. The newest part is marked ▶ (and bold, underlined); parts that hold a notice are
-marked ⚠, a new one ▶⚠; none of it needs colour. The legend and the header wrap on a
-narrow screen. When the buffer is taller than the screen the view follows the newest
-part, its end (where the model goes on) at the bottom, and says how many lines are above
-and below. What the stop sequence cut is shown whole when the newest part fits with it,
-else its first line, and c shows it whole (or short again).
-
-Keys: Enter, → or space next; ← or backspace back; Home, End; PgUp, PgDn, ↑, ↓ scroll (and
-the mouse wheel, where the terminal turns it into ↑ ↓); c the cut text, whole or short;
-m shows what the frame's call was sent, message by message, in place of the buffer (a chat
-run's; harness.render.sent; on any other run it says so in one line and the buffer stays);
-q quits and gives the terminal back as it was. Keys that arrive together all count.
-
-Each move, or a resize of the window, redraws the whole screen: home, clear, then exactly
-one screen of lines (the terminal's own size, whatever COLUMNS and LINES say), none wider
-than the terminal, so no row of an earlier frame is left. Text from the buffer is shown
-through harness.escape.for_terminal (rows, notes, facts): it cannot move the cursor or
-retitle the terminal. termios is imported only when stepping (POSIX).
+A frame is one addition to the buffer (harness.render.frames). Every physical line names
+its author (harness.render.wrap); the newest part is marked ▶. When the buffer is taller
+than the screen the view follows the newest part, its end at the bottom. Each key (the
+keys are in `harness step --help`) or resize redraws exactly one screen, none of it wider
+than the terminal; buffer text is shown through harness.escape.for_terminal.
 """
 
 from __future__ import annotations
@@ -72,52 +55,29 @@ NARROW_CHAT = "q: quit  → next  ← back  m: messages"
 WHEEL_AS_ARROWS = ("\x1b[?1007h", "\x1b[?1007l")  # xterm's alternate scroll: the wheel sends ↑ ↓
 
 
-def facts_view(frame: Frame) -> Text:
-    out = Text()
-    for label, value in (
-        ("sent", frame.sent),
-        ("added", f"{frame.author.value}, {len(frame.added):,} characters"),
-        ("why", frame.why),
-    ):
-        out.append(f"{label:<6} ", style="bold")
-        out.append(for_terminal(value) + "\n")
-    return out
-
-
 def facts_lines(frame: Frame, console: Console, width: int) -> list[Text]:
     """The three facts, each wrapped under its own text (a hanging indent)."""
     out = []
-    for line in facts_view(frame).split("\n", allow_blank=False):
-        label, rest = line[:7], line[7:]
-        for i, piece in enumerate(rest.wrap(console, max(1, width - 7), overflow="fold")):
-            out.append((label.copy() if i == 0 else Text(" " * 7)).append_text(piece))
-    return out
-
-
-def header(frames: list[Frame], k: int) -> Text:
-    out = Text(f"Frame {k} of {len(frames) - 1}", style="bold")
-    out.append("    ")
-    out.append_text(legend().rich())
+    for label, value in (("sent", frame.sent), ("added", f"{frame.author.value}, {len(frame.added):,} characters"), ("why", frame.why)):
+        for i, piece in enumerate(Text(for_terminal(value)).wrap(console, max(1, width - 7), overflow="fold")):
+            out.append(Text().append(f"{label:<6} " if i == 0 else " " * 7, style="bold").append_text(piece))
     return out
 
 
 def heads(console: Console, frames: list[Frame], k: int, width: int, second: Text, stop_off: bool = False) -> list[Text]:
     """The header, the second line (the marks, or what m shows) and, for a run with no stop
     sequence, a line that says so: each wrapped to the width, never cut off."""
-    lines = [header(frames, k), second, *([Text(STOP_OFF, style="bold")] if stop_off else [])]
+    header = Text(f"Frame {k} of {len(frames) - 1}", style="bold").append("    ").append_text(legend().rich())
+    lines = [header, second, *([Text(STOP_OFF, style="bold")] if stop_off else [])]
     return [piece for line in lines for piece in line.wrap(console, width)]
 
 
-def frame_lines(console: Console, frames: list[Frame], k: int, width: int | None = None, stop_off: bool = False) -> list[Text]:
-    """Frame k whole, as --frame prints it: every line fitted to `width` (the console's)."""
-    width = width or console.size.width
+def frame_view(frames: list[Frame], k: int, console: Console, stop_off: bool = False) -> Text:
+    """Frame k whole, as --frame prints it, every line fitted to the console's width."""
+    width = console.size.width
     lines, before, newest = BufferLines(frames, console, width).upto(k)
     top = heads(console, frames, k, width, marks_legend(True).rich(), stop_off)
-    return [*top, Text(), *lines[:before], *newest, Text(), *facts_lines(frames[k], console, width)]
-
-
-def frame_view(frames: list[Frame], k: int, console: Console, stop_off: bool = False) -> Text:
-    return Text("\n").join(frame_lines(console, frames, k, stop_off=stop_off))
+    return Text("\n").join([*top, Text(), *lines[:before], *newest, Text(), *facts_lines(frames[k], console, width)])
 
 
 def sent_view(console: Console, frames: list[Frame], k: int, sent: SentMessages) -> Text:
@@ -138,7 +98,6 @@ class Screen:
         self.cut_whole: bool | None = None
         self._cut_shown_whole = True  # as last drawn
         self.said = ""  # one line in answer to a key that has nothing to show (m on a run without chat), until the next key
-        self._sent_lines: tuple[tuple[int, int], list[Text]] | None = None
         self._follow = 0  # the top line that follows the newest part, as last drawn
         self._lines: BufferLines | None = None
 
@@ -166,14 +125,6 @@ class Screen:
             else:
                 self.showing_sent, self.top = not self.showing_sent, None
 
-    def sent_lines(self, width: int) -> list[Text]:
-        """Frame k's messages at this width, made once per (step, width)."""
-        if self.sent is None:
-            return []
-        if self._sent_lines is None or self._sent_lines[0] != (self.k, width):
-            self._sent_lines = ((self.k, width), self.sent.lines(self.k, self.console, width))
-        return self._sent_lines[1]
-
     def lines(self) -> list[Text]:
         """Exactly one screen: the header, the buffer's window, the facts (at most a third
         of the screen), and the keys last; no line wider than the screen."""
@@ -190,7 +141,7 @@ class Screen:
             facts = [*facts[: most - 1], Text("…", style="dim")]
         room = max(1, height - len(top_lines) - 3 - len(facts))  # besides the heads, "above", blank, keys
         if self.showing_sent:  # the messages, their end in view: the newest message is last
-            made, newest = self.sent_lines(width), []
+            made, newest = self.sent.lines(self.k, self.console, width), []
             before = len(made)
         else:
             made, before, newest = self.buffer(width).upto(self.k, None, " (c: short)" if self.cut_whole else "")

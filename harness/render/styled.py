@@ -1,9 +1,5 @@
-"""Text with a style on each piece, held without rich until a terminal needs it.
-
-The live view builds its rows as Styled text. On a terminal, `rich()` turns it into rich's
-Text, which colours it; off a terminal (a pipe, a file, a CI log) only `plain` is written,
-so a run that is not watched never loads rich at all (about a third of `harness run`'s
-start-up beyond the harness core).
+"""Text with a style on each piece, held without rich until a terminal needs it: off a
+terminal only `plain` is written, so a run that is not watched never loads rich.
 
     row = Styled("model     │ ", "bold green").append("Thought: …", "green")
     row.plain    # 'model     │ Thought: …'

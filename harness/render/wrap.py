@@ -4,19 +4,10 @@
     model    ↪▶ should check it first.
                 ✂ cut by the stop sequence, never in the buffer: Observation: quota
              ↪    was fine, must be a network issue⏎Thought: The quota is fine, so it is
-             ↪    the network.⏎Final Answer: A network issue is blocking your uploads; …
 
-Rows of the newest part are marked ▶; a new row whose mark says what it is (⚠ a notice,
-✗ not shown to the user) has ▶ before that mark. A row too long for the screen is wrapped
-here, not by the terminal: each physical line repeats the author's name and the row's
-mark, a continuation marked ↪ in the author column, so no line of the screen is without
-its author. Notes about the buffer (what was
-cut, what the user was not shown) are set under the author column and keep that indent,
-their continuations marked ↪ in the same column.
-
-The lines of a frame do not depend on the frames after it (each frame starts its own
-row), so `BufferLines` makes each frame's lines once per width and a screen is a slice of
-them: stepping through 10,000 frames costs what the frames cost, not their square.
+A row too long for the screen is wrapped here, each physical line repeating the author and
+the row's mark (▶ new, ⚠ notice, ✗ not shown to the user), a continuation marked ↪. A
+frame's lines do not depend on later frames, so each is made once per width.
 """
 
 from __future__ import annotations

@@ -1,7 +1,6 @@
-"""What splitting a chat run into messages costs as the run grows: per_call (every call's
-messages, as `harness show --messages` prints them), sent_counts (the run's messages once
-and a count per call, what `harness step` and the HTML page use), and, for comparison,
-the rule applied afresh to the buffer before every call (per_call's first form).
+"""What splitting a chat run into messages costs as the run grows: sent_counts (the run's
+messages once and a count per call, what the views use) and, for comparison, the rule
+applied afresh to the buffer before every call.
 
     python tests/benchmarks/messages.py   (PYTHONPATH=. from a checkout)
 
@@ -12,7 +11,7 @@ from __future__ import annotations
 
 import time
 
-from harness.backends.messages import messages, per_call, sent_counts
+from harness.backends.messages import messages, sent_counts
 from harness.transcript import Author, Transcript
 
 
@@ -40,11 +39,11 @@ def best(f, spans) -> float:
 
 
 def main() -> None:
-    print(f"{'calls':>7} {'sent_counts s':>14} {'per_call s':>11} {'afresh s':>9}")
+    print(f"{'calls':>7} {'sent_counts s':>14} {'afresh s':>9}")
     for n in (500, 1_000, 2_000, 4_000):
         spans = run(n)
         fresh = f"{best(afresh, spans):9.3f}" if n <= 2_000 else f"{'-':>9}"
-        print(f"{n:>7,} {best(sent_counts, spans):14.4f} {best(per_call, spans):11.3f} {fresh}")
+        print(f"{n:>7,} {best(sent_counts, spans):14.4f} {fresh}")
 
 
 if __name__ == "__main__":

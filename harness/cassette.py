@@ -1,0 +1,108 @@
+"""A proxy's cassette: a folder of ordinary transcripts, one per run, and read back as calls.
+
+    cassettes/test_agent/run-001.txt      # harness transcript v1 ... (harness show, step, export)
+
+Each file is a run in save format v1 (harness.transcript) with one key of its own that the
+other readers skip: `proxy`, what replaying the run needs besides its text, per call:
+
+    # proxy: {"endpoint": "chat", "calls": [{"params": {"model": "qwen", ...}, "rewritten": false,
+    #         "finish_reason": "tool_calls", "tool_calls": [...]}]}
+
+The prompts come from the transcript itself (harness.traffic.prompts), the completions are
+its model turns, so an edit of a saved model turn is what a replay answers. A run whose
+last call failed upstream is saved with stop_reason model_error and the failure as detail;
+any other ends in final_answer with no answer: the agent made no further call.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+from harness.errors import HarnessError, TranscriptFormatError
+from harness.files import read_input, write_file
+from harness.run_record import CallRecord
+from harness.traffic import Call, body, prompts, transcript
+from harness.transcript import HEADER, Author, dumps, loads
+
+
+def run_text(run: Sequence[Call]) -> str:
+    """One run in the save format."""
+    buffer, rewritten = transcript(run)
+    done = [call for call in run if not call.error]
+    meta: dict[str, Any] = {"stop_reason": "model_error" if run[-1].error else "final_answer", "final_answer": None, "steps": len(done)}
+    if run[-1].error:
+        meta["detail"] = run[-1].error
+    meta["model"] = str(run[0].params.get("model", ""))
+    meta["cuts"] = {}
+    meta["calls"] = [CallRecord(tokens=call.tokens).to_meta() for call in done]
+    per_call = [{"params": c.params, "rewritten": r, "finish_reason": c.finish_reason, "tool_calls": list(c.tool_calls)} for c, r in zip(run, rewritten)]
+    meta["proxy"] = {"endpoint": run[0].endpoint, "calls": per_call}
+    return dumps(buffer, meta)
+
+
+def save(runs: Sequence[Sequence[Call]], folder: Path, replace: bool) -> list[Path]:
+    """The runs written as run-NNN.txt: after the files already there, or (`replace`) in
+    their place, the old ones beyond the new count removed."""
+    folder.mkdir(parents=True, exist_ok=True)
+    old = sorted(folder.glob("run-*.txt"))
+    start = 1 if replace else len(old) + 1
+    written = []
+    for number, run in enumerate(runs, start):
+        path = folder / f"run-{number:03d}.txt"
+        write_file(path, run_text(run), HEADER, "the cassette")
+        written.append(path)
+    if replace:
+        for path in old[len(written) :]:
+            path.unlink()
+    return written
+
+
+def load(folder: Path) -> list[list[Call]]:
+    """The cassette's runs, each a list of the calls the proxy answers again."""
+    return [_calls(read_input(path, TranscriptFormatError), str(path)) for path in sorted(folder.glob("run-*.txt"))]
+
+
+def _calls(text: str, where: str) -> list[Call]:
+    buffer, meta = loads(text, where)
+    proxy, tokens = meta.get("proxy"), meta.get("calls") or []
+    if not (isinstance(proxy, dict) and proxy.get("endpoint") in ("completions", "chat") and isinstance(proxy.get("calls"), list)):
+        raise TranscriptFormatError(f"{where}: metadata proxy", "must say the endpoint and list the calls (was this file written by harness proxy?)")
+    entries, completions = proxy["calls"], buffer.texts_by(Author.MODEL)
+    failed = meta.get("stop_reason") == "model_error"
+    if len(entries) != len(completions) + failed or not all(_entry(e) for e in entries):
+        why = "one entry per call, each with params (an object), rewritten (true or false), finish_reason and tool_calls (a list)"
+        raise TranscriptFormatError(f"{where}: metadata proxy.calls", why)
+    try:
+        sent = prompts(buffer, [e["rewritten"] for e in entries], f"{where}: metadata proxy.calls")
+    except HarnessError as e:
+        raise TranscriptFormatError(e.where, e.message) from None
+    out = []
+    for i, (entry, prompt) in enumerate(zip(entries, sent)):
+        error = str(meta.get("detail", "the upstream failed")) if i == len(completions) else ""
+        used = tokens[i].get("tokens") if i < len(tokens) and isinstance(tokens[i], dict) else None
+        completion = completions[i] if not error else ""
+        call = Call(prompt, completion, proxy["endpoint"], entry["params"], tuple(entry["tool_calls"]), entry["finish_reason"], used, error)
+        content(call, f"{where}: model turn {i + 1}")  # checked now, not when a request comes
+        out.append(call)
+    return out
+
+
+def _entry(entry: Any) -> bool:
+    return (
+        isinstance(entry, dict) and isinstance(entry.get("params"), dict) and isinstance(entry.get("rewritten"), bool)
+        and isinstance(entry.get("finish_reason"), str) and isinstance(entry.get("tool_calls"), list)
+    )  # fmt: skip
+
+
+def content(call: Call, where: str) -> str | None:
+    """A chat answer's content: its model turn without the tool call lines `body` added."""
+    if not call.tool_calls:
+        return call.completion
+    lines = body({"tool_calls": list(call.tool_calls)}, where)
+    if call.completion == lines:
+        return None
+    if not call.completion.endswith("\n" + lines):
+        raise TranscriptFormatError(where, "does not end with the tool calls its metadata lists")
+    return call.completion[: -len(lines) - 1]

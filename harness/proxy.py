@@ -1,0 +1,352 @@
+"""The proxy: an OpenAI-compatible endpoint between an existing agent and its model server.
+
+    proxy = Proxy(Path("cassettes/t1"), "once", upstream="http://127.0.0.1:8080/v1")
+    server = serve(proxy)                       # on 127.0.0.1, a free port: proxy.url
+    ...                                         # the agent, its base URL set to proxy.url
+    server.shutdown(); proxy.close()            # the runs saved as transcripts (harness.cassette)
+
+POST /v1/completions and /v1/chat/completions (streamed or not), GET /v1/models. Each
+request is a Call (harness.traffic): its prompt as one text, and the settings (PARAMS) that
+decide the answer. The modes are VCR's: `once` replays the cassette if there is one, else
+records one; `new_episodes` replays what was recorded and records what was not; `all`
+records again; `none` only replays. A replayed request must match a recorded call exactly;
+one that does not fails closed: HTTP 400 whose message, like stderr, holds a diff of the
+agent's buffer against the nearest recording. Recording forwards each call, not streamed,
+bounded as every call harness makes, and answers as a replay does (streamed if asked). A
+failed upstream call is HTTP 502 with the upstream's message, its run saved as model_error;
+a recording with a failed call never changes a cassette that exists. The agent's API key
+(its Authorization header, an `api_key` in the body) is forwarded, and scrubbed from all
+that is kept; settings other than PARAMS are forwarded, never saved.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import sys
+import threading
+from collections.abc import Iterator
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from pathlib import Path
+from typing import Any
+
+import httpx
+
+from harness import captured, cassette
+from harness.backends import wire
+from harness.backends.connection import new_client, read_bounded
+from harness.backends.urls import check_base_url, hidden, url_secrets
+from harness.diff import transcript_diff
+from harness.entry import Entry
+from harness.errors import HarnessError
+from harness.model import DEFAULTS, Bounds, ModelError
+from harness.traffic import Call, body, chat_text, group, transcript
+from harness.transcript import dumps
+
+MODES = ("once", "new_episodes", "all", "none")
+MAX_REQUEST = 16 * 2**20  # bytes of one request's body
+PARAMS = (  # what a request may set that decides the answer: saved, and matched on replay
+    "model", "max_tokens", "max_completion_tokens", "temperature", "top_p", "top_k", "min_p", "stop", "seed", "n",
+    "presence_penalty", "frequency_penalty", "repeat_penalty", "logit_bias", "tool_choice", "parallel_tool_calls",
+    "response_format", "suffix", "echo", "best_of", "logprobs", "top_logprobs", "grammar",
+)  # fmt: skip
+PIECE = 32  # characters of text per streamed event
+
+
+class Refused(HarnessError):
+    """A request the proxy answers with an HTTP error: `status`, and the message."""
+
+    def __init__(self, status: int, where: str, message: str) -> None:
+        super().__init__(where, message)
+        self.status = status
+
+
+class Proxy:
+    """The cassette, the upstream and what this session saw; thread-safe."""
+
+    def __init__(self, folder: Path, mode: str, upstream: str | None = None, bounds: Bounds = DEFAULTS) -> None:
+        if mode not in MODES:
+            raise HarnessError("--mode", f"must be one of {', '.join(MODES)}, not {mode!r}")
+        self.folder, self.mode, self.bounds = folder, mode, bounds
+        self.old = cassette.load(folder) if mode != "all" and folder.is_dir() else []
+        self.recording = mode in ("all", "new_episodes") or (mode == "once" and not self.old)
+        self.answers = {call.key(): call for run in self.old for call in run}
+        if self.recording and not upstream:
+            raise HarnessError("--base-url", f"mode {mode} records {'new calls' if self.old else 'a new cassette'}: name the upstream server")
+        self.upstream = check_base_url(upstream.rstrip("/")) if self.recording and upstream else ""
+        self.client = new_client(self.upstream, headers={"Accept-Encoding": "identity"}) if self.upstream else None
+        self.calls: list[Call] = []  # this session's, in the order they ended
+        self.live: set[int] = set()  # which of them came from upstream
+        self.mismatches: list[str] = []
+        self.lock = threading.Lock()
+        self.url = ""
+
+    # --- one request -------------------------------------------------------------------
+
+    def handle(self, endpoint: str, request: dict[str, Any], key: str) -> Call:
+        """The answer to one request, as a Call (an upstream failure: a Call with `error`)."""
+        entry = Entry([*url_secrets(self.upstream), str(request.get("api_key", ""))], key=key)
+        call = _call(endpoint, request, entry)
+        recorded = self.answers.get(call.key())
+        if recorded is None and not self.recording:
+            raise Refused(400, "harness proxy", self._mismatch(call))
+        answer = recorded or self._forward(endpoint, request, call, entry, key)
+        with self.lock:
+            if recorded is None:
+                self.live.add(len(self.calls))
+            self.calls.append(answer)
+        return answer
+
+    def _forward(self, endpoint: str, request: dict[str, Any], call: Call, entry: Entry, key: str) -> Call:
+        body = {k: v for k, v in request.items() if k not in ("stream", "stream_options")} | {"stream": False}
+        asked = body.get("max_tokens")
+        if not isinstance(asked, int) or not 0 < asked <= self.bounds.max_tokens:
+            body["max_tokens"] = self.bounds.max_tokens
+        url = f"{self.upstream}/{'chat/completions' if endpoint == 'chat' else 'completions'}"
+        limit = self.bounds.max_chars * 8 + 65536
+        try:
+            status, raw = read_bounded(self.client, "POST", url, self.bounds.max_seconds, limit + 1, json=body,
+                                       headers={"Authorization": f"Bearer {key}"} if key else {})  # fmt: skip
+            if status != 200:
+                raise ModelError(f"{hidden(self.upstream)} answered HTTP {status}: {wire.error_text(raw, entry) or '(no message)'}")
+            if len(raw) > limit:
+                raise ModelError(f"the upstream's answer passed {limit:,} bytes; the call was stopped (raise --max-chars)")
+            return _answered(call, wire.parse_event(raw.decode("utf-8", "replace"), entry), entry, self.bounds)
+        except httpx.HTTPError as e:
+            return call.but(error=entry.detail(f"{hidden(self.upstream)} could not be reached: {e}", 400))
+        except ModelError as e:
+            return call.but(error=entry.detail(str(e), 400))
+
+    def _mismatch(self, call: Call) -> str:
+        """Why a request cannot be replayed: a diff of its buffer against the nearest recording."""
+        same = [(run, k) for run in self.old for k, c in enumerate(run) if c.endpoint == call.endpoint]
+        head = f"this {call.endpoint} request was not recorded in {self.folder} (mode {self.mode})"
+        if not same:
+            said = head + "; the cassette holds no such call"
+        else:
+            run, k = max(same, key=lambda at: (len(os.path.commonprefix([at[0][at[1]].prompt, call.prompt])), -same.index(at)))
+            nearest = run[k]
+            if nearest.prompt == call.prompt:
+                changed = sorted(k for k in {**nearest.params, **call.params} if nearest.params.get(k) != call.params.get(k))
+                said = head + "; the prompt is the same, the settings differ: " + ", ".join(
+                    f"{k} {json.dumps(nearest.params.get(k))} -> {json.dumps(call.params.get(k))}" for k in changed)
+            else:
+                said = head + "\n" + transcript_diff(_buffer(run[:k], nearest), _buffer(run[:k], call), "the agent's buffer", ("recorded", "sent"))
+        with self.lock:
+            self.mismatches.append(said)
+        print(f"harness proxy: {said}", file=sys.stderr, flush=True)
+        return said
+
+    # --- the end of a session -------------------------------------------------------------
+
+    def close(self, save: bool = True) -> list[Path]:
+        """Save what was recorded: `new_episodes` adds the runs that hold a new call, the other
+        modes replace the cassette; a recording with a failed call keeps one that exists."""
+        if self.client is not None:
+            self.client.close()
+        with self.lock:
+            new = [id(call) for i, call in enumerate(self.calls) if i in self.live]
+            runs = [run for run in group(self.calls) if any(id(call) in new for call in run)]
+        if not save or not runs:
+            return []
+        if any(call.error for run in runs for call in run) and any(self.folder.glob("run-*.txt")):
+            print(f"harness proxy: a call failed, so {self.folder} was kept as it was", file=sys.stderr)
+            return []
+        return cassette.save(runs, self.folder, replace=self.mode != "new_episodes")
+
+
+def _buffer(before: list[Call], call: Call) -> str:
+    """The buffer up to `call`'s prompt, authored as its run's transcript is."""
+    if before and not call.prompt.startswith(before[-1].prompt):
+        before = []  # it does not go on from the recorded run: all of it is the agent's first prompt
+    return dumps(transcript([*before, call.but(error="-")])[0])
+
+
+def _call(endpoint: str, request: dict[str, Any], entry: Entry) -> Call:
+    """A request as a Call without its answer, scrubbed; malformed input is Refused, named."""
+    if request.get("n", 1) != 1:
+        raise Refused(400, "n", "harness proxy records one answer per call: n must be 1")
+    try:
+        if endpoint == "chat":
+            prompt = chat_text(request.get("messages"), request.get("tools"))
+        else:
+            prompt = request.get("prompt")
+            if isinstance(prompt, list) and len(prompt) == 1:
+                prompt = prompt[0]
+            if not isinstance(prompt, str):
+                raise HarnessError("prompt", "must be one text (a list of several is not recorded)")
+    except HarnessError as e:
+        raise Refused(400, e.where, e.message) from None
+    params = json.loads(entry.scrub(json.dumps({k: request[k] for k in PARAMS if k in request}, ensure_ascii=False)))
+    return Call(entry.scrub(prompt), "", endpoint, params)
+
+
+def _answered(call: Call, data: dict[str, Any], entry: Entry, bounds: Bounds) -> Call:
+    """The call with the upstream's answer, every field read checked."""
+    choices = data.get("choices")
+    if not isinstance(choices, list) or not choices or not isinstance(choices[0], dict):
+        raise ModelError(f"the upstream's answer has no choices: {entry.detail(json.dumps(data)[:200])}")
+    choice, calls = choices[0], ()
+    if call.endpoint == "chat":
+        message = choice.get("message")
+        if not isinstance(message, dict):
+            raise ModelError(f"the upstream's choices[0].message is {wire.kind(message)}, not an object")
+        try:
+            text = body(message, "choices[0].message")
+        except HarnessError as e:
+            raise ModelError(f"the upstream's {e.where} {e.message}") from None
+        calls = tuple(json.loads(entry.scrub(json.dumps(message.get("tool_calls") or []))))
+    else:
+        text = choice.get("text")
+        if not isinstance(text, str):
+            raise ModelError(f"the upstream's choices[0].text is {wire.kind(text)}, not a string")
+    if len(text) > bounds.max_chars:
+        raise ModelError(f"the completion passed {bounds.max_chars:,} characters; the call was stopped (raise --max-chars)")
+    notes: list[str] = []
+    used = wire.usage(data.get("usage"), notes)
+    tokens = None if used is None else {"prompt_tokens": used.prompt_tokens, "completion_tokens": used.completion_tokens}
+    reason = choice.get("finish_reason")
+    return call.but(completion=entry.scrub(text), tool_calls=calls, finish_reason=reason if isinstance(reason, str) else "stop", tokens=tokens)
+
+
+# --- what the agent is answered ---------------------------------------------------------------
+
+
+def reply(call: Call) -> dict[str, Any]:
+    """The call's answer as the server's JSON (not streamed)."""
+    head = {"id": "harness-proxy", "created": 0, "model": call.params.get("model", "")}
+    if call.endpoint == "chat":
+        message = {"role": "assistant", "content": cassette.content(call, "the answer")} | ({"tool_calls": list(call.tool_calls)} if call.tool_calls else {})
+        choice: dict[str, Any] = {"index": 0, "message": message, "finish_reason": call.finish_reason}
+        return head | {"object": "chat.completion", "choices": [choice], "usage": _usage(call)}
+    choice = {"index": 0, "text": call.completion, "finish_reason": call.finish_reason, "logprobs": None}
+    return head | {"object": "text_completion", "choices": [choice], "usage": _usage(call)}
+
+
+def events(call: Call, usage: bool) -> Iterator[dict[str, Any] | str]:
+    """The same answer as a stream's events, its text in pieces; then [DONE]."""
+    head = {"id": "harness-proxy", "created": 0, "model": call.params.get("model", "")}
+    chat = call.endpoint == "chat"
+    text = (cassette.content(call, "the answer") or "") if chat else call.completion
+
+    def event(**choice: Any) -> dict[str, Any]:
+        return head | {"object": "chat.completion.chunk" if chat else "text_completion", "choices": [{"index": 0, "finish_reason": None, **choice}]}
+
+    if chat:
+        yield event(delta={"role": "assistant", "content": ""})
+    for start in range(0, len(text), PIECE):
+        yield event(delta={"content": text[start : start + PIECE]}) if chat else event(text=text[start : start + PIECE], logprobs=None)
+    if call.tool_calls:
+        yield event(delta={"tool_calls": [{"index": i, **c} for i, c in enumerate(call.tool_calls)]})
+    yield event(delta={}, finish_reason=call.finish_reason) if chat else event(text="", finish_reason=call.finish_reason, logprobs=None)
+    if usage:
+        yield head | {"object": "chat.completion.chunk" if chat else "text_completion", "choices": [], "usage": _usage(call)}
+    yield "[DONE]"
+
+
+def _usage(call: Call) -> dict[str, int]:
+    prompt, completion = ((call.tokens or {}).get(k) or 0 for k in ("prompt_tokens", "completion_tokens"))
+    return {"prompt_tokens": prompt, "completion_tokens": completion, "total_tokens": prompt + completion}
+
+
+# --- HTTP -------------------------------------------------------------------------------------
+
+ROUTES = {"/v1/completions": "completions", "/completions": "completions", "/v1/chat/completions": "chat", "/chat/completions": "chat"}
+
+
+class Handler(BaseHTTPRequestHandler):
+    protocol_version = "HTTP/1.1"
+    timeout = 60  # seconds a client may take to send its request
+    server: ProxyServer
+
+    def handle(self) -> None:
+        captured.ours()  # what this thread prints (a replay's diff) is the command's own output
+        super().handle()
+
+    def do_GET(self) -> None:
+        if self.path.rstrip("/") not in ("/v1/models", "/models"):
+            return self._json(404, _error(f"harness proxy serves no {self.path[:100]!r}"))
+        proxy = self.server.proxy
+        names = sorted({str(c.params.get("model", "")) for c in [*proxy.answers.values(), *proxy.calls]} - {""})
+        self._json(200, {"object": "list", "data": [{"id": n, "object": "model", "owned_by": "harness-proxy"} for n in names]})
+
+    def do_POST(self) -> None:
+        endpoint = ROUTES.get(self.path.split("?")[0].rstrip("/"))
+        try:
+            if endpoint is None:
+                raise Refused(404, "harness proxy", f"serves no {self.path[:100]!r}: POST /v1/completions or /v1/chat/completions")
+            request = self._body()
+            auth = self.headers.get("Authorization", "")
+            call = self.server.proxy.handle(endpoint, request, auth.removeprefix("Bearer ").strip())
+        except Refused as e:
+            return self._json(e.status, _error(str(e), "harness_proxy"))
+        if call.error:
+            return self._json(502, _error(call.error, "upstream_error"))
+        if request.get("stream") is True:
+            options = request.get("stream_options")
+            return self._stream(events(call, isinstance(options, dict) and options.get("include_usage") is True))
+        self._json(200, reply(call))
+
+    def _body(self) -> dict[str, Any]:
+        length = self.headers.get("Content-Length", "")
+        if not length.isdigit():
+            self.close_connection = True
+            raise Refused(411, "Content-Length", "a request must say its length (chunked bodies are not read)")
+        if int(length) > MAX_REQUEST:
+            self.close_connection = True  # its body is never read
+            raise Refused(413, "harness proxy", f"the request's body is {int(length):,} bytes; at most {MAX_REQUEST:,} are read")
+        try:
+            request = json.loads(self.rfile.read(int(length)))
+        except (ValueError, RecursionError):
+            raise Refused(400, "harness proxy", "the request's body is not JSON") from None
+        if not isinstance(request, dict):
+            raise Refused(400, "harness proxy", f"the request's body is {wire.kind(request)}, not a JSON object")
+        return request
+
+    def _json(self, status: int, data: dict[str, Any]) -> None:
+        raw = json.dumps(data, ensure_ascii=False).encode()
+        self.send_response(status)
+        self.send_header("Content-Type", "application/json")
+        self.send_header("Content-Length", str(len(raw)))
+        self.end_headers()
+        self.wfile.write(raw)
+
+    def _stream(self, items: Iterator[dict[str, Any] | str]) -> None:
+        self.send_response(200)
+        self.send_header("Content-Type", "text/event-stream")
+        self.send_header("Connection", "close")
+        self.end_headers()
+        self.close_connection = True
+        try:
+            for item in items:
+                data = item if isinstance(item, str) else json.dumps(item, ensure_ascii=False)
+                self.wfile.write(f"data: {data}\n\n".encode())
+                self.wfile.flush()
+        except (BrokenPipeError, ConnectionResetError):
+            pass  # the agent went away mid-stream; its call is recorded all the same
+
+    def log_message(self, format: str, *args: Any) -> None:
+        pass  # the proxy speaks only of what it records and refuses
+
+
+def _error(message: str, kind: str = "invalid_request_error") -> dict[str, Any]:
+    return {"error": {"message": message, "type": kind, "code": kind}}
+
+
+class ProxyServer(ThreadingHTTPServer):
+    daemon_threads = True
+
+    def __init__(self, proxy: Proxy, port: int = 0) -> None:
+        super().__init__(("127.0.0.1", port), Handler)
+        self.proxy = proxy
+        proxy.url = f"http://127.0.0.1:{self.server_address[1]}/v1"
+
+
+def serve(proxy: Proxy, port: int = 0) -> ProxyServer:
+    """The proxy listening on 127.0.0.1 (`port` 0: a free one), served from a thread."""
+    try:
+        server = ProxyServer(proxy, port)
+    except OSError as e:
+        raise HarnessError("--port", f"cannot listen on 127.0.0.1:{port} ({e.strerror})") from None
+    threading.Thread(target=server.serve_forever, name="harness-proxy", daemon=True).start()
+    return server

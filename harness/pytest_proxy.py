@@ -1,0 +1,63 @@
+"""The `harness_proxy` fixture: an existing agent's test, recorded once and replayed offline.
+
+    def test_my_agent(harness_proxy):                   # harness_proxy: the proxy's base URL
+        agent = build_my_agent(base_url=harness_proxy)   # the agent's own base-URL setting
+        assert agent.run("What is 7 times 6?") == "42"
+
+Each test has its own cassette, `cassettes/TEST_NAME/` beside its test file, one transcript
+per run (harness.cassette). The mode is VCR's (harness.proxy): `--harness-proxy MODE`,
+`once` by default, so the first run records from `--harness-proxy-base-url` (default
+$HARNESS_BASE_URL) and every later run replays. A request that differs from the recording
+is answered with an HTTP error the agent raises, holding a diff of its buffer against the
+recording; if the agent swallows it, the test fails after its end with the same diff. A
+test that fails while recording leaves its cassette as it was.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Iterator
+
+import pytest
+import regex
+
+from harness.errors import HarnessError
+
+_FAILED = pytest.StashKey[bool]()
+
+
+def pytest_addoption(parser: pytest.Parser) -> None:
+    group = parser.getgroup("harness")
+    group.addoption("--harness-proxy", metavar="MODE", default="once", help="the harness_proxy fixture's mode: once (the default), new_episodes, all or none")
+    group.addoption("--harness-proxy-base-url", metavar="URL", help="the server the harness_proxy fixture records from (default: $HARNESS_BASE_URL)")
+
+
+@pytest.hookimpl(wrapper=True)
+def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo) -> Iterator[None]:
+    report = yield
+    if report.when == "call" and report.failed:
+        item.stash[_FAILED] = True
+    return report
+
+
+@pytest.fixture
+def harness_proxy(request: pytest.FixtureRequest) -> Iterator[str]:
+    """The base URL of a proxy that records this test's calls or replays them."""
+    from harness.proxy import Proxy, serve  # (only a test that uses it loads the proxy)
+
+    folder = request.path.parent / "cassettes" / regex.sub(r"[^\w.-]", "_", request.node.name)[:100]
+    upstream = request.config.getoption("harness_proxy_base_url") or os.environ.get("HARNESS_BASE_URL")
+    try:
+        proxy = Proxy(folder, request.config.getoption("harness_proxy"), upstream)
+    except HarnessError as e:
+        pytest.fail(f"harness_proxy: {e}", pytrace=False)
+    server = serve(proxy)
+    try:
+        yield proxy.url
+    finally:
+        server.shutdown()
+        server.server_close()
+        failed = request.node.stash.get(_FAILED, False)
+        proxy.close(save=not failed)
+    if proxy.mismatches and not failed:
+        pytest.fail("\n".join(proxy.mismatches), pytrace=False)

@@ -1,0 +1,164 @@
+"""An agent's model traffic as runs: which calls belong together, and who wrote each byte.
+
+An agent that harness did not build still keeps a buffer: it sends the model a prompt,
+reads the completion, appends something of its own and sends the whole again. Seen from
+the wire, that is a list of calls, each (prompt, completion). Calls group into runs:
+
+    a call whose prompt extends a run's last prompt continues that run   (longest such run first)
+    any other call starts a run of its own                               (so concurrent runs stay apart)
+
+and the run's transcript gets its authors by position, as harness's own loop writes them:
+
+    the first prompt                                   developer
+    each completion                                    model
+    what the agent's next prompt adds after it         code   (its observation, its cue)
+
+Where the next prompt does not hold the completion verbatim (a framework stripped, re-
+formatted or dropped the model's words), the transcript keeps the model's words as the
+model wrote them, then a code line starting with REWRITTEN, then what the agent sent
+instead, all code. So the transcript is not the buffer there; `prompts` undoes the mark
+and gives back, byte for byte, what each call was sent.
+
+A chat call's messages become one text by `chat_text`: each message under a `[role]` line,
+its content, then its tool calls as `[call ID] name(arguments)` lines; the tools the request
+offers come first, under `[tools]`; an `[assistant]` line cues the reply. It inverts
+harness.backends.messages' rule (developer and code -> "user", model -> "assistant"): the
+assistant's replies are `model`, everything else is `developer` before the first reply and
+`code` after it.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Sequence
+from dataclasses import dataclass, field, replace
+from typing import Any
+
+from harness.errors import HarnessError
+from harness.transcript import Author, Transcript
+
+REWRITTEN = "\n⚠ harness proxy: the agent did not send back the model's words above as written; it sent instead:\n"
+
+
+@dataclass(frozen=True)
+class Call:
+    """One model call as the proxy saw it."""
+
+    prompt: str  # what the agent sent, as one text (chat: `chat_text`)
+    completion: str  # what the model answered, as text (chat: `body` of its message)
+    endpoint: str = "completions"  # or "chat"
+    params: dict[str, Any] = field(default_factory=dict)  # the request's other settings (model, stop, ...)
+    tool_calls: tuple[dict[str, Any], ...] = ()  # a chat answer's tool calls, as the server gave them
+    finish_reason: str = "stop"
+    tokens: dict[str, int | None] | None = None
+    error: str = ""  # the upstream failed: its message (no completion)
+
+    def key(self) -> str:
+        """What a replayed request must match: endpoint, prompt and settings."""
+        return json.dumps([self.endpoint, self.prompt, self.params], sort_keys=True, ensure_ascii=False)
+
+    def but(self, **changes: Any) -> Call:
+        return replace(self, **changes)
+
+
+def group(calls: Sequence[Call]) -> list[list[Call]]:
+    """The calls, in the order they ended, as runs (the rule above). A call that repeats a
+    failed call's prompt is the agent's retry: it takes the failed call's place."""
+    runs: list[list[Call]] = []
+    for call in calls:
+        retried = [run for run in runs if run[-1].error and run[-1].prompt == call.prompt and run[-1].endpoint == call.endpoint]
+        if retried:
+            retried[0][-1] = call
+            continue
+        extends = [run for run in runs if _continues(run[-1], call)]
+        if extends:  # the run whose buffer it holds the most of
+            max(extends, key=lambda run: (call.prompt.startswith(run[-1].prompt + run[-1].completion), len(run[-1].prompt))).append(call)
+        else:
+            runs.append([call])
+    return runs
+
+
+def _continues(last: Call, call: Call) -> bool:
+    return not last.error and last.endpoint == call.endpoint and len(call.prompt) > len(last.prompt) and call.prompt.startswith(last.prompt)
+
+
+def transcript(run: Sequence[Call]) -> tuple[Transcript, list[bool]]:
+    """A run's transcript, authored by the rule above, and for each call whether the agent
+    sent its completion back rewritten (then the transcript marks it)."""
+    buffer, rewritten = Transcript(), []
+    for i, call in enumerate(run):
+        if i == 0:
+            buffer.append(Author.DEVELOPER, call.prompt)
+        else:
+            held = run[i - 1].prompt + run[i - 1].completion
+            verbatim = call.prompt.startswith(held)
+            rewritten.append(not verbatim)
+            added = call.prompt[len(held) :] if verbatim else REWRITTEN + call.prompt[len(run[i - 1].prompt) :]
+            buffer.append(Author.CODE, added)  # an empty one still parts two model turns
+        if not call.error:
+            buffer.append(Author.MODEL, call.completion)
+    return buffer, [*rewritten, False]
+
+
+def prompts(buffer: Transcript, rewritten: Sequence[bool], where: str) -> list[str]:
+    """What each call of a saved run was sent: the transcript before its model turn, without
+    the model's words the agent rewrote and the REWRITTEN mark after them (the inverse of
+    `transcript`)."""
+    out, sent, drop = [], [], False
+    for span in buffer.spans:
+        if span.author is Author.MODEL:
+            out.append("".join(sent))
+            drop = rewritten[len(out) - 1] if len(out) <= len(rewritten) else False
+            if not drop:
+                sent.append(span.text)
+            continue
+        text = span.text
+        if drop:
+            if not text.startswith(REWRITTEN):
+                raise HarnessError(where, f"call {len(out)} is marked rewritten, but the text after its model turn does not begin with the mark")
+            text, drop = text[len(REWRITTEN) :], False
+        sent.append(text)
+    return out if len(out) == len(rewritten) else out + ["".join(sent)]
+
+
+# --- chat messages as one text ----------------------------------------------------------
+
+
+def chat_text(messages: Any, tools: Any = None) -> str:
+    """A chat request as the text the proxy records (each field checked: it is untrusted)."""
+    if not isinstance(messages, list) or not messages:
+        raise HarnessError("messages", "must be a non-empty list of messages")
+    out = []
+    if tools:
+        if not isinstance(tools, list):
+            raise HarnessError("tools", "must be a list")
+        out.append("[tools]\n" + "".join(json.dumps(tool, ensure_ascii=False, sort_keys=True) + "\n" for tool in tools))
+    for i, message in enumerate(messages):
+        if not isinstance(message, dict) or not isinstance(message.get("role"), str):
+            raise HarnessError(f"messages[{i}]", "must be an object with a role")
+        answers = message.get("tool_call_id")
+        out.append(f"[{message['role']}{' ' + str(answers) if answers else ''}]\n{body(message, f'messages[{i}]')}\n")
+    return "".join(out) + "[assistant]\n"
+
+
+def body(message: dict[str, Any], where: str = "message") -> str:
+    """A message's text: its content (text parts of a list joined), then its tool calls."""
+    content = message.get("content")
+    if isinstance(content, list):
+        content = "".join(p.get("text", "") if isinstance(p, dict) and isinstance(p.get("text", ""), str) else f"[{_kind(p)}]" for p in content)
+    elif content is not None and not isinstance(content, str):
+        raise HarnessError(f"{where}.content", "must be text, a list of parts, or null")
+    text = content or ""
+    calls = message.get("tool_calls") or []
+    if not isinstance(calls, list):
+        raise HarnessError(f"{where}.tool_calls", "must be a list")
+    for j, call in enumerate(calls):
+        function = call.get("function") if isinstance(call, dict) else None
+        if not isinstance(function, dict) or not all(isinstance(function.get(k, ""), str) for k in ("name", "arguments")):
+            raise HarnessError(f"{where}.tool_calls[{j}]", "must be an object with a function's name and arguments")
+        text += f"{chr(10) if text else ''}[call {call.get('id', '')}] {function.get('name', '')}({function.get('arguments', '')})"
+    return text
+
+
+def _kind(part: Any) -> str:
+    return str(part.get("type", "part")) if isinstance(part, dict) else "part"

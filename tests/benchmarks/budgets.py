@@ -1,0 +1,136 @@
+"""The speed and memory budgets harness keeps, measured side by side in one run.
+
+    python tests/benchmarks/budgets.py                  # every budget, one table at the end
+    python tests/benchmarks/budgets.py --venv /tmp/bench-venv   # where langchain-classic is
+
+Each row is one budget, the figure measured now and whether it holds:
+
+    API step          one scripted step through `loop.run`, nobody listening: at most
+                      36 µs CPU (twice the 18 µs of 2026-12-02), and LangChain's classic
+                      AgentExecutor at least 40 times slower on the same steps
+    start-up          `harness run nimbus` at most 1.4 times `harness --help` (wall, the
+                      fastest of 15 runs each, taken in turn)
+    big input         every case of big_input.py under 2 s (the fastest of its runs)
+    memory            peak memory grows with the buffer, not faster (10,000 steps against
+                      1,000: the extra megabytes per extra buffer megabyte at most 10)
+    plugin            pytest over 200 saved transcripts at most twice a pytest run that only
+                      reads each file and compares it with a copy
+
+The figures come from the other scripts of this folder (loop.py, frameworks.py,
+big_input.py, plugin.py), run as they are. Not a test: a busy machine moves the wall
+times; the table says what was measured, and the note says when.
+"""
+
+from __future__ import annotations
+
+import argparse
+import re
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+HERE = Path(__file__).resolve().parent
+sys.path.insert(0, str(HERE))
+
+READ_ONLY_TEST = '''
+from pathlib import Path
+import pytest
+
+FILES = sorted(Path("transcripts").iterdir())
+
+
+@pytest.mark.parametrize("path", FILES, ids=[p.name for p in FILES])
+def test_same(path):
+    assert path.read_text(encoding="utf-8") == (Path("copies") / path.name).read_text(encoding="utf-8")
+'''
+
+
+def api_step(venv: str) -> list[tuple[str, str, bool | None]]:
+    import frameworks
+
+    mine = frameworks.measure("harness, nobody listening", 1_000, sys.executable)
+    rows = []
+    if mine is None:
+        return [("API step", "the harness run failed", False)]
+    mine_us = mine / 1_000 * 1e6
+    rows.append(("API step, nobody listening", f"{mine_us:.1f} µs (budget 36)", mine_us <= 36))
+    other = Path(venv) / "bin" / "python"
+    if other.exists() and (theirs := frameworks.measure("LangChain AgentExecutor", 1_000, str(other))) is not None:
+        ratio = theirs / mine
+        rows.append(("LangChain step / harness step", f"{ratio:.0f}x (budget >= 40x)", ratio >= 40))
+    else:
+        rows.append(("LangChain step / harness step", f"not measured: no langchain-classic in {venv}", None))
+    return rows
+
+
+def start_up() -> list[tuple[str, str, bool | None]]:
+    script = str(Path(sys.executable).with_name("harness"))
+    commands = {"help": [script, "--help"], "run": [script, "run", "nimbus"]}
+    times: dict[str, list[float]] = {name: [] for name in commands}
+    for _ in range(15):
+        for name, command in commands.items():
+            start = time.perf_counter()
+            subprocess.run(command, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, check=True)
+            times[name].append(time.perf_counter() - start)
+    ratio = min(times["run"]) / min(times["help"])
+    figure = f"{ratio:.2f} ({min(times['run']) * 1e3:.0f} ms / {min(times['help']) * 1e3:.0f} ms)"
+    return [("run nimbus / --help", figure + " (budget 1.4)", ratio <= 1.4)]
+
+
+def big_input() -> list[tuple[str, str, bool | None]]:
+    done = subprocess.run([sys.executable, str(HERE / "big_input.py"), "1"], capture_output=True, text=True, check=True)
+    rows = [line for line in done.stdout.splitlines() if re.search(r"\s\d+\.\d\d\s+\d+\.\d\d\s+\d+\s*$", line)]
+    slowest = max(rows, key=lambda line: float(line.split()[-3]))
+    seconds = float(slowest.split()[-3])
+    name = slowest[:48].strip()
+    return [("big input, slowest case", f"{seconds:.2f} s: {name} (budget 2)", seconds < 2)]
+
+
+def memory() -> list[tuple[str, str, bool | None]]:
+    import loop
+
+    small, big = loop.measure("harness", "default", 1_000), loop.measure("harness", "default", 10_000)
+    per_mb = (big["peak_mb"] - small["peak_mb"]) / max((big["chars"] - small["chars"]) / 1e6, 1e-9)
+    figure = f"{per_mb:.1f} MB per buffer MB ({small['peak_mb']:.0f} -> {big['peak_mb']:.0f} MB peak)"
+    return [("memory, 10k steps against 1k", figure + " (budget 10)", per_mb <= 10)]
+
+
+def plugin() -> list[tuple[str, str, bool | None]]:
+    import plugin as bench
+
+    with tempfile.TemporaryDirectory() as tmp:
+        replays, reads = Path(tmp) / "replays", Path(tmp) / "reads"
+        replays.mkdir()
+        reads.mkdir()
+        (replays / "pytest.ini").write_text("[pytest]\nharness_transcripts = transcripts\n")
+        bench.write_transcripts(replays / "transcripts", 200)
+        for folder in ("transcripts", "copies"):
+            (reads / folder).mkdir()
+            for path in (replays / "transcripts").iterdir():
+                (reads / folder / path.name).write_bytes(path.read_bytes())
+        (reads / "pytest.ini").write_text("[pytest]\n")
+        (reads / "test_read.py").write_text(READ_ONLY_TEST)
+        replay_s = min(bench.pytest_run(replays, [])[0] for _ in range(3))
+        read_s = min(bench.pytest_run(reads, ["-p", "no:harness"])[0] for _ in range(3))
+    ratio = replay_s / read_s
+    figure = f"{ratio:.2f} ({replay_s * 5:.2f} ms / {read_s * 5:.2f} ms a test)"  # 1000 / 200
+    return [("pytest replay / read and compare", figure + " (budget 2)", ratio <= 2)]
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("--venv", default="/tmp/bench-venv", help="a venv with langchain-classic (frameworks.py's)")
+    args = parser.parse_args()
+    rows = []
+    for measure in (lambda: api_step(args.venv), start_up, big_input, memory, plugin):
+        rows += measure()
+        print(*rows[-1][:2], sep=": ", flush=True)
+    print(f"\n{'budget':<34} {'holds':<6} measured")
+    for name, figure, holds in rows:
+        print(f"{name:<34} {'-' if holds is None else 'yes' if holds else 'NO':<6} {figure}")
+
+
+if __name__ == "__main__":
+    main()

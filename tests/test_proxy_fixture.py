@@ -1,0 +1,73 @@
+"""The harness_proxy fixture, driven through pytester as a user's test suite runs it: the
+first run records from the upstream, later runs replay with the upstream gone, a changed
+prompt fails with the diff, and a test that fails while recording leaves no cassette."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from tests.loopback import FakeServer, Reply
+
+pytest_plugins = ["pytester"]
+
+AGENT = '''
+import httpx
+
+QUESTION = "2+3?"
+
+
+def test_agent(harness_proxy):
+    buffer = "Question: " + QUESTION + "\\nThought:"
+    for _ in range(2):
+        r = httpx.post(harness_proxy + "/completions", json={"model": "m", "prompt": buffer})
+        assert r.status_code == 200, r.json()["error"]["message"]
+        buffer += r.json()["choices"][0]["text"] + "\\nObservation: 5\\nThought:"
+    assert buffer.endswith(" done\\nObservation: 5\\nThought:")
+'''
+
+
+def answer(text: str) -> Reply:
+    return Reply(chunks=[json.dumps({"choices": [{"index": 0, "text": text, "finish_reason": "stop"}]}).encode()], content_type="application/json")
+
+
+@pytest.fixture
+def upstream():
+    fake = FakeServer()
+    fake.serve(answer(" add."), answer(" done"))
+    yield fake
+    fake.close()
+
+
+def test_record_once_then_replay_offline_then_fail_on_a_changed_prompt(pytester, upstream):
+    pytester.makepyfile(test_proxied_agent=AGENT)
+    pytester.runpytest("--harness-proxy-base-url", upstream.url).assert_outcomes(passed=1)
+    saved = pytester.path / "cassettes" / "test_agent" / "run-001.txt"
+    assert "model     \\  done" in saved.read_text()
+    upstream.close()
+    pytester.runpytest("--harness-proxy-base-url", upstream.url).assert_outcomes(passed=1)  # replayed
+    pytester.makepyfile(test_proxied_agent=AGENT.replace('"2+3?"', '"2+4?"'))
+    result = pytester.runpytest()
+    result.assert_outcomes(failed=1)
+    result.stdout.fnmatch_lines(["*-developer | Question: 2+3?*", "*+developer | Question: 2+4?*"])
+
+
+def test_a_test_that_fails_while_recording_writes_no_cassette(pytester, upstream):
+    pytester.makepyfile(test_proxied_agent=AGENT.replace('" done\\n', '" other\\n'))
+    pytester.runpytest("--harness-proxy-base-url", upstream.url).assert_outcomes(failed=1)
+    assert not (pytester.path / "cassettes" / "test_agent").exists()
+
+
+def test_mode_none_without_a_cassette_fails_every_call_offline(pytester):
+    pytester.makepyfile(test_proxied_agent=AGENT)
+    result = pytester.runpytest("--harness-proxy", "none")
+    result.assert_outcomes(failed=1)
+    result.stdout.fnmatch_lines(["*not recorded*the cassette holds no such call*"])
+
+
+def test_a_mode_that_is_not_one_fails_the_test_in_one_line(pytester):
+    pytester.makepyfile(test_proxied_agent=AGENT)
+    result = pytester.runpytest("--harness-proxy", "sometimes")
+    result.assert_outcomes(errors=1)
+    result.stdout.fnmatch_lines(["*harness_proxy: --mode: must be one of once, new_episodes, all, none*"])
