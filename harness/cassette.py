@@ -11,7 +11,8 @@ other readers skip: `proxy`, what replaying the run needs besides its text, per 
 The prompts come from the transcript itself (harness.traffic.prompts), the completions are
 its model turns, so an edit of a saved model turn is what a replay answers. A run whose
 last call failed upstream is saved with stop_reason model_error and the failure as detail;
-any other ends in final_answer with no answer: the agent made no further call.
+any other ends in agent_stopped: the agent made no further call (what it answered, if it
+did, is the agent's to say).
 """
 
 from __future__ import annotations
@@ -31,7 +32,7 @@ def run_text(run: Sequence[Call]) -> str:
     """One run in the save format."""
     buffer, rewritten = transcript(run)
     done = [call for call in run if not call.error]
-    meta: dict[str, Any] = {"stop_reason": "model_error" if run[-1].error else "final_answer", "final_answer": None, "steps": len(done)}
+    meta: dict[str, Any] = {"stop_reason": "model_error" if run[-1].error else "agent_stopped", "final_answer": None, "steps": len(done)}
     if run[-1].error:
         meta["detail"] = run[-1].error
     meta["model"] = str(run[0].params.get("model", ""))

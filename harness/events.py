@@ -16,6 +16,7 @@ Why a run stops (StopReason; each shipped scenario named shows one):
     canceled             Ctrl-C, or a scripted interrupt: the part of the      canceled
                          reply the user saw is kept, and the run is saved
     model_error          the model failed to answer; `detail` says why         model-error
+    agent_stopped        an agent recorded by `harness proxy` made no further call
 """
 
 from __future__ import annotations
@@ -36,6 +37,7 @@ class StopReason(StrEnum):
     MODEL_EXHAUSTED = "model_exhausted"  # a scripted model ran out of completions
     CANCELED = "canceled"  # interrupted (Ctrl-C); the partial transcript is kept
     MODEL_ERROR = "model_error"  # the model failed to answer
+    AGENT_STOPPED = "agent_stopped"  # an agent behind harness proxy made no further call
 
 
 @dataclass(frozen=True, slots=True)

@@ -60,7 +60,7 @@ def agent(url: str, question: str = "2+3?", strip: bool = False) -> list[str]:
     the model's words before sending them back, as some frameworks do)."""
     buffer, said = PROMPT.replace("2+3?", question), []
     for _ in range(2):
-        r = httpx.post(f"{url}/completions", json={"model": "m", "prompt": buffer, "stop": ["Observation:"]}, headers={"Authorization": f"Bearer {KEY}"})
+        r = httpx.post(f"{url}/completions", json={"model": "m", "prompt": buffer, "stop": ["Observation:"]}, headers={"Authorization": f"Bearer {KEY}"}, timeout=60)
         assert r.status_code == 200, r.text
         text = r.json()["choices"][0]["text"]
         said.append(text)

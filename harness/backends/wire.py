@@ -59,14 +59,20 @@ class Piece(NamedTuple):
     had_choices: bool  # the event had a `choices` list
 
 
-def piece(data: str, chat: bool, entry: Entry) -> Piece:
-    """The text, finish and usage of one event's JSON, every field checked."""
+def parse_event(data: str, entry: Entry) -> dict[str, Any]:
+    """One event's (or a whole answer's) JSON: an object, or a ModelError saying what it is."""
     try:
         event = json.loads(data)
     except (ValueError, RecursionError):
         raise ModelError(f"the server sent an event that is not JSON: {entry.detail(data)!r}; is the base URL an OpenAI-compatible server?") from None
     if not isinstance(event, dict):
         raise ModelError(f"the server sent an event that is {kind(event)}, not a JSON object")
+    return event
+
+
+def piece(data: str, chat: bool, entry: Entry) -> Piece:
+    """The text, finish and usage of one event's JSON, every field checked."""
+    event = parse_event(data, entry)
     if "error" in event:
         raise ModelError(f"the server reported an error mid-stream: {message(event['error'], entry)}")
     choices = event.get("choices")
