@@ -11,7 +11,6 @@ The public API is what this module exports; the README shows it at work.
 from __future__ import annotations
 
 import importlib
-from typing import TYPE_CHECKING
 
 # Each name is imported on first use, so that `harness --help` (which imports this
 # package) does not pay for the loop, the dialects and the tools it never runs.
@@ -39,19 +38,8 @@ _WHERE = {
     "replay": "harness.record",
     "run_scenario": "harness.record",
 }
-
-if TYPE_CHECKING:
-    from harness.agent import Agent
-    from harness.errors import HarnessError
-    from harness.events import StopReason
-    from harness.limits import Limits
-    from harness.model import Model, ModelError, ScriptedModel, TokenUsage
-    from harness.record import replay, run_scenario
-    from harness.run_record import CallRecord, RunRecord
-    from harness.saved import load_record
-    from harness.scenario import Scenario, find_scenario, load_scenario
-    from harness.tools import Tool, ToolError, from_function
-    from harness.transcript import Author, Span, Transcript
+__all__ = list(_WHERE)
+__version__ = "0.1.0"
 
 
 def __getattr__(name: str):
@@ -65,30 +53,3 @@ def __getattr__(name: str):
 def __dir__() -> list[str]:
     return sorted(__all__)
 
-
-__version__ = "0.1.0"
-
-__all__ = [  # noqa: F822 (each is imported on first use)
-    "Agent",
-    "Author",
-    "CallRecord",
-    "HarnessError",
-    "Limits",
-    "Model",
-    "ModelError",
-    "RunRecord",
-    "Scenario",
-    "ScriptedModel",
-    "Span",
-    "StopReason",
-    "TokenUsage",
-    "Tool",
-    "ToolError",
-    "Transcript",
-    "find_scenario",
-    "from_function",
-    "load_record",
-    "load_scenario",
-    "replay",
-    "run_scenario",
-]

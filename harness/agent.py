@@ -3,16 +3,9 @@
     agent = Agent(prompt="Use these tools:\\n$tools\\n\\nQuestion: $question\\n", tools=[add])
     record = agent.run("What is 2 + 3?", ScriptedModel([...]))
 
-This is the same run a scenario file describes (harness.scenario), for people who would
-rather write Python: the prompt is rendered once into the buffer, authored `developer`,
-and the ordinary loop (harness.loop) runs it. A tool is a function whose docstring's
-first line and parameters become its line in the prompt's tool list.
-
-A run can be replayed (`harness replay`, the pytest plugin) when the agent can be found
-again: give it `source="module:attribute"`, the importable name of the Agent itself
-(`Agent(..., source="mypkg.agents:desk")` assigned to `desk` in `mypkg/agents.py`). The
-saved file names it, with the question and a hash of the prompt, dialect, limits and the
-tools' modules; a replay imports the agent as it is now and feeds it the recorded turns.
+The same run a scenario file describes, for people who would rather write Python. Its runs
+replay when the agent can be imported again: `source="module:attribute"` names it, and the
+saved file keeps that name, the question and a hash of what the run was built from.
 """
 
 from __future__ import annotations

@@ -20,11 +20,7 @@ import json
 import warnings
 from typing import Any
 
-import regex
-
-
 ARGS_MAX = 100_000  # characters of arguments on one Action line (a file written whole fits)
-_JSON_STARTS = frozenset('{["-0123456789tfnNI')  # a JSON value begins with one of these (NaN, Infinity too)
 
 
 def parse_args(raw: str) -> tuple[tuple[Any, ...], dict[str, Any]]:
@@ -33,10 +29,6 @@ def parse_args(raw: str) -> tuple[tuple[Any, ...], dict[str, Any]]:
     text = raw.strip()
     if not text:
         return (), {}
-    if text[0] not in _JSON_STARTS:  # neither `text` nor `[text]` can be JSON: skip both tries
-        return _python_args(text) or ((text,), {})
-    if len(text) < 16 and text.isascii() and text.isdigit() and (text[0] != "0" or len(text) == 1):
-        return (int(text),), {}  # what json.loads makes of it, without the decoder
     for candidate, several in ((text, False), (f"[{text}]", True)):
         try:
             value = json.loads(candidate)
@@ -48,7 +40,6 @@ def parse_args(raw: str) -> tuple[tuple[Any, ...], dict[str, Any]]:
     return _python_args(text) or ((text,), {})
 
 
-_PY_HINTS = frozenset("'\"=")  # a Python-style call that JSON did not read has one of these
 _PLAIN = (str, int, float, bool, type(None))
 _DEPTH = 20  # nesting of lists and dicts in one argument
 
@@ -56,10 +47,6 @@ _DEPTH = 20  # nesting of lists and dicts in one argument
 def _python_args(text: str) -> tuple[tuple[Any, ...], dict[str, Any]] | None:
     """The arguments of `f(text)` if they are all plain literals, else None. ast.parse only
     reads (it runs nothing); its parser refuses deep nesting; the text is at most ARGS_MAX."""
-    if not _PY_HINTS.intersection(text):
-        return None  # bare text (`nimbus`, `2 + 3`): not worth a parse
-    if len(text) > 1 and text[0] == text[-1] == "'" and not _SPECIAL.intersection(text[1:-1]):
-        return (text[1:-1],), {}  # 'Paris': the common case, without the parser
     source = f"f({text})"
     try:
         with warnings.catch_warnings():  # model text is not ours to warn about ('C:\data')
@@ -74,9 +61,6 @@ def _python_args(text: str) -> tuple[tuple[Any, ...], dict[str, Any]] | None:
         return args, {k.arg: _keyword_value(k.value, encoded) for k in call.keywords}
     except (SyntaxError, ValueError, TypeError, RecursionError, MemoryError):
         return None
-
-
-_SPECIAL = frozenset("'\\")  # inside '...', these need the parser
 
 
 class Written(str):
@@ -119,43 +103,13 @@ def _literal(node: ast.AST, depth: int = 0) -> Any:
     raise ValueError("not a plain literal")
 
 
-_TOKENS = {  # what split_call reads: a quoted string (whole), a quote that never closes, a bracket
-    ")": regex.compile(r"""'[^']*'|"[^"]*"|['"]|[()]"""),
-    "]": regex.compile(r"""'[^']*'|"[^"]*"|['"]|[\[\]]"""),
-}
-
-
 def split_call(rest: str, close: str) -> tuple[str, str] | None:
     """'6.5 * 340) * 1.80' -> ('6.5 * 340', ' * 1.80'): the arguments up to the bracket that
-    closes the call, and what follows it; None if it never closes. One pass, quotes skipped,
-    up to the last closing bracket: past it nothing can close the call. A long argument of
-    plain text (up to 100,000 characters) is passed over from one bracket or quote to the
-    next; a short one, or one made mostly of them, is read one character at a time."""
-    last = rest.rfind(close)
-    if last < 0:
-        return None
-    text = rest[: last + 1]
-    if len(text) < 64 or sum(map(text.count, close + "'\"" + {")": "(", "]": "["}[close])) * 4 > len(text):
-        return _split_each(rest, text, close)  # short, or dense with brackets and quotes
-    depth = 0
-    for m in _TOKENS[close].finditer(text):
-        token = m[0]
-        if token == close:
-            if depth == 0:
-                return rest[: m.start()], rest[m.end() :]
-            depth -= 1
-        elif len(token) == 1 and token in "'\"":
-            return None  # a quote that never closes: nor does the call
-        elif len(token) == 1:
-            depth += 1  # (a quoted string is passed over whole)
-    return None
-
-
-def _split_each(rest: str, text: str, close: str) -> tuple[str, str] | None:
-    """split_call's reading, one character of `text` at a time (the start of `rest`)."""
+    closes the call, and what follows it; None if it never closes. Quoted text is passed
+    over; past the last closing bracket nothing can close the call."""
     opening = {")": "(", "]": "["}[close]
     depth, quote = 0, ""
-    for i, ch in enumerate(text):
+    for i, ch in enumerate(rest[: rest.rfind(close) + 1]):
         if quote:
             quote = "" if ch == quote else quote
         elif ch in "'\"":

@@ -1,28 +1,17 @@
 """Containment: what a Python tool (the user's code, in harness's process) does to the
-output stays with its call. In three sentences:
+output stays with its call.
 
-1. harness's own output leaves the command through a channel no tool is handed, private
-   copies of file descriptors 1 and 2 opened as it starts; a reader that has gone (`| head
-   -1`) only cuts what is printed, never a report, a saved file or the exit status.
-2. What a tool call prints on sys.stdout or sys.stderr is captured for that call and joins
-   its observation; what any thread that is not harness's prints goes nowhere, as does what
-   reaches fd 1 itself (a subprocess): it points at /dev/null.
-3. Whatever a tool raises (but KeyboardInterrupt: a Ctrl-C) or returns becomes its
-   observation (harness.tools); what it leaves behind (sys.stdout or sys.stderr rebound or
-   closed, the Ctrl-C handler changed) is put back as its call ends; and the command ends
-   with os._exit once its output is flushed (harness.__main__), so that no thread or atexit
-   hook of a tool holds it open or prints after it.
+1. harness's own output leaves the command through a channel no tool is handed (private
+   copies of fds 1 and 2); a reader that has gone (`| head -1`) cuts only what is printed.
+2. What a tool call prints on sys.stdout or sys.stderr joins its observation; what other
+   threads print, or what reaches fd 1 itself (a subprocess), goes to /dev/null.
+3. Whatever a tool raises (but a Ctrl-C) or returns becomes its observation; what it leaves
+   behind (the streams rebound or closed, the Ctrl-C handler changed) is put back as its
+   call ends, and the command ends with os._exit once its output is flushed.
 
-Not contained: a tool that ends the process (os._exit, a signal) or writes to harness's
-file descriptors by number, nor a tool's threads once its call has returned (they print
-nowhere, but may rebind sys.stdout or change files); a tool's atexit hooks never run.
-
-    call = start()          # this thread's prints are caught from here...
-    printed = stop(call)    # ...to here; the streams and the Ctrl-C handler are put back
-
-In a program that calls harness there is no channel, and a tool's threads cannot be told
-from the program's: the proxies are on sys.stdout and sys.stderr only while calls run, and
-any thread but a calling one prints where it always did.
+Not contained: a tool that ends the process or writes to harness's fds by number, nor its
+threads once its call has returned. In a program that calls harness there is no channel:
+the proxies are on sys.stdout and sys.stderr only while calls run.
 """
 
 from __future__ import annotations

@@ -1,13 +1,5 @@
-"""What one completion decided: the values the reader produces and everyone else reads.
-
-    Action      a tool call the model asked for
-    Rejection   a candidate that did not pass; it becomes one self-sufficient notice
-    Lane        one lane of the completion and what the user saw of it
-    Round       all of it, equal for any chunking of the same completion
-
-These are plain frozen values with no behaviour, so the loop, the run record and every
-view can import them without pulling in the reader (harness.governor) itself. A reply
-makes several of them.
+"""What one completion decided: plain frozen values the reader (harness.governor) makes and
+everyone else reads, equal for any chunking of the same completion.
 """
 
 from __future__ import annotations

@@ -1,66 +1,31 @@
-"""Where text from outside enters the buffer: made encodable, secrets scrubbed, control tokens made inert.
+"""Where text from outside enters the buffer: made encodable, secrets masked, control tokens made inert.
 
-Two kinds of text enter. A model's text (every model's, by harness.model.Model.complete)
-is made encodable and scrubbed of secrets; text code writes (observations, notices) is made
-encodable and has its control tokens neutralised. After that, everything downstream (the
-buffer, a view, an event, an error, a file) can trust it.
+A model's text (every model's, by harness.model.Model.complete) is made encodable (a lone
+surrogate becomes U+FFFD, so every file and view can write it) and scrubbed of the model's
+secrets, the API key and a URL's password, before any cutting, so no prefix of a secret
+survives in a message cut short; a stream holds back a tail that could still become one.
+A key shorter than 8 characters or a placeholder (`none`, `EMPTY`, `ollama`) is no secret.
 
-## Model text: encodable, secrets scrubbed
+    Entry(key="sk-abc123secret").detail("bad key sk-abc123secret")  ->  "bad key ***"
 
-A server's error messages go through the same Entry (`detail`: scrubbed, then cut):
+The user's own patterns (Redaction, below) mask what they match in model text and tool
+output alike. Text that code writes (observations, notices) goes through `neutralise`: a
+chat template's control tokens are plain strings too, and a tool result holding
+`<|im_end|>` must not end the model's turn. A delimiter `|` becomes `¦`, and one without a
+bar gets `¦` inside its brackets, so it still reads as what it was but no tokenizer has it:
 
-    entry = Entry(["sk-abc123secret"])
-    entry.detail("bad key sk-abc123secret " + "x" * 500)   ->  "bad key *** xxxx…"   (scrubbed, then cut)
-    scrub = entry.stream()                                   completion text, chunk by chunk:
-    scrub.feed("Bearer sk-abc") + scrub.feed("123secret!") + scrub.finish()  ->  "Bearer ***!"
-
-Two rules, in this order:
-
-1. Encodable. A lone surrogate (JSON can carry "\\ud800"; UTF-8 cannot) becomes U+FFFD,
-   the replacement character, so every view and file can write the text, and a replay
-   reads back exactly what was saved. Bytes that are not UTF-8 are decoded the same way.
-2. Secrets. The API key and a URL's password (and its `user:password`) become `***`,
-   *before* any cutting, so no prefix of a secret survives a message cut at 200
-   characters. In a stream a secret may arrive split across chunks, so the stream holds
-   back a tail that could still become one, as the stop scanner does. Secrets shorter than
-   4 characters are not scrubbed from text (they would erase ordinary words). Nor is an
-   API key shorter than 8 characters or a well-known placeholder (`none`, `EMPTY`,
-   `ollama`, `lm-studio`, ...: what local servers are given): it guards nothing, and
-   scrubbing it would turn a model's "none" into "***".
-
-    Entry(key="none").scrub("none of them")           ->  "none of them"
-    Entry(key="sk-abc123secret").scrub("sk-abc123secret")  ->  "***"
-
-## Code's text: control tokens made visible, and inert
-
-A chat template's turns are marked by control tokens that are also plain strings:
-`<|im_end|>` ends a ChatML turn. A server tokenizes the whole prompt with special tokens
-parsed, so a tool result that *contains* the string `<|im_end|>` would become the real
-control token and end the assistant's turn in the middle of an observation. Text that
-code writes (observations, notices) therefore goes through `neutralise` first:
-
-    neutralise("done<|im_end|>")   ->  "done<¦im_end¦>"
+    neutralise("done<|im_end|>")    ->  "done<¦im_end¦>"
     neutralise("[INST] hi [/INST]") ->  "[¦INST¦] hi [¦/INST¦]"
-
-One rule, so a reader can undo it by eye: a delimiter `|` becomes a broken bar `¦`, and a
-delimiter without one gets `¦` inside its brackets. The result still reads as what it
-was, but no tokenizer has it as a special token. It is applied again to its own output
-without change.
-
-Covered: `<|anything|>` (ChatML's im_start/im_end/endoftext, Llama 3's eot_id and
-start_header_id, Phi's end), DeepSeek's fullwidth-barred `<｜anything｜>`
-(`<｜end▁of▁sentence｜>`, `<｜Assistant｜>`), `<s>` and `</s>`, `[INST]` and `[/INST]`, Gemma's
-`<start_of_turn>`/`<end_of_turn>`, and the code-model tokens SmolLM2's vocabulary marks
-as control (`<file_sep>`, `<jupyter_code>`, ...). Left out: other vocabularies' tokens
-that look like ordinary text; the developer's prompt and the model's own text, which are
-what they are and are never changed.
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Iterable, Iterator, Sequence
+from dataclasses import dataclass
 
 import regex
+
+from harness.errors import HarnessError
 
 MASK = "***"
 MIN_SECRET = 4
@@ -143,6 +108,74 @@ class StreamScrub:
                     best = n
                     break
         return best
+
+
+# --- the user's own patterns -------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Redaction:
+    """The user's own patterns (a scenario's `redact`, pytest's `harness_redact`): every
+    match in a model's text or a tool's output becomes MASK before anything keeps or shows
+    it. A pattern matches within one line (the text between two newlines); a model's stream
+    is held back to the end of each line, so a match never depends on how the text came in
+    chunks, and a replay, fed the redacted text, redacts it to the same bytes.
+
+        redact = redaction(["token=\\w+"], "redact")
+        redact("ok token=abc123\\n")   ->  "ok ***\\n"
+    """
+
+    patterns: tuple[regex.Pattern[str], ...] = ()
+
+    def __call__(self, text: str) -> str:
+        if not self.patterns:
+            return text
+        lines = text.split("\n")
+        for pattern in self.patterns:
+            lines = [pattern.sub(_mask, line) for line in lines]
+        return "\n".join(lines)
+
+    def over(self, chunks: Iterator[object]) -> Iterator[object]:
+        """A model's chunks, redacted a whole line at a time (counts pass as they come).
+        A line cut off by a Ctrl-C or a failure is never shown: it might hold half a secret."""
+        return self._held(chunks) if self.patterns else chunks
+
+    def _held(self, chunks: Iterator[object]) -> Iterator[object]:
+        held: list[str] = []
+        try:
+            for chunk in chunks:
+                if not isinstance(chunk, str):
+                    yield chunk
+                elif end := chunk.rfind("\n") + 1:
+                    yield self("".join(held) + chunk[:end])
+                    held = [chunk[end:]]
+                else:
+                    held.append(chunk)
+            if tail := "".join(held):
+                yield self(tail)
+        finally:
+            chunks.close()  # type: ignore[attr-defined]
+
+
+def _mask(match: regex.Match[str]) -> str:
+    return MASK if match.group() else ""  # an empty match is no text to hide
+
+
+def redaction(patterns: Sequence[str], where: str) -> Redaction:
+    """The patterns compiled; a bad one is a HarnessError naming `where` and its number.
+    A pattern that matches the mask itself is refused: a replay would mask its masks again."""
+    compiled = []
+    for number, text in enumerate(patterns, 1):
+        if not isinstance(text, str):
+            raise HarnessError(where, f"pattern {number} must be a string (a regular expression)")
+        try:
+            pattern = regex.compile(text)
+        except regex.error as e:
+            raise HarnessError(where, f"pattern {number} is not a regular expression ({e})") from None
+        if any(match.group() for match in pattern.finditer(MASK)):
+            raise HarnessError(where, f"pattern {number} matches the mask {MASK} itself; a replay would mask it again")
+        compiled.append(pattern)
+    return Redaction(tuple(compiled))
 
 
 # <|name|> with a bounded name of no bars, brackets or spaces; or one of a few literals.

@@ -1,17 +1,9 @@
-"""Untrusted text at the edges: one escaping function per medium.
-
-Model output, tool results and saved files are untrusted. The buffer keeps their bytes
-as they are; only where text leaves the buffer for a medium is it escaped, once, for
-that medium:
+"""Untrusted text at the edges: one escaping function per medium, applied where text
+leaves the buffer for it (the buffer keeps the bytes as they are).
 
     for_terminal("a\\x1b]0;PWNED\\x07b")  ->  "a␛]0;PWNED␇b"      (shown, not obeyed)
     for_html("<img src=x>")             ->  "&lt;img src=x&gt;"
     for_script_json({"a": "</script>"}) ->  '{"a": "\\u003c/script\\u003e"}'
-    for_terminal("bn/x\\udcffy.toml")      ->  "bn/x\\xffy.toml"   (a file name that is not UTF-8)
-
-The terminal loses nothing a reader needs: every control character is drawn as a
-visible stand-in, so a forged row or a hidden title change shows up as text. The
-stand-ins are for people; they are not a reversible encoding (the saved file is).
 """
 
 from __future__ import annotations
@@ -22,10 +14,8 @@ from typing import Any
 import regex
 
 
-# Terminal: "\n" ends a row and "\t" only moves right (rich expands it), so both stay.
-# Every other C0 character and DEL become Unicode control pictures (ESC -> ␛, CR -> ␍),
-# C1 characters (0x80-0x9f: 0x9b is a one-byte CSI) and the bidi controls that reorder
-# what follows them become visible \x / \u escapes.
+# Terminal: "\n" and "\t" stay; other C0 characters and DEL become control pictures (ESC -> ␛),
+# C1 characters (0x9b is a one-byte CSI) and the bidi controls visible \x / \u escapes.
 _BIDI = [0x061C, 0x200E, 0x200F, *range(0x202A, 0x202F), *range(0x2066, 0x206A)]
 _TERMINAL = (
     {c: chr(0x2400 + c) for c in range(0x20) if chr(c) not in "\n\t"}
@@ -34,15 +24,12 @@ _TERMINAL = (
     | {c: f"\\u{c:04x}" for c in _BIDI}
 )
 
-# JSON inside <script>: these may not appear raw (they could end the element, open a
-# comment, or end a line in old parsers); in JSON strings they are valid as \u escapes.
-# Nor may what a terminal obeys (DEL, C1 such as the one-byte CSI 0x9b, the bidi
-# controls): the page is a file someone may `cat`, and the data is the same either way.
+# JSON inside <script>: what could end the element or a line, and what a terminal obeys
+# (the page is a file someone may `cat`), as \u escapes: the data is the same.
 _SCRIPT_JSON = {c: f"\\u{c:04x}" for c in (*map(ord, "<>&\u2028\u2029"), 0x7F, *range(0x80, 0xA0), *_BIDI)}
 
 
-# A lone surrogate is not text: no output can encode it. One comes from a file name that is
-# not UTF-8 (Python holds its byte 0xff as "\udcff"), and is shown as that byte: \xff.
+# A lone surrogate (a file name that is not UTF-8: byte 0xff is "\udcff") is shown as its byte.
 _SURROGATE = regex.compile(r"[\ud800-\udfff]")
 
 
@@ -54,13 +41,7 @@ def _surrogate(match: Any) -> str:
 def encodable(text: str) -> str:
     """`text` with each lone surrogate shown as its byte (`\\xff`) or code (`\\ud800`), so
     that any output, a strict UTF-8 JSON reader's too, can take it."""
-    if text.isascii():
-        return text
-    try:
-        text.encode("utf-8")  # in C; the pattern is compiled only for a text that needs it
-    except UnicodeEncodeError:
-        return _SURROGATE.sub(_surrogate, text)
-    return text
+    return _SURROGATE.sub(_surrogate, text)
 
 
 def for_terminal(text: str) -> str:
@@ -77,7 +58,7 @@ def one_line(text: str) -> str:
 def for_html(text: str) -> str:
     """Text for HTML element content or a quoted attribute value (its control characters
     shown, as a terminal view shows them: the page is a file a terminal may print)."""
-    import html  # here: only a page or a report needs it, and a run's start-up does not
+    import html
 
     return html.escape(for_terminal(text), quote=True)
 
@@ -87,38 +68,29 @@ def for_script_json(value: Any) -> str:
     return json.dumps(value, ensure_ascii=False).translate(_SCRIPT_JSON)
 
 
-# Markdown: a viewer renders inline HTML, links, images and code spans, so in text that is
-# not ours those characters are escaped and "<" "&" ">" become entities, after the
-# terminal pass (notes are read with `cat` too). Emphasis is left alone: it cannot act.
+# Markdown: what makes inline HTML, links, images and code spans is escaped (emphasis cannot act).
 _MARKDOWN = {ord(c): "\\" + c for c in "\\`[]!"} | {ord("<"): "&lt;", ord("&"): "&amp;", ord(">"): "&gt;"}
 
 
 def for_markdown(text: str) -> str:
-    """Untrusted text inside a Markdown line: shown as it is, never rendered as markup, and
-    kept on its line (a line break shown as ␊: else a final answer's `~~~` or `## Step 9`
-    on a line of its own would open a fence or a heading of the notes). A URL stays text
-    too: `https\\://` and `www\\.` read the same, but GFM makes no link of them."""
+    """Untrusted text inside a Markdown line: never markup, never a line of its own (a
+    fence or a heading), and no link (`https\\://` reads the same, GFM links none)."""
     shown = for_terminal(text).translate(_MARKDOWN).replace("\n", "␊").replace("\r", "␍")
     return shown.replace("://", "\\://").replace("www.", "www\\.") if "://" in shown or "www." in shown else shown
 
 
-# JSON: json.dumps escapes C0 characters but writes C1 controls (0x9b is a one-byte CSI),
-# DEL, the bidi controls and U+2028/2029 as they are. Inside JSON they can only stand in a
-# string, where a \u escape means the same character: the data is unchanged, and a
-# terminal showing the line obeys nothing.
+# JSON: json.dumps writes C1 controls, DEL, the bidi controls and U+2028/2029 raw; as \u
+# escapes they mean the same, and a terminal showing the line obeys nothing.
 _JSON = {c: f"\\u{c:04x}" for c in (0x7F, *range(0x80, 0xA0), *_BIDI, 0x2028, 0x2029)}
 
 
 def for_json(line: str) -> str:
     """A JSON text with every control character that json.dumps leaves raw written as \\u."""
-    if line.isascii() and "\x7f" not in line:  # the common case, checked in C: nothing to do
-        return line
     return line.translate(_JSON)
 
 
-# XML 1.0 (a JUnit report) cannot hold most C0 characters at all, not even as &#x1b;: a
-# parser refuses the whole file. They are drawn as for a terminal (a JUnit page shows the
-# text to a person), and whatever else XML forbids (U+FFFE, U+FFFF) becomes a \u escape.
+# XML 1.0 (a JUnit report) cannot hold most C0 characters at all: they are drawn as for a
+# terminal, and whatever else XML forbids (U+FFFE, U+FFFF) becomes a \u escape.
 _NOT_XML = regex.compile(r"[^\t\n\r\x20-\ud7ff\ue000-\ufffd\U00010000-\U0010ffff]")
 
 

@@ -1,11 +1,6 @@
-"""A scenario's expected answer: `expect = "303"` or `expect_regex = '^30[0-9]$'`.
-
-    expect        the final answer, without surrounding whitespace, is exactly this text
-    expect_regex  the pattern is found in the final answer (anchor it with ^ and $ to mean
-                  the whole answer); the search has a time bound, as the answer is the
-                  model's text (untrusted) and may be long
-
-`matches` is None when the scenario states nothing, so a summary can leave it out.
+"""A scenario's expected answer: `expect = "303"` (the answer, stripped, is exactly this)
+or `expect_regex = '^30[0-9]$'` (found in it, within a time bound: the answer is untrusted).
+`matches` is None when the scenario states nothing.
 """
 
 from __future__ import annotations

@@ -1,21 +1,11 @@
 """The files a user names: reading an input, and writing an output without ever losing a
 file they had.
 
-Reading: harness reads only a regular file (or a link to one). A FIFO, a device or a
-socket is refused by its kind, looked at before it is opened, so `harness show FIFO`
-cannot hang waiting for a writer; the kind is checked again on the open file, in case
-the name was swapped meanwhile (opened non-blocking, so that check cannot hang either).
-
-Writing: the rule, once:
-
-    harness replaces a file only if it is a regular file that begins with harness's own
-    header for that kind of output (a transcript, an HTML page, Markdown notes)
-
-checked before a run starts (so a long run is not wasted) and again right before the
-rename that puts the new file in place (a file that appeared meanwhile is kept). The
-text goes to a temporary file beside the target first (`.harness-XXXXXXXX.tmp`: a short
-name, so that any name the target may have can be written), so the target is written
-whole or not at all, and the temporary file never outlives a failure.
+harness reads only a regular file (or a link to one): a FIFO or a device is refused by its
+kind, looked at before and after it is opened (non-blocking), so nothing hangs. It replaces
+a file only if it is a regular file that begins with harness's own header for that kind of
+output, checked before a run and again right before the rename; the text goes to a short
+temporary name beside the target first, so the target is written whole or not at all.
 """
 
 from __future__ import annotations
@@ -36,24 +26,15 @@ def read_input(path: Path, error: type[HarnessError] = HarnessError, shown: str 
     """A file the user gave as input, as text ("\\r" kept as it is); any problem is one
     `error` naming the file (as `shown`, if the user gave it so)."""
     where = shown or str(path)
+    if why := not_a_file(path, "cannot read the file"):  # looked at before it is opened
+        raise error(where, why)
     try:
-        mode = os.stat(path).st_mode  # follows a link: a link to a regular file is read
-        if stat.S_ISDIR(mode):
-            raise error(where, "is a folder, not a file")
-        if not stat.S_ISREG(mode):
-            raise error(where, _NOT_REGULAR)
-        fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | getattr(os, "O_NOCTTY", 0))
-    except FileNotFoundError:
-        raise error(where, _missing(path)) from None
+        with os.fdopen(os.open(path, os.O_RDONLY | os.O_NONBLOCK | getattr(os, "O_NOCTTY", 0)), "rb") as f:
+            if not stat.S_ISREG(os.fstat(f.fileno()).st_mode):  # swapped for a FIFO after the first look
+                raise error(where, _NOT_REGULAR)
+            data = f.read()
     except OSError as e:
         raise error(where, f"cannot read the file ({e.strerror})") from None
-    with os.fdopen(fd, "rb") as f:
-        if not stat.S_ISREG(os.fstat(f.fileno()).st_mode):  # swapped for a FIFO after the first look
-            raise error(where, _NOT_REGULAR)
-        try:
-            data = f.read()
-        except OSError as e:
-            raise error(where, f"cannot read the file ({e.strerror})") from None
     try:
         return data.decode("utf-8")
     except UnicodeDecodeError as e:
@@ -65,14 +46,14 @@ def read_input(path: Path, error: type[HarnessError] = HarnessError, shown: str 
 _UTF16 = (b"\xff\xfe", b"\xfe\xff")  # the byte-order marks of UTF-16, little- and big-endian
 
 
-def not_a_file(path: Path) -> str:
-    """Why `path` names no regular file ("" if it does), in read_input's words."""
+def not_a_file(path: Path, unreadable: str = "cannot be read") -> str:
+    """Why `path` names no regular file ("" if it does); a link to one is one."""
     try:
         mode = os.stat(path).st_mode
     except FileNotFoundError:
         return _missing(path)
     except OSError as e:
-        return f"cannot be read ({e.strerror})"
+        return f"{unreadable} ({e.strerror})"
     return "" if stat.S_ISREG(mode) else "is a folder, not a file" if stat.S_ISDIR(mode) else _NOT_REGULAR
 
 
@@ -88,11 +69,8 @@ HEADER_LINE = rb"# harness transcript v[0-9]{1,9}\r?(\n|\Z)"  # any version's (c
 
 
 def is_transcript(path: Path) -> bool:
-    """Does the file begin with a save format's header line (`# harness transcript v1`, or
-    another version's: that one is meant to be a transcript too, and its replay must say it
-    cannot be read, not pass it by)? With a byte-order mark or a "\r\n" after it, too, and
-    in UTF-16 (which then fails to load, saying so).
-    (How a folder's transcripts are found: by the pytest plugin, by `harness replay DIR`.)"""
+    """Does the file begin with any version's header line (even with a byte-order mark, a
+    "\r\n", or in UTF-16: loading it then says why it cannot be read, never passes it by)?"""
     try:
         with open(path, "rb") as f:
             first = f.read(64)

@@ -1,13 +1,8 @@
 """How to install more of harness: the one place that writes an install command.
 
-The distribution is called `harness-react`: on the package registry, `harness` is another,
-older project, so `pip install 'harness[local]'` would install that project's code. The
-import name and the command stay `harness`. A hint names a command that installs *this*
-copy: from a checkout installed with `pip install -e`, the checkout itself; otherwise the
-distribution by its name. It runs this Python's own pip, so it installs where harness runs.
-
-    extra("local")   ->  /path/.venv/bin/python -m pip install -e '/path/to/checkout[local]'
-                     or  /usr/bin/python3 -m pip install 'harness-react[local]'
+The distribution is `harness-react` (`harness` on the registry is another project). A hint
+installs *this* copy with this Python's pip: an editable checkout by its folder, else the
+distribution by name.
 """
 
 from __future__ import annotations

@@ -24,7 +24,7 @@ from typing import TYPE_CHECKING, Any
 
 from harness.decisions import Action, Rejection, Round
 from harness.dialects import Dialect
-from harness.entry import encodable, neutralise
+from harness.entry import Redaction, encodable, neutralise
 from harness.events import (
     ActionParsed,
     Appended,
@@ -75,6 +75,7 @@ class Setup:
     scenario: Any = None  # the scenario it was built from (harness.scenario), if any
     source: Any = None  # where it came from (harness.source): what a replay rebuilds it from
     workspace: Any = None  # the files its tools change (harness.workspace), as the record keeps them
+    redaction: Redaction = Redaction()  # the user's patterns, masked in model text and tool output (harness.entry)
 
 
 def nobody(event: Event) -> None:
@@ -130,7 +131,7 @@ def complete(model: Model, step: int, setup: Setup, out: Writer) -> Reply:
     """One model call: chunks pass the stop scanner, then the lanes' gates, then the user."""
     stops = setup.dialect.stops(step) if setup.use_stop else ()
     out.tell(RoundStarted, step, len(setup.transcript))
-    chunks = model.complete(setup.transcript, stops if setup.send_stop else ())  # the whole buffer, fresh
+    chunks = setup.redaction.over(model.complete(setup.transcript, stops if setup.send_stop else ()))  # the whole buffer, fresh
     try:
         return read(chunks, StopScanner(stops), Governor(setup.dialect, setup.tools, setup.question), setup.peek, out.emit if out.listening else None)
     finally:
@@ -222,7 +223,7 @@ class Writer:
         self.tell(ActionParsed, step, number, action.tool, action.raw)
         self.tell(ToolStarted, step, number, action.tool)
         result, ok = tools.run(action.tool, action.args, action.kwargs)
-        result = encodable(result)  # a Python tool's "\ud800" cannot be written: it enters as U+FFFD
+        result = self.setup.redaction(encodable(result))  # a Python tool's "\ud800" enters as U+FFFD
         self.tell(ToolResult, step, number, action.tool, result, ok)
         self.ran.append(action.tool)
         return result, ok

@@ -1,29 +1,16 @@
 """The run_agent protocol (seed 003): one JSON request in, one JSON answer out.
 
-    {"op": "run_agent", "task": ..., "max_steps": 5, "workspace": {path: text},
-     "model_turns": [{"thought": ..., "action": {"tool": ..., "args": {...}}}, ...]}
-        -> {"final_message": ..., "status": ..., "steps": ..., "workspace": {...}}
-
 There is no second loop here. Each model turn is written as the completion a model would
 have written (`Thought: ...` / `Action: tool({json args})`), the turns become a scenario's
-scripted completions, and the ordinary loop runs them through the text buffer, so the
-run can be shown, saved and replayed like any other. The turns come already cut (one
-thought, one action), so no stop sequence is applied; a thought's line breaks become
-spaces, so a thought can never pass for an Action line. The only-finish-ends rule comes
-from turning the consecutive-error limits off: a bad turn is a notice and a step.
-
-status
-    completed            finish was called; final_message is its message
-    max_steps_exceeded   max_steps turns ran without finish; "Maximum steps reached"
-    turns_exhausted      the turns ran out before finish or max_steps;
-                         "Model turns ran out before finish was called"
-    canceled             interrupted (Ctrl-C); "Interrupted"
+scripted completions, and the ordinary loop runs them, so the run can be shown, saved and
+replayed like any other. The turns come already cut, so no stop sequence is applied; the
+consecutive-error limits are off, so a bad turn is a notice and a step, and only finish
+ends the run. Fields, statuses and error codes: `harness agent --help`.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass, fields
-import gc
 import json
 from typing import Any
 
@@ -63,20 +50,7 @@ def compact(value: Any) -> str:
 
 
 def parse_request(raw: bytes) -> dict[str, Any]:
-    """The request, checked. The cycle collector is paused meanwhile: what JSON decodes is a
-    tree, with no cycle to find, and a request of a million turns would otherwise be walked
-    again by every collection while it is built (3.5 s against 1.5); the turns a run cannot
-    reach are dropped before it resumes, so it does not walk them once more either."""
-    paused = gc.isenabled()
-    gc.disable()
-    try:
-        return _parse_request(raw)
-    finally:
-        if paused:
-            gc.enable()
-
-
-def _parse_request(raw: bytes) -> dict[str, Any]:
+    """The request, checked; only the turns a run can reach are kept."""
     try:
         text = raw.decode("utf-8")
     except UnicodeDecodeError as e:

@@ -1,60 +1,23 @@
 """The pytest plugin: saved transcripts as tests, and a snapshot fixture for runs.
 
-harness registers this module as a pytest plugin (entry point `pytest11`), so it loads
-in every pytest session of the environment. It imports nothing heavy when it loads: the
-loop, the replay and syrupy are imported only when a transcript is collected or the
-fixture is used.
+Loaded in every pytest session of the environment (entry point `pytest11`), it imports
+nothing heavy until a transcript is collected or the fixture is used. Every file under the
+folders `harness_transcripts` names (in the ini file) that begins with a transcript header,
+of any version, is one test: it replays the file from the source it names and fails at the
+first differing byte, with a readable diff (harness.diff). A file that is a transcript but
+for its line endings or a byte-order mark fails, saying so: never a green run that checked
+nothing. A replay that differs only in its source's sha256 (an edit that changed nothing
+the run shows) passes and is listed, unless `--harness-strict-source`.
 
-Saved transcripts as tests. Name folders in the ini file:
+    pytest                          replay offline, from the recorded model turns
+    pytest --harness-update         keep the recorded turns, rewrite the files that changed,
+                                    and warn where a kept turn followed changed text
+    pytest --harness-record MODEL   run each source again on MODEL (or `scripted`); a
+                                    recording that did not complete fails and leaves the file
 
-    [pytest]
-    harness_transcripts = transcripts
-
-Every file under those folders that begins with the line `# harness transcript v1` is
-one test (one with another version's header is too, and fails saying so: never a green
-run that checked nothing), named after the file (the folders must lie where pytest looks: under the
-rootdir, within `testpaths` if you set it, or named on the command line). It replays
-the file from the source it names (as `harness replay FILE --check` does) and fails if a
-byte differs, with a readable diff (harness.diff): the records with their author column
-and the first differing step. Other files are neither collected nor ever written; a
-file that is a transcript but for its line endings (CRLF) or a byte-order mark is
-collected and fails, saying so: it must never pass by not being run. The snapshot
-fixture's own `__snapshots__` folders are never collected as replays.
-
-What counts as drift. The saved file's source line holds a sha256 of what the run was
-built from (the scenario, its template, its Python tools' modules). An edit that changes
-nothing the run shows (a comment or a docstring in a shared tools module, a refactor)
-changes only that hash: such a replay PASSES, and the session's summary lists the files
-whose hash is stale (`--harness-update` refreshes it). Only a replay that differs in
-anything else fails. `--harness-strict-source` (or `harness_strict_source = true` in the
-ini file) fails on the hash alone too, as a record of every edit.
-
-Three modes, as VCR has record modes:
-
-    pytest                          replay: offline, the recorded model turns; fail at a difference
-    pytest --harness-update         keep the recorded model turns, refresh what code and the
-                                    developer wrote now; rewrite the files that changed, and
-                                    warn (naming the file and the call) where a kept turn
-                                    followed text the update changed: it answers text the
-                                    model never read, and only --harness-record asks again
-    pytest --harness-record MODEL   run each file's source again on MODEL (live, or `scripted`:
-                                    a scenario's own completions) and rewrite the file; a
-                                    recording that did not complete (the model failed, its
-                                    script ran out) fails and leaves the file as it was, and
-                                    a Ctrl-C stops the session with every file as it was
-
-A snapshot fixture for Python code, built on syrupy (imported when the fixture is used):
-
-    def test_my_agent(transcript_snapshot):
-        assert run_scenario(load_scenario(path)).saved == transcript_snapshot
-
-The snapshot is one `.txt` file in the save format under `__snapshots__/`, written
-byte for byte; `pytest --snapshot-update` writes it. Pass the saved text, or any object
-with a `.saved` attribute holding it (a run record). A mismatch shows the same diff
-(pytest cuts long assertion messages: -vv shows all of it).
-
-What this module leaves out: making transcripts (harness.record) and comparing them
-(harness.diff).
+`harness_redact` (ini, one pattern a line) adds patterns to every run's own (harness.entry).
+The fixture: `assert record.saved == transcript_snapshot`, one `.txt` file per snapshot
+under `__snapshots__/` (syrupy), written byte for byte, shown with the same diff.
 """
 
 from __future__ import annotations
@@ -72,31 +35,23 @@ RECORD_HINT = "pytest --harness-record MODEL (a live model, or `scripted`: the s
 
 
 def pytest_addoption(parser: pytest.Parser) -> None:
-    parser.addini(
-        "harness_transcripts",
-        "folders of saved harness transcripts to replay as tests (relative to the ini file)",
-        type="paths",
-        default=[],
+    ini = (
+        ("harness_transcripts", "folders of saved harness transcripts to replay as tests (relative to the ini file)", "paths", []),
+        ("harness_strict_source", "fail a saved transcript whose replay is the same but whose source was edited", "bool", False),
+        ("harness_redact", "regular expressions, one a line, masked (***) in model text and tool output", "linelist", []),
     )
-    parser.addini(
-        "harness_strict_source",
-        "fail a saved harness transcript whose replay is the same but whose source was edited (its sha256)",
-        type="bool",
-        default=False,
-    )
+    for name, help, kind, default in ini:
+        parser.addini(name, help, type=kind, default=default)
     group = parser.getgroup("harness")
     group.addoption(
         "--harness-update",
         action="store_true",
-        help="rewrite the saved harness transcripts whose replay changed (a stale source hash too), keeping their "
-        "recorded model turns, and list them; a kept turn that followed text the update changed is named in a warning "
-        "(--harness-record asks the model again)",
+        help="rewrite the saved harness transcripts whose replay changed, keeping their recorded model turns, and list them",
     )
     group.addoption(
         "--harness-strict-source",
         action="store_true",
-        help="fail a transcript whose replay is the same byte for byte but whose source was edited "
-        "(only source.sha256 differs); by default that passes and is listed in the summary",
+        help="fail a transcript whose replay is the same but whose source was edited (only source.sha256 differs)",
     )
     group.addoption(
         "--harness-record",
@@ -111,28 +66,30 @@ def pytest_configure(config: pytest.Config) -> None:
         raise pytest.UsageError("--harness-record and --harness-update: choose one (record runs the model again)")
     if config.getoption("harness_base_url") and not config.getoption("harness_record"):
         raise pytest.UsageError("--harness-base-url goes with --harness-record openai:NAME")
-    _check_base_url(config)
+    _check_inputs(config)
     for folder in config.getini("harness_transcripts"):
         if not folder.is_dir():  # a typo would otherwise collect nothing, silently
             raise pytest.UsageError(f"harness_transcripts: {folder} is not a folder")
     config.pluginmanager.register(_Rewrites(config), "harness-rewrites")
 
 
-def _check_base_url(config: pytest.Config) -> None:
-    """A bad base URL is one usage line naming where it came from, before any test runs."""
+def _check_inputs(config: pytest.Config) -> None:
+    """A bad base URL or pattern is one usage line naming where it came from, before any test runs."""
     import os
 
     from harness.backends.urls import check_base_url
+    from harness.entry import redaction
     from harness.errors import HarnessError
 
     url, where = config.getoption("harness_base_url"), "--harness-base-url"
     if not url and str(config.getoption("harness_record")).startswith(("openai:", "chat:")):  # only these talk to a server
         url, where = os.environ.get("HARNESS_BASE_URL"), "HARNESS_BASE_URL"
-    if url:
-        try:
+    try:
+        if url:
             check_base_url(url.rstrip("/"), where)
-        except HarnessError as error:
-            raise pytest.UsageError(str(error)) from None
+        redaction(config.getini("harness_redact"), "harness_redact")
+    except HarnessError as error:
+        raise pytest.UsageError(str(error)) from None
 
 
 def pytest_collect_file(file_path: Path, parent: pytest.Collector) -> TranscriptFile | None:
@@ -160,32 +117,19 @@ class RecordingFailed(Exception):
     """--harness-record: the model failed, or its script ran out, before the run ended."""
 
 
-# Stop reasons of a run that broke off, and the scenario field that scripts each on purpose.
-UNFINISHED = {"model_error": "model_error", "canceled": "interrupt", "model_exhausted": None}
-
-
 def _broke_off(fresh: str, source: str, live: bool):
-    """The fresh recording as a RunRecord if it did not complete (None if it did): it
-    stopped in model_error, canceled or model_exhausted. The one exception is a stop the
-    scenario scripts itself (its own `model_error` or `interrupt`, played by its script,
-    not by a live model): that stop is what the file records. A stop the run wrote down (a
-    live failure, a Ctrl-C) is among the run's overrides, never the scenario's own."""
+    """The fresh recording as a RunRecord if it did not complete (None if it did): it stopped
+    in model_error, canceled or model_exhausted, unless its scenario scripts that stop itself
+    (its own `model_error` or `interrupt`, played by its script; a live run's is an override)."""
     from harness.saved import load_record
 
     record = load_record(fresh, source)
-    reason = record.stop_reason.value
-    if reason not in UNFINISHED:
+    field = {"model_error": "model_error", "canceled": "interrupt", "model_exhausted": None}.get(record.stop_reason.value, "")
+    if field == "":
         return None
-    field = UNFINISHED[reason]
     written = record.source.overrides if record.source is not None else {}
-    scripted = (
-        not live
-        and field is not None
-        and record.scenario is not None
-        and getattr(record.scenario, field) is not None
-        and field not in written
-    )
-    return None if scripted else record
+    scripted = field is not None and not live and record.scenario is not None and field not in written
+    return None if scripted and getattr(record.scenario, field) is not None else record
 
 
 class TranscriptItem(pytest.Item):
@@ -209,7 +153,7 @@ class TranscriptItem(pytest.Item):
             raise HarnessError(self.source, error.message) from None
         if self.config.getoption("harness_record"):
             return self.record(text)
-        result = replay(text, self.source, base=self.path.parent, root=self.config.rootpath)
+        result = replay(text, self.source, base=self.path.parent, root=self.config.rootpath, redact=self.config.getini("harness_redact"))
         if result.matches:
             return
         update = self.config.getoption("harness_update")
@@ -219,7 +163,7 @@ class TranscriptItem(pytest.Item):
         if update:
             _rewrite(self.path, result.fresh, self.source)
             self.user_properties.append((_REWROTE, self.source))
-            if (warning := _kept_stale_turn(result, self.source, self.path.parent)) is not None:
+            if (warning := _kept_stale_turn(result, self.source)) is not None:
                 self.user_properties.append((_STALE, warning))
             return
         diff = transcript_diff(result.saved, result.fresh, self.source).rstrip("\n")
@@ -234,7 +178,7 @@ class TranscriptItem(pytest.Item):
         from harness.record import record_again
 
         model = _recording_model(self.config)
-        fresh = record_again(text, self.source, self.path, self.config.rootpath, model)
+        fresh = record_again(text, self.source, self.path, self.config.rootpath, model, self.config.getini("harness_redact"))
         if (broken := _broke_off(fresh, self.source, live=model is not None)) is not None:
             if broken.stop_reason.value == "canceled":  # Ctrl-C: it stops the session, as pytest's own does
                 raise KeyboardInterrupt
@@ -260,7 +204,7 @@ class TranscriptItem(pytest.Item):
         return self.path, None, f"replay {self.source}"
 
 
-def _kept_stale_turn(result, source: str, folder: Path) -> str | None:
+def _kept_stale_turn(result, source: str) -> str | None:
     """The warning line for an update that kept a model turn written after text it changed."""
     from harness.escape import one_line
     from harness.stale import stale_turn
@@ -309,36 +253,34 @@ class _Rewrites:
 
     def __init__(self, config: pytest.Config) -> None:
         self.config = config
-        self.rewritten: list[str] = []
-        self.rehashed: list[str] = []
-        self.stale: list[str] = []  # warning lines: a kept model turn that followed changed text
+        self.listed: dict[str, list[str]] = {_REWROTE: [], _REHASHED: [], _STALE: []}
 
     def pytest_runtest_logreport(self, report: pytest.TestReport) -> None:
         if report.when == "call":  # each phase's report carries the item's properties: count one
-            self.rewritten += [value for key, value in report.user_properties if key == _REWROTE]
-            self.rehashed += [value for key, value in report.user_properties if key == _REHASHED]
-            self.stale += [value for key, value in report.user_properties if key == _STALE]
+            for key, value in report.user_properties:
+                self.listed.get(key, []).append(value)
 
     def pytest_terminal_summary(self, terminalreporter) -> None:
-        if self.rehashed:
-            count = len(self.rehashed)
+        rewritten, rehashed, stale = (sorted(self.listed[key]) for key in (_REWROTE, _REHASHED, _STALE))
+        if rehashed:
+            count = len(rehashed)
             terminalreporter.section("harness: edited sources, the same runs")
             terminalreporter.write_line(
                 f"{count} saved transcript{'s' if count != 1 else ''} replayed the same from an edited source "
                 "(only source.sha256 differs; --harness-update records the new hash, --harness-strict-source fails on it):"
             )
-            for source in sorted(self.rehashed):
+            for source in rehashed:
                 terminalreporter.write_line(f"  {source}")
         mode = "--harness-record" if self.config.getoption("harness_record") else "--harness-update"
         if not self.config.getoption("harness_update") and mode == "--harness-update":
             return
-        if not self.rewritten:
+        if not rewritten:
             terminalreporter.write_line("harness: no saved transcript changed")
             return
         terminalreporter.section(f"harness {mode}")
-        for source in sorted(self.rewritten):
+        for source in rewritten:
             terminalreporter.write_line(f"rewrote {source}")
-        for warning in sorted(self.stale):
+        for warning in stale:
             terminalreporter.write_line(warning, yellow=True)
 
 

@@ -1,28 +1,17 @@
 """Assembling a run from its source, running it, and replaying a saved transcript.
 
-    build(scenario, root)    a Setup: the developer's prompt as the start of the buffer, the
-                             tools, the rules, and where it came from (harness.source)
-    scripted(scenario)       the scenario's own model: its completions (wrapped to fail or be
-                             interrupted where the scenario says so)
-    run_scenario(scenario)   run it: a RunRecord that knows the scenario it came from
-    replay(text, source)     run a saved transcript again, fed its recorded turns
-
 A saved transcript names its source (harness.source): a scenario file or an importable
-Agent. Replay rebuilds the Setup from that source as it is *now* (the scenario's fields,
-its template, its tools) and runs it on the recording played back (`recorded`): the
-`model` spans, with what the stop sequence cut put back, and what only the recording
-knows, read from the saved record: each call's token counts, the model's name, how it
-was reached, and where a live model failed or a Ctrl-C came. So one source of truth
-decides what drift is: an edited question, canned result, template or tool shows in the
-new file; if it differs from the saved one by a byte, the check fails. A file without a
-source (written before sources existed, or by `harness agent`) replays from the scenario
-copy it stores.
+Agent. Replay rebuilds the Setup from that source as it is *now* and runs it on the
+recording played back (`recorded`): the `model` spans with what the stop cut put back, and
+what only the recording knows (token counts, the model's name, its endpoint, where a live
+model failed or a Ctrl-C came). So an edited question, result, template or tool shows in
+the new file, and the check fails at the first differing byte. A file without a source
+replays from the scenario copy it stores.
 """
 
 from __future__ import annotations
 
-import functools
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, replace
 from pathlib import Path
 
@@ -30,6 +19,7 @@ from harness import prompts
 from harness import source as sources
 from harness.agent import Agent
 from harness.dialects import get_dialect
+from harness.entry import redaction
 from harness.errors import HarnessError, TranscriptFormatError
 from harness.events import StopReason
 from harness.files import read_input
@@ -45,19 +35,16 @@ from harness.user_code import import_object
 from harness.workspace import Workspace
 
 
-@functools.cache
 def shipped() -> Path:
-    """The shipped scenarios' folder (looked up once: it does not move)."""
     return data_dir("transcripts")
 
 
 def build(scenario: Scenario, root: Path, live: Model | None = None, peek: int = 0) -> Setup:
-    """The run a scenario describes, its source named relative to `root`. A script is read
-    whole past a stop (it costs nothing to read on); a `live` model is told the stops unless
-    it is peeked past them."""
+    """The run a scenario describes, its source named relative to `root`; a `live` model is
+    told the stops unless it is peeked past them (a script is read whole)."""
     dialect = get_dialect(scenario.dialect, f"{scenario.source}: dialect")
     workspace = None if scenario.workspace is None else Workspace(scenario.workspace)
-    tools = Registry(spec.build(workspace, scenario.base, scenario.source) for spec in scenario.tools)
+    tools = Registry(scenario.build_tools(workspace))
     buffer = Transcript()
     template = scenario.template()
     filled = prompts.render(template, {"question": scenario.question, "tools": tools.render(dialect.signature)})
@@ -71,6 +58,7 @@ def build(scenario: Scenario, root: Path, live: Model | None = None, peek: int =
         send_stop=live is None or peek == 0,
         frames=filled.frames, question=scenario.question,
         scenario=scenario, source=source, workspace=workspace,
+        redaction=redaction(scenario.redact, f"{scenario.source}: redact"),
     )  # fmt: skip
 
 
@@ -114,12 +102,9 @@ def run_scenario(
     root: Path | None = None,
     wrap: Callable[[Model], Model] | None = None,
 ) -> RunRecord:
-    """Run a scenario on its scripted model, or on a live `model`; the record knows its source
-    (a scenario loaded from a file: by its path relative to `root`, by default the working folder).
-    `wrap` wraps whichever model runs (a batch's Ctrl-C, harness.batch).
-
-    With a live model and `peek`, the server is not told the stop strings: the scanner cuts
-    and reads up to `peek` characters more, only to record what the stop prevented."""
+    """Run a scenario on its scripted model, or on a live `model` (with `peek`: read that
+    far past a stop, only to record what it prevented); its source is named relative to
+    `root`, by default the working folder. `wrap` wraps whichever model runs (a batch's)."""
     root = (root or Path.cwd()).absolute()  # now: a tool's os.chdir cannot move it
     setup = build(scenario, root, model, peek)
     model = scripted(scenario) if model is None else model
@@ -134,9 +119,8 @@ class Replay:
 
     @property
     def fresh(self) -> str:
-        """What --check compares with the file: the run again, with what only a recording
-        knows (the model's name, each call's token counts) as the file has it, so that a
-        live replay's own counts are not drift (offline, they are the file's already)."""
+        """What --check compares with the file: the run again, with the model's name and
+        token counts as the file has them (a live replay's own are not drift)."""
         calls = self.record.calls
         tokens = [c.tokens for c in self.recording.calls] + [c.tokens for c in calls[len(self.recording.calls) :]]
         return replace(self.record, model=self.recording.model, calls=tuple(replace(c, tokens=t) for c, t in zip(calls, tokens))).saved
@@ -152,8 +136,7 @@ def turns_of(record: RunRecord) -> tuple[str, ...]:
 
 
 def scenario_of(record: RunRecord, source: str) -> Scenario:
-    """The scenario copy a saved run stores (files without a source line: written before
-    sources existed, or by `harness agent`)."""
+    """The scenario copy a saved run without a source line stores (`harness agent`'s)."""
     if record.scenario is None:
         raise TranscriptFormatError(
             source, "names no source and stores no scenario: this file cannot be replayed (an Agent names its source with Agent(..., source='module:attribute'))"
@@ -172,7 +155,8 @@ def scenario_of(record: RunRecord, source: str) -> Scenario:
 
 def rebuilt(record: RunRecord, where: str, folder: Path, root: Path, keep_facts: bool = True) -> Scenario:
     """The scenario the file names, loaded as it is now, with the run's overrides (without a
-    past live run's Ctrl-C and model error, unless `keep_facts`)."""
+    past live run's Ctrl-C and model error, unless `keep_facts`); the run's patterns to redact
+    join the scenario's own, so a pattern added to it since applies too."""
     path = sources.resolve(record.source, where, folder, root, shipped())
     now = load_scenario(path, sources.shown(path, root))
     facts = () if keep_facts else ("interrupt", "model_error")
@@ -183,7 +167,8 @@ def rebuilt(record: RunRecord, where: str, folder: Path, root: Path, keep_facts:
         changed = Scenario.from_dict((now.loaded or {}) | overrides, f"{where}: metadata source.overrides", now.base)
     except HarnessError as e:
         raise TranscriptFormatError(e.where, e.message) from None
-    return changed.but(completions=now.completions, source=now.source, file=now.file, loaded=now.loaded)
+    changed = changed.but(completions=now.completions, source=now.source, file=now.file, loaded=now.loaded)
+    return with_patterns(changed, now.redact)
 
 
 def imported_agent(saved: RunRecord, where: str, root: Path) -> Agent:
@@ -194,13 +179,21 @@ def imported_agent(saved: RunRecord, where: str, root: Path) -> Agent:
     return agent
 
 
-def setup_again(saved: RunRecord, where: str, folder: Path, root: Path, live: Model | None, keep_facts: bool = True) -> Setup:
-    """The Setup a saved run's source gives now: its scenario (or the copy it stores) or its Agent."""
+def setup_again(saved: RunRecord, where: str, folder: Path, root: Path, live: Model | None, keep_facts: bool = True, redact: Sequence[str] = ()) -> Setup:
+    """The Setup a saved run's source gives now: its scenario (or the copy it stores) or its
+    Agent; `redact`: patterns added to a scenario's own (pytest's `harness_redact`)."""
     if saved.source is not None and saved.source.agent is not None:
-        return imported_agent(saved, where, root).setup(saved.source.question)
-    if saved.source is None:
-        return build(scenario_of(saved, where), root, live)
-    return build(rebuilt(saved, where, folder, root, keep_facts), root, live)
+        setup = imported_agent(saved, where, root).setup(saved.source.question)
+        setup.redaction = redaction(redact, "harness_redact")  # (an Agent's file does not record them)
+        return setup
+    scenario = scenario_of(saved, where) if saved.source is None else rebuilt(saved, where, folder, root, keep_facts)
+    return build(with_patterns(scenario, redact), root, live)
+
+
+def with_patterns(scenario: Scenario, redact: Sequence[str]) -> Scenario:
+    """The scenario with more patterns to redact (a run's, as --max-steps is a run's limit)."""
+    more = tuple(p for p in redact if p not in scenario.redact)
+    return scenario.but(redact=scenario.redact + more) if more else scenario
 
 
 def replay(
@@ -210,29 +203,28 @@ def replay(
     model: Model | None = None,
     base: Path | None = None,
     root: Path | None = None,
+    redact: Sequence[str] = (),
 ) -> Replay:
-    """Run a saved transcript again; with `model`, live instead of from its recorded turns.
-    Its source is looked for relative to `base` (by default the file's folder) or `root` (the
-    project root, by default the working folder), as the file says."""
+    """Run a saved transcript again (with `model`: live); its source is looked for relative
+    to `base` (by default the file's folder) or `root` (the working folder), as it says."""
     folder, root = (base or Path(source).parent).absolute(), (root or Path.cwd()).absolute()
     saved = load_record(text, source, folder)
-    setup = setup_again(saved, source, folder, root, model)
+    setup = setup_again(saved, source, folder, root, model, redact=redact)
     if saved.source is not None:  # named as the file names it; the hash is the source's now
         setup.source = saved.source.but(sha256=setup.source.sha256 if setup.source else "")
     chunk_size = setup.scenario.chunk_size if setup.scenario is not None else 8
     return Replay(text, run(setup, model or recorded(saved, chunk_size), emit), saved)
 
 
-def record_again(text: str, source: str, path: Path, root: Path, model: Model | None) -> str:
-    """The file recorded again: its source run now on `model` (None: a scenario's own
-    script), saved relative to `path`. Nothing of the old recording is kept but the run's
-    options (--max-steps, --no-stop); a past run's Ctrl-C or model error is not one."""
+def record_again(text: str, source: str, path: Path, root: Path, model: Model | None, redact: Sequence[str] = ()) -> str:
+    """The file recorded again: its source run now on `model` (None: its own script), saved
+    relative to `path`, keeping only the run's options (--max-steps, --no-stop, patterns)."""
     saved = load_record(text, source)
     if saved.source is None:
         raise TranscriptFormatError(source, "names no source, so it cannot be recorded again (save it again with harness run)")
     if saved.source.agent is not None and model is None:
         raise HarnessError(f"{source}: metadata source.agent", "an Agent has no script of its own: record it with a live model")
-    setup = setup_again(saved, source, path.parent, root, model, keep_facts=False)
+    setup = setup_again(saved, source, path.parent, root, model, keep_facts=False, redact=redact)
     if saved.source.origin == "root":  # named as the file named it
         setup.source = setup.source.but(scenario=saved.source.scenario, origin="root")
     record = run(setup, model or scripted(setup.scenario))

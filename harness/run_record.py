@@ -1,22 +1,11 @@
 """The run record: one typed value from the loop to every view, and to and from a file.
 
-    RunRecord
-        transcript     the buffer, every span with its author
-        stop_reason    why the loop stopped; final_answer, steps, detail (an error's message)
-        calls          per model call: what was cut and by what, the tools that ran, the
-                       notices code wrote, the model's own token counts when it gave them
-        model          the live model's name as the run was started with it ("" for a script)
-        endpoint       how the model was reached: "completions" (one text) or "chat" (messages)
-        source         where the run came from (harness.source), so a replay rebuilds it from there
-        scenario       the scenario the run was built from (harness.scenario), if any
-
 The loop makes it, whole, at the end of a run; `saved` writes it in save format v1
-(harness.transcript), and harness.saved reads a saved file back into the same type.
-What only the recording knows (the model's name, how it was reached, its token counts,
-where a live model failed or a Ctrl-C came) is the record's: a replay reads it from the
-saved record, never from the scenario. A file keeps the save format it always had: how
-the model was reached and where a live run stopped are also written as the scenario's
-fields (`endpoint`, `interrupt`, `model_error`) in its scenario copy and `source.overrides`.
+(harness.transcript), and harness.saved reads a saved file back into the same type. What
+only the recording knows (the model's name, its endpoint, token counts, where a live model
+failed or a Ctrl-C came) is the record's: a replay reads it from the saved record. The file
+keeps the format it always had: the endpoint and where a live run stopped are also written
+as the scenario's fields in its scenario copy and `source.overrides`.
 """
 
 from __future__ import annotations
@@ -26,6 +15,7 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from harness.entry import Redaction, redaction
 from harness.errors import HarnessError
 from harness.events import StopReason
 from harness.transcript import Author, Transcript, dumps
@@ -96,13 +86,12 @@ class RunRecord:
         if self.source is not None:
             meta["source"] = self.source.but(overrides=overrides).to_meta() if scenario is not None else self.source.to_meta()
         if scenario is not None:
-            meta["scenario"] = scenario.to_meta()
+            meta["scenario"] = _masked(scenario.to_meta(), redaction(scenario.redact, "redact"))
         return meta
 
     def facts(self) -> dict[str, Any]:
-        """What only the recording knows, as the scenario's fields (`endpoint`, `interrupt`,
-        `model_error`) that the scenario does not say already: how the model was reached, and
-        where a live model failed or a real Ctrl-C came. A scenario's scripted ones stand."""
+        """What only the recording knows (the endpoint, where a live model failed or a real
+        Ctrl-C came), as the scenario's fields it does not say already."""
         out: dict[str, Any] = {}
         scenario, last = self.scenario, self.transcript.last_author
         if scenario.endpoint != self.endpoint:
@@ -117,9 +106,8 @@ class RunRecord:
         return replace(self, **changes)
 
     def placed(self, target: Path) -> RunRecord:
-        """The record as it is saved at `target`: its scenario named relative to that file's folder.
-        A name that is not UTF-8 (Python holds its bytes as lone surrogates) cannot be saved:
-        a saved file is UTF-8 text, and a replay finds the scenario by that name."""
+        """The record as it is saved at `target`: its scenario named relative to that file's
+        folder (a name that is not UTF-8 cannot be written in the file)."""
         if self.source is None:
             return self
         placed = self.source.placed(target)
@@ -129,3 +117,13 @@ class RunRecord:
             why = "its file name is not UTF-8, and a saved run names its scenario in UTF-8 text; rename the file to save its run"
             raise HarnessError(str(self.source.scenario), why) from None
         return replace(self, source=placed)
+
+
+def _masked(meta: dict[str, Any], redact: Redaction) -> dict[str, Any]:
+    """The scenario copy as a file keeps it: canned results are a tool's output, masked too."""
+    for spec in meta["tools"].values():
+        if "results" in spec:
+            spec["results"] = {key: redact(value) for key, value in spec["results"].items()}
+        if spec.get("default") is not None:
+            spec["default"] = redact(spec["default"])
+    return meta

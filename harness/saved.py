@@ -1,11 +1,7 @@
 """A saved transcript read back into a RunRecord, every metadata field checked.
 
-    record = load_record(text, "runs/nimbus.txt")
-
-A saved transcript is untrusted input (people mail them; CI replays them on pull
-requests), so anything of the wrong shape is a TranscriptFormatError naming the line and
-the field, never a crash later in a view. The save format itself is harness.transcript's
-(the records) and harness.run_record's (the metadata it writes).
+A saved file is untrusted input (people mail them; CI replays them on pull requests):
+anything of the wrong shape is a TranscriptFormatError naming the field, never a crash later.
 """
 
 from __future__ import annotations

@@ -14,6 +14,7 @@
     # use_stop = false                       # no stop sequence, as `--no-stop`
     # endpoint = "chat"                      # the buffer sent as chat messages
     # expect = "303"                         # the answer a batch checks (or expect_regex = "...")
+    # redact = ["token=\\w+"]                # patterns masked (***) in model text and tool output
     # [workspace]                            # in-memory files for read_file, write_file,
     # "calc.py" = "..."                      # patch_file and finish (relative paths, no `..`)
 
@@ -37,19 +38,19 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
-import regex
 import tomli
 
 from harness import prompts
 from harness.dialects import DIALECTS
+from harness.entry import redaction
 from harness.errors import HarnessError, ScenarioError
 from harness.files import read_input
 from harness.limits import Limits
 from harness.prompts import data_dir
 from harness.tool_specs import ToolSpec, parse_tool
-from harness.tools import ToolError
-from harness.user_code import TOOL_NAME
-from harness.workspace import TOOL_NAMES, check_path
+from harness.tools import Tool, ToolError
+from harness.user_code import TOOL_NAME, loading
+from harness.workspace import TOOL_NAMES, Workspace, check_path
 
 _LIMITS = Limits()
 
@@ -75,6 +76,7 @@ class Scenario:
     endpoint: str = "completions"  # "chat": the buffer goes as messages (harness.backends.messages)
     expect: str | None = None  # the final answer a batch's summary checks (harness.expect)
     expect_regex: str | None = None  # or a pattern found in it
+    redact: tuple[str, ...] = ()  # patterns masked in model text and tool output (harness.entry)
     source: str = field(default="", compare=False)  # where it was read from, for messages
     base: Path | None = field(default=None, compare=False)  # its folder: prompt_file and Python tools live here
     file: Path | None = field(default=None, compare=False)  # the .toml it was loaded from (absolute)
@@ -92,7 +94,7 @@ class Scenario:
         data = {name: getattr(self, name) for name in _META_FIELDS}
         if self.workspace is not None:
             data["workspace"] = dict(self.workspace)
-        unset = (("prompt_file", None), ("endpoint", "completions"), ("expect", None), ("expect_regex", None))
+        unset = (("prompt_file", None), ("endpoint", "completions"), ("expect", None), ("expect_regex", None), ("redact", ()))
         for key in [k for k, default in unset if data[k] == default]:
             del data[key]  # files written before these fields existed stay the same
         data["tools"] = {spec.name: spec.to_meta() for spec in self.tools}
@@ -103,6 +105,14 @@ class Scenario:
         if self.prompt_file is not None:
             return prompts.by_path(self.prompt_file, self.base or Path.cwd(), f"{self.source}: prompt_file")
         return prompts.by_name(self.prompt, f"{self.source}: prompt")
+
+    def build_tools(self, workspace: Workspace | None = None) -> tuple[Tool, ...]:
+        """The scenario's tools, ready to call (`tool.call(args, kwargs)`); the workspace
+        tools work on `workspace`, by default a fresh one holding the scenario's files."""
+        if workspace is None and self.workspace is not None:
+            workspace = Workspace(self.workspace)
+        with loading():  # its Python tools' modules, loaded once for all of them (harness.user_code)
+            return tuple(spec.build(workspace, self.base, self.source) for spec in self.tools)
 
     def but(self, **changes: Any) -> Scenario:
         """A copy with some fields changed (`--max-steps`, `--no-stop`)."""
@@ -163,96 +173,36 @@ _META_FIELDS = [f for f in Scenario.__dataclass_fields__ if f in _FIELDS and f !
 
 
 def _parse(data: dict[str, Any], where: str, base: Path | None, check_files: bool = True) -> Scenario:
-    def fail(key: str, message: str) -> ScenarioError:
-        return ScenarioError(f"{where}: {key}", message)
-
+    """The fields checked, in the order a reader meets them in the file."""
+    read = _Fields(data, where)
     for key in data:
         if key not in _FIELDS:
-            raise fail(key, f"unknown field (known: {', '.join(sorted(_FIELDS))})")
-
-    def text(key: str, default: str | None = None) -> str:
-        value = data.get(key, default)
-        if value is None:
-            raise fail(key, "is required")
-        if not isinstance(value, str):
-            raise fail(key, "must be a string")
-        return value
-
-    def count(key: str, default: int) -> int:
-        value = data.get(key, default)
-        if type(value) is not int or value < 0:
-            raise fail(key, "must be a whole number, 0 or more")
-        return value
-
-    completions = data.get("completions", [])
-    if not isinstance(completions, list) or not all(isinstance(c, str) for c in completions):
-        raise fail("completions", "must be a list of strings")
-    dialect = text("dialect", "default")
-    if dialect not in DIALECTS:
-        raise fail("dialect", f"unknown dialect {dialect!r} (known: {', '.join(DIALECTS)})")
-    prompt = text("prompt", "default")
-    try:
-        prompts.check_name(prompt)  # by name only, never a path
-    except HarnessError as e:
-        raise fail("prompt", e.message) from None
-    prompt_file = data.get("prompt_file")
-    if prompt_file is not None and not isinstance(prompt_file, str):
-        raise fail("prompt_file", "must be a string")
-    if check_files and prompt_file is not None and "prompt" in data:  # (a saved file's metadata always holds both)
-        raise fail("prompt_file", "goes instead of prompt, not with it (a template is named one way: prompt, or prompt_file)")
-    tools = data.get("tools", {})
-    if not isinstance(tools, dict):
-        raise fail("tools", "must be a table of [tools.NAME] tables")
-    workspace = data.get("workspace")
-    if workspace is not None and (
-        not isinstance(workspace, dict) or not all(isinstance(v, str) for v in workspace.values())
-    ):
-        raise fail("workspace", "must be a table of file paths to their text")
-    for path in workspace or ():
-        try:
-            check_path(path)  # the workspace tools' own rule: a file they would refuse is never one of theirs
-        except ToolError as e:
-            raise fail("workspace", str(e)) from None
-    for name in tools:
-        if not TOOL_NAME.fullmatch(name):
-            raise ScenarioError(f"{where}: tools", f"{name!r} is not a tool name (a letter or _, then letters, digits, _)")
-        if name in TOOL_NAMES and workspace is None:
-            raise fail(f"tools.{name}", "needs a [workspace] table of files to work on")
-    if (endpoint := text("endpoint", "completions")) not in ("completions", "chat"):  # chat: harness.backends.messages
-        raise fail("endpoint", 'must be "completions" or "chat"')
-    chunk_size = count("chunk_size", 8)
-    expect, expect_regex = (None if data.get(k) is None else text(k) for k in ("expect", "expect_regex"))
-    if expect is not None and expect_regex is not None:
-        raise fail("expect_regex", "goes instead of expect, not with it (an answer is checked one way)")
-    if expect_regex is not None:
-        from harness.expect import check_pattern
-
-        check_pattern(expect_regex, f"{where}: expect_regex")
-    if chunk_size < 1:
-        raise fail("chunk_size", "must be 1 or more")
+            raise read.fail(key, f"unknown field (known: {', '.join(sorted(_FIELDS))})")
+    workspace = _workspace(read)
+    expect, expect_regex = _expect(read)
     scenario = Scenario(
-        question=text("question"),
-        completions=tuple(completions),
-        title=text("title", ""),
-        prompt=prompt,
-        prompt_file=prompt_file,
-        dialect=dialect,
-        tools=tuple(parse_tool(name, spec, f"{where}: tools.{name}") for name, spec in tools.items()),
-        max_steps=count("max_steps", _LIMITS.max_steps),
-        unknown_tool_limit=count("unknown_tool_limit", _LIMITS.unknown_tool_limit),
-        format_error_limit=count("format_error_limit", _LIMITS.format_error_limit),
-        repeat_limit=count("repeat_limit", _LIMITS.repeat_limit),
-        chunk_size=chunk_size,
-        interrupt=_pair(data, "interrupt", ("step", "at"), int, where),
-        model_error=_pair(data, "model_error", ("step", "message"), str, where),
-        use_stop=_flag(data, "use_stop", where),
+        question=read.text("question"),
+        completions=read.strings("completions"),
+        title=read.text("title", ""),
+        **_template(read, check_files),
+        tools=_tools(read, workspace is not None),
+        max_steps=read.count("max_steps", _LIMITS.max_steps),
+        unknown_tool_limit=read.count("unknown_tool_limit", _LIMITS.unknown_tool_limit),
+        format_error_limit=read.count("format_error_limit", _LIMITS.format_error_limit),
+        repeat_limit=read.count("repeat_limit", _LIMITS.repeat_limit),
+        chunk_size=read.count("chunk_size", 8, least=1),
+        interrupt=read.pair("interrupt", ("step", "at"), int),
+        model_error=read.pair("model_error", ("step", "message"), str),
+        use_stop=read.flag("use_stop"),
         workspace=workspace,
-        endpoint=endpoint,
+        endpoint=read.choice("endpoint", ("completions", "chat")),  # chat: harness.backends.messages
         expect=expect,
         expect_regex=expect_regex,
+        redact=read.strings("redact"),
         source=where,
         base=base,
     )
+    redaction(scenario.redact, f"{where}: redact")  # each pattern must compile (harness.entry)
     try:
         if check_files:
             scenario.template()  # the template must exist, and be where a template may be
@@ -261,26 +211,110 @@ def _parse(data: dict[str, Any], where: str, base: Path | None, check_files: boo
     return scenario
 
 
-def _flag(data: dict[str, Any], key: str, where: str) -> bool:
-    value = data.get(key, True)
-    if not isinstance(value, bool):
-        raise ScenarioError(f"{where}: {key}", "must be true or false")
-    return value
+@dataclass(frozen=True)
+class _Fields:
+    """A scenario's fields as loaded, each read with its check."""
+
+    data: dict[str, Any]
+    where: str
+
+    def fail(self, key: str, message: str) -> ScenarioError:
+        return ScenarioError(f"{self.where}: {key}", message)
+
+    def text(self, key: str, default: str | None = None) -> str:
+        value = self.data.get(key, default)
+        if value is None:
+            raise self.fail(key, "is required")
+        if not isinstance(value, str):
+            raise self.fail(key, "must be a string")
+        return value
+
+    def choice(self, key: str, known: tuple[str, ...]) -> str:
+        if (value := self.text(key, known[0])) not in known:
+            raise self.fail(key, f"must be one of {', '.join(known)}, not {value[:80]!r}")
+        return value
+
+    def strings(self, key: str) -> tuple[str, ...]:
+        value = self.data.get(key, [])
+        if not isinstance(value, list) or not all(isinstance(v, str) for v in value):
+            raise self.fail(key, "must be a list of strings")
+        return tuple(value)
+
+    def count(self, key: str, default: int, least: int = 0) -> int:
+        value = self.data.get(key, default)
+        if type(value) is not int or value < least:
+            raise self.fail(key, f"must be a whole number, {least} or more")
+        return value
+
+    def flag(self, key: str) -> bool:
+        value = self.data.get(key, True)
+        if not isinstance(value, bool):
+            raise self.fail(key, "must be true or false")
+        return value
+
+    def pair(self, key: str, names: tuple[str, str], kind: type) -> tuple[Any, Any] | None:
+        """`key = { step = 2, <name> = ... }` -> (2, ...), or None when absent."""
+        value = self.data.get(key)
+        if value is None:
+            return None
+        if isinstance(value, list) and len(value) == 2:  # a saved transcript's metadata holds the pair as a list
+            value = dict(zip(names, value))
+        if not isinstance(value, dict) or set(value) != set(names):
+            raise self.fail(key, f"must be a table with exactly {names[0]} and {names[1]}")
+        step, other = value[names[0]], value[names[1]]
+        if type(step) is not int or step < 1:
+            raise self.fail(f"{key}.{names[0]}", "must be a whole number, 1 or more")
+        if type(other) is not kind or (kind is int and other < 0):
+            raise self.fail(f"{key}.{names[1]}", f"must be a {'whole number, 0 or more' if kind is int else 'string'}")
+        return step, other
 
 
-def _pair(data: dict[str, Any], key: str, names: tuple[str, str], kind: type, where: str) -> tuple[Any, Any] | None:
-    """`key = { step = 2, <name> = ... }` -> (2, ...), or None when absent."""
-    value = data.get(key)
-    if value is None:
-        return None
-    # A saved transcript's metadata holds the pair as a JSON list.
-    if isinstance(value, list) and len(value) == 2:
-        value = dict(zip(names, value))
-    if not isinstance(value, dict) or set(value) != set(names):
-        raise ScenarioError(f"{where}: {key}", f"must be a table with exactly {names[0]} and {names[1]}")
-    step, other = value[names[0]], value[names[1]]
-    if type(step) is not int or step < 1:
-        raise ScenarioError(f"{where}: {key}.{names[0]}", "must be a whole number, 1 or more")
-    if type(other) is not kind or (kind is int and other < 0):
-        raise ScenarioError(f"{where}: {key}.{names[1]}", f"must be a {'whole number, 0 or more' if kind is int else 'string'}")
-    return step, other
+def _template(read: _Fields, check_files: bool) -> dict[str, Any]:
+    """dialect, prompt and prompt_file: how the buffer begins."""
+    dialect = read.text("dialect", "default")
+    if dialect not in DIALECTS:
+        raise read.fail("dialect", f"unknown dialect {dialect!r} (known: {', '.join(DIALECTS)})")
+    prompt = read.text("prompt", "default")
+    try:
+        prompts.check_name(prompt)  # by name only, never a path
+    except HarnessError as e:
+        raise read.fail("prompt", e.message) from None
+    prompt_file = None if read.data.get("prompt_file") is None else read.text("prompt_file")
+    if check_files and prompt_file is not None and "prompt" in read.data:  # (a saved file's metadata always holds both)
+        raise read.fail("prompt_file", "goes instead of prompt, not with it (a template is named one way: prompt, or prompt_file)")
+    return {"dialect": dialect, "prompt": prompt, "prompt_file": prompt_file}
+
+
+def _workspace(read: _Fields) -> dict[str, str] | None:
+    workspace = read.data.get("workspace")
+    if workspace is not None and (not isinstance(workspace, dict) or not all(isinstance(v, str) for v in workspace.values())):
+        raise read.fail("workspace", "must be a table of file paths to their text")
+    for path in workspace or ():
+        try:
+            check_path(path)  # the workspace tools' own rule: a file they would refuse is never one of theirs
+        except ToolError as e:
+            raise read.fail("workspace", str(e)) from None
+    return workspace
+
+
+def _tools(read: _Fields, has_workspace: bool) -> tuple[ToolSpec, ...]:
+    tools = read.data.get("tools", {})
+    if not isinstance(tools, dict):
+        raise read.fail("tools", "must be a table of [tools.NAME] tables")
+    for name in tools:
+        if not TOOL_NAME.fullmatch(name):
+            raise read.fail("tools", f"{name!r} is not a tool name (a letter or _, then letters, digits, _)")
+        if name in TOOL_NAMES and not has_workspace:
+            raise read.fail(f"tools.{name}", "needs a [workspace] table of files to work on")
+    return tuple(parse_tool(name, spec, f"{read.where}: tools.{name}") for name, spec in tools.items())
+
+
+def _expect(read: _Fields) -> tuple[str | None, str | None]:
+    expect, expect_regex = (None if read.data.get(k) is None else read.text(k) for k in ("expect", "expect_regex"))
+    if expect is not None and expect_regex is not None:
+        raise read.fail("expect_regex", "goes instead of expect, not with it (an answer is checked one way)")
+    if expect_regex is not None:
+        from harness.expect import check_pattern
+
+        check_pattern(expect_regex, f"{read.where}: expect_regex")
+    return expect, expect_regex

@@ -2,24 +2,14 @@
 from that source as it is *now* and feed it the recorded model turns.
 
     # source: {"scenario": "../../scenarios/weather.toml", "from": "transcript", "sha256": "…"}
-    # source: {"scenario": "nimbus", "from": "shipped", "sha256": "…"}
     # source: {"agent": "mypkg.agents:desk", "question": "Where is order 42?", "sha256": "…"}
 
-`from` says what a scenario's path is relative to: `transcript` (the saved file's own
-folder: what `--save` and the pytest plugin write), `root` (the project root: the folder
-harness runs in, or pytest's rootdir; what `record.saved` writes from Python, not knowing
-where the text will be kept) or `shipped` (a scenario that comes with harness, by name).
-An agent is an importable `module:attribute` naming an `Agent` built with `source=`.
-
-`overrides` are the scenario's fields the run changed (`--max-steps`, `--no-stop`, a live
-run's Ctrl-C or model error): a replay applies them to the source as it is now.
-`sha256` is of everything the run was built from (the scenario's fields, the template, the
-Python tools' module files), so an edit anywhere shows, at least, as this line's drift. An
-edit that changed nothing the run shows (a comment, a docstring, a refactor of a shared
-tools module) is *only* that drift: `only_rehashed` tells it apart, and a replay check
-passes it unless asked to be strict (the pytest plugin, `harness replay --check`).
-
-Nothing here is needed to *show* a saved run: only `resolve` touches the disk.
+`from` says what a scenario's path is relative to: `transcript` (the saved file's folder),
+`root` (the project root) or `shipped` (a scenario that comes with harness, by name).
+`overrides` are the fields the run changed (`--max-steps`, `--no-stop`, `harness_redact`, a
+live run's Ctrl-C or model error). `sha256` is of everything the run was built from, so an
+edit anywhere shows; an edit that changed nothing the run shows is *only* that drift
+(`only_rehashed`), which a replay check passes unless asked to be strict.
 """
 
 from __future__ import annotations
@@ -43,7 +33,7 @@ SOURCE_LINE = "# source: "  # how the line begins in a saved file (harness.trans
 # What a run may change of its scenario (--max-steps, --no-stop, the endpoint it reached, a
 # live run's Ctrl-C or model error): all a saved file's overrides may hold. Anything else
 # (a tool, a prompt) would be the file's own code or text, put over the scenario it names.
-RUN_CHANGES = ("max_steps", "use_stop", "endpoint", "interrupt", "model_error")
+RUN_CHANGES = ("max_steps", "use_stop", "endpoint", "interrupt", "model_error", "redact")
 AGENT_REF = regex.compile(r"[A-Za-z_][\w.]{0,199}:[A-Za-z_]\w{0,99}")  # module:attribute
 _SHA = regex.compile(r"[0-9a-f]{64}")
 _SHIPPED = regex.compile(r"[A-Za-z0-9][A-Za-z0-9_.-]{0,63}")  # a shipped scenario's name: a file name, no path

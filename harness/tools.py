@@ -1,22 +1,11 @@
 """Tools: a registry of what the model may call, and the built-ins.
 
-The registry owns which tools exist; the prompt's tool list is rendered from it, so the
-model is told about exactly the tools that can run. A tool is a plain function returning
-text. When it raises ToolError (or is called with arguments that do not fit), the error
-becomes the observation, so the model can read it and try again.
-
-A tool of the user's own is a plain Python function: `from_function` makes it a Tool, its
-docstring's first line the description and its parameters the call's; a scenario names
-one as `python = "module:function"` (a module file in the scenario's folder, the way
-pytest imports a conftest.py, or else an importable module: `mypkg.tools:search`).
-A tool is user code and is contained (harness.captured): whatever it raises (SystemExit
-too; only KeyboardInterrupt, a Ctrl-C, goes on up) or returns becomes its observation as
-plain text, what it prints becomes part of it, and what it leaves behind is put back (at
-import time, a failure is one error and what it prints is dropped).
-
-Built-ins: `calculator` (arithmetic by walking the syntax tree; nothing is evaluated as
-code) and canned tools, whose results a scenario supplies per argument, for demos of
-external tools such as a search engine or a quota API.
+The registry owns which tools exist; the prompt's tool list is rendered from it. A tool is
+a plain function returning text; when it raises ToolError (or is called with arguments
+that do not fit), the error becomes the observation, so the model can try again. A tool of
+the user's own is contained (harness.captured): whatever it raises (but a Ctrl-C) or
+returns, and what it prints, becomes its observation. Built-ins: `calculator` (arithmetic
+by walking the syntax tree) and canned tools, whose results a scenario writes per argument.
 """
 
 from __future__ import annotations
@@ -51,7 +40,6 @@ class Tool:
     ends_run: bool = False  # a finish tool: its result is the final answer
     example: str | None = None  # the arguments of a concrete call, as the model should type them
     example_is_real: bool = False  # the example is a call that truly answers (a canned tool's key), not made up
-    quiet: bool = False  # harness's own code, which prints nothing: its prints are not caught (a cost every call)
 
     @property
     def signature(self) -> str:
@@ -71,24 +59,12 @@ class Tool:
 
     @cached_property
     def _params(self) -> inspect.Signature:
-        return inspect.signature(self.fn)  # looked up once, not on every call
-
-    @cached_property
-    def _plain_arity(self) -> int | None:
-        """How many arguments, when every parameter is a plain one without a default
-        (-1: any arguments at all, `f(*args, **kwargs)`, as a canned tool takes them)."""
-        params = self._params.parameters.values()
-        if all(p.kind in (p.VAR_POSITIONAL, p.VAR_KEYWORD) for p in params) and len(params) == 2:
-            return -1
-        plain = all(p.kind is p.POSITIONAL_OR_KEYWORD and p.default is p.empty for p in params)
-        return len(params) if plain else None
+        return inspect.signature(self.fn)
 
     def call(self, args: tuple[Any, ...], kwargs: Mapping[str, Any]) -> str:
         """Run the tool; any problem comes back as ToolError with a readable message."""
         try:
-            arity = self._plain_arity
-            if arity != -1 and (kwargs or len(args) != arity):  # the common call fits without checking
-                self._params.bind(*args, **kwargs)
+            self._params.bind(*args, **kwargs)
         except TypeError as e:
             raise ToolError(f"{self.signature} was called with bad arguments ({e}); call it as {self.call_example}") from None
         result = self.fn(*args, **kwargs)
@@ -135,8 +111,6 @@ class Registry:
         """(observation text, ok). A failing tool is an observation, never a crash; what it
         prints goes into the observation, never onto harness's own output."""
         tool = self._tools[name]
-        if tool.quiet:  # harness's own: nothing to catch or put back
-            return _outcome(tool, args, kwargs)
         call = captured.start()  # this call's own prints, whatever other runs' tools print
         try:
             result, ok = _outcome(tool, args, kwargs)
@@ -245,7 +219,7 @@ def calculate(expression: str) -> str:
 
 
 def calculator() -> Tool:
-    return Tool("calculator", "Evaluate an arithmetic expression", ("expression",), calculate, "neutral", example="(2 + 3) * 4", quiet=True)
+    return Tool("calculator", "Evaluate an arithmetic expression", ("expression",), calculate, "neutral", example="(2 + 3) * 4")
 
 
 # --- canned tools --------------------------------------------------------------------
@@ -260,8 +234,6 @@ def canned_key(args: tuple[Any, ...], kwargs: Mapping[str, Any], params: tuple[s
         if set(rest) == set(kwargs):
             args, kwargs = (*args, *(kwargs[p] for p in rest)), {}
     if not kwargs and len(args) == 1:
-        if type(args[0]) is int:
-            return str(args[0])  # what json.dumps writes for it, sooner
         return args[0].strip() if isinstance(args[0], str) else json.dumps(args[0], ensure_ascii=False)
     return json.dumps(list(args) if not kwargs else dict(kwargs), sort_keys=True, ensure_ascii=False)
 
@@ -324,7 +296,7 @@ def canned(
 
     first = as_typed(next(iter(results)), params) if results else None
     example = first if first is not None and len(first) <= EXAMPLE_MAX else None
-    return Tool(name, description, params, lookup, trait, example=example, example_is_real=True, quiet=True)
+    return Tool(name, description, params, lookup, trait, example=example, example_is_real=True)
 
 
 BUILTINS: dict[str, Callable[[], Tool]] = {"calculator": calculator}  # the workspace tools: harness.workspace

@@ -1,19 +1,11 @@
 """What of a completion the user never saw: in the buffer, but not shown.
 
-The lanes' gates (harness.governor) decide what reaches the user; the buffer keeps the
-whole completion all the same, since the model must see what it wrote. So a view has
-two different facts to tell, and must not mix them up:
-
-    denied / withheld   in the buffer, not shown to the user   (a lane its gate denied)
-    cut                 never in the buffer                     (the stop sequence's cut)
+The gates (harness.governor) decide what reaches the user; the buffer keeps the whole
+completion. So a view tells two facts apart: denied or withheld (in the buffer, not shown)
+and cut (never in the buffer). Each entry is (start, end, lane): "action" for an Action
+line its gate denied, "answer" for a withheld final answer and every line after it.
 
     unseen("Thought: go\\nAction: a()\\nAction: b()\\n", decided)  ->  ((23, 35, "action"),)
-
-Each entry is (start, end, lane) in the completion's text: "action" for an Action line
-its gate denied, "answer" for a final answer that was withheld (it and every line after
-it, which all belong to its lane or are refused actions after it). A lane is made of
-whole lines, and the lanes come in the order they open, so each is found at the start of
-a line, after the one before: one pass over the text.
 """
 
 from __future__ import annotations

@@ -1,26 +1,13 @@
 """User code, contained: loading a user's module, telling what it raised, and what it
 returned as text.
 
-A Python tool (or an Agent a saved file names) is the user's code. Importing it may
-print, raise anything (SystemExit too) or fail in its exception's own __str__; each of
-those is one HarnessError naming the field and the module's full dotted name, and what it
-prints while importing is dropped. Only a real Ctrl-C goes on up.
-
-A tool module in a scenario's folder is loaded afresh on every build, compiled from its
-text (never a cached .pyc), so that an edit (to it or to a helper beside it) is seen by the
-next run of a long process such as a pytest session:
-
-- The folder is a package of harness's own (`harness_tools_<hash of the folder>`), so that
-  a tool module imports its neighbours relatively (`from .db import ITEMS`) without meeting
-  another folder's names; each load starts that package anew.
-- While a load imports, the folder is on sys.path (`import helpers` finds the helpers.py
-  beside the tool, as `python tools.py` would); what the folder gave sys.modules leaves it
-  when the load ends, so that another folder's helpers.py is its own.
-- One load is one registry's tools (harness.tools.Registry): two tool modules of one folder
-  share the neighbours they import, and two tools of one module share its globals.
-
-An import inside a tool's function, run when it is called, finds only what sys.modules and
-sys.path hold then: installed modules, and the folder's package as its latest load left it.
+Importing a Python tool (or an Agent a saved file names) may print, raise anything or fail
+in its exception's own __str__: each is one HarnessError naming the field and the module,
+and what it prints is dropped. A tool module in a scenario's folder is loaded afresh on
+every build, from its text, so an edit is seen by the next run of a long pytest session.
+The folder is a package of harness's own (`harness_tools_<hash>`), so a module imports its
+neighbours relatively; while a load runs the folder is on sys.path, and what it gave
+sys.modules leaves it when the load ends. One load is one registry's tools.
 """
 
 from __future__ import annotations

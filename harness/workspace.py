@@ -1,18 +1,10 @@
-"""An in-memory workspace and the coding tools that work on it (seed 003).
+"""An in-memory workspace and the coding tools that work on it (seed 003): files are keys
+of a dict, never files on disk, and each tool changes the same dict.
 
-Files are keys of a dict, not files on disk: nothing here touches the real filesystem.
-Each tool updates the same dict, so changes carry over from step to step.
+    read_file(path)  write_file(path, content)  patch_file(path, old_str, new_str)  finish(message)
 
-    read_file(path)                      the file's text
-    write_file(path, content)            create or overwrite
-    patch_file(path, old_str, new_str)   replace old_str, which must occur exactly once
-    finish(message)                      end the run with this message (one that is not a
-                                         string: its JSON text, never Python's repr)
-
-patch_file changes nothing unless old_str occurs exactly once: with no match, or with
-several, the observation says how many times it occurs and asks for a unique old_str.
-Paths are relative file names: an absolute path, a `..` segment, an empty or `.` part (a
-trailing `/`), or a control character (NUL, newline) is refused with an observation.
+patch_file changes nothing unless old_str occurs exactly once. A path is a relative file
+name: an absolute path, a `..`, an empty part or a control character is refused.
 """
 
 from __future__ import annotations

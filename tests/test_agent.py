@@ -276,24 +276,3 @@ def test_turns_past_max_steps_are_never_read(monkeypatch):
     monkeypatch.setattr(protocol, "render_turn", lambda turn, real=protocol.render_turn: rendered.append(1) or real(turn))
     answer = run_ok(max_steps=3, workspace={"a": "x"}, model_turns=[turn("read_file", path="a")] * 100_000)
     assert (answer["status"], answer["steps"], len(rendered)) == ("max_steps_exceeded", 3, 3)
-
-
-def test_reading_a_request_leaves_the_cycle_collector_as_it_was():
-    """The collector is paused while a request decodes (a big one decodes twice as fast), and
-    is on again afterwards, however the request ends: read, refused, or not JSON."""
-    import gc
-
-    from harness.protocol import BadRequest, parse_request
-
-    requests = [b'{"op": "run_agent", "task": "t", "model_turns": []}', b'{"op": "nope"}', b"{not json", b"[1]"]
-    for enabled in (True, False):
-        (gc.enable if enabled else gc.disable)()
-        try:
-            for raw in requests:
-                try:
-                    parse_request(raw)
-                except BadRequest:
-                    pass
-                assert gc.isenabled() is enabled, raw
-        finally:
-            gc.enable()

@@ -545,7 +545,7 @@ def test_a_model_name_that_is_not_a_string_is_refused_in_one_line(tmp_path, monk
         ('{"scenario": "nimbus", "from": "shipped", "overrides": []}', "overrides must be a table of scenario fields"),
         (  # a file that looks like a shipped scenario's run, carrying a tool of its own
             '{"scenario": "nimbus", "from": "shipped", "overrides": {"tools": {"system": {"python": "os:system"}}}}',
-            "overrides may change only what a run changes (max_steps, use_stop, endpoint, interrupt, model_error), not 'tools'",
+            "overrides may change only what a run changes (max_steps, use_stop, endpoint, interrupt, model_error, redact), not 'tools'",
         ),
     ],
 )

@@ -81,3 +81,25 @@ def test_a_path_is_never_taken_for_a_shipped_scenarios_name(name, tmp_path, monk
     with pytest.raises(ScenarioError, match="no such file, and no shipped scenario has that name"):
         find_scenario(name)
     assert find_scenario("nimbus").name == "nimbus.toml"
+
+
+def test_a_scenario_s_tools_can_be_built_and_called_through_the_public_api(tmp_path):
+    """What tests/eval/langchain_run.py needs: the tools a run would have, to call elsewhere."""
+    from harness import ToolError, find_scenario, load_scenario
+
+    (tmp_path / "desk.toml").write_text(
+        'question = "q"\n[tools.calculator]\n[tools.stock]\npython = "desk_tools:stock"\n[tools.price]\npython = "desk_tools:price"\n',
+        encoding="utf-8",
+    )
+    (tmp_path / "desk_tools.py").write_text(
+        'SEEN = []\ndef stock(item):\n    "Stock."\n    SEEN.append(item)\n    return str(len(SEEN))\n'
+        'def price(item):\n    "Price."\n    return str(len(SEEN))\n',
+        encoding="utf-8",
+    )
+    calculator, stock, price = load_scenario(tmp_path / "desk.toml").build_tools()
+    assert calculator.call(("2 + 3",), {}) == "5"
+    assert (stock.call(("lamp",), {}), price.call(("lamp",), {})) == ("1", "1")  # one module, shared by its tools
+    with pytest.raises(ToolError):
+        calculator.call(("os.system('x')",), {})
+    quota = load_scenario(find_scenario("nimbus")).build_tools()[0]
+    assert quota.call(("nimbus",), {}) == "99.8 GB of 100 GB used"

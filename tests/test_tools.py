@@ -79,10 +79,7 @@ def test_what_a_python_tool_returns_is_text_that_replays_never_a_repr_with_an_ad
     assert " at 0x" not in result
 
 
-def test_a_users_tool_has_its_prints_caught_and_harnesss_own_tools_are_called_as_they_are(monkeypatch):
-    """Catching prints swaps sys.stdout under a lock on every call: worth it for user code,
-    a cost for harness's own tools, which print nothing."""
-    from harness import captured
+def test_a_users_tool_has_its_prints_caught_and_harnesss_own_tools_answer_as_they_are():
     from harness.tools import from_function
 
     def shout(text):
@@ -90,14 +87,10 @@ def test_a_users_tool_has_its_prints_caught_and_harnesss_own_tools_are_called_as
         print("loud")
         return text
 
-    starts = []
-    real = captured.start
-    monkeypatch.setattr(captured, "start", lambda: starts.append(1) or real())
     tools = Registry([from_function(shout), calculator(), canned("quota", "Look it up", {"nimbus": "99%"})])
     assert tools.run("shout", ("hi",), {}) == ("loud\nhi", True)
     assert tools.run("calculator", ("1 + 2",), {}) == ("3", True)
     assert tools.run("quota", ("nimbus",), {}) == ("99%", True)
-    assert starts == [1]  # the user's tool only
 
 
 def test_a_python_tool_s_defaults_are_in_the_tool_list_the_model_reads():

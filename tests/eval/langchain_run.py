@@ -2,7 +2,7 @@
 
 The comparison the evaluation is judged by: the same model on the same server, greedy, at
 most 8 model calls a task, and the same tool functions — harness's own, built from each
-task's fields and called through harness's tool registry — driven by LangChain's
+task's fields (`Scenario.build_tools()`) and called as harness calls them — driven by LangChain's
 `create_react_agent` with its usual ReAct prompt, framed in ChatML as the model was trained
 (the instructions and the question a user turn; the agent's scratchpad the assistant turn),
 through `langchain_openai.OpenAI`, the completions endpoint.
@@ -33,7 +33,7 @@ from langchain_openai import OpenAI
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from run import HERE, solved, task_scenario, wait_for  # noqa: E402
 
-from harness.record import build  # noqa: E402
+from harness import ToolError  # noqa: E402
 
 # LangChain's usual ReAct prompt (hwchase17/react), word for word, in ChatML's frames.
 REACT = """<|im_start|>user
@@ -59,18 +59,20 @@ Question: {input}<|im_end|>
 Thought:{agent_scratchpad}"""
 
 
-def langchain_tools(registry) -> list[Tool]:
-    """Each harness tool as a LangChain Tool: its Action Input is the one argument."""
+def langchain_tools(tools) -> list[Tool]:
+    """Each harness tool as a LangChain Tool: its Action Input is the one argument, and an
+    error is the observation text, as harness writes it."""
 
-    def call(name: str):
+    def call(tool):
         def run(text: str) -> str:
-            arg = text.strip().strip("\"'")
-            result, _ok = registry.run(name, (arg,), {})
-            return result
+            try:
+                return tool.call((text.strip().strip("\"'"),), {})
+            except ToolError as e:
+                return f"Error: {e}"
 
         return run
 
-    return [Tool(name=t.name, description=t.description, func=call(t.name)) for t in registry]
+    return [Tool(name=t.name, description=t.description, func=call(t)) for t in tools]
 
 
 def main() -> int:
@@ -97,7 +99,7 @@ def main() -> int:
     started = time.perf_counter()
     for name, task in tasks.items():
         scenario = task_scenario(name, task, args.tasks, "chatml", "default", args.max_steps)
-        tools = langchain_tools(build(scenario, HERE).tools)
+        tools = langchain_tools(scenario.build_tools())
         agent = create_react_agent(llm, tools, PromptTemplate.from_template(REACT))
         executor = AgentExecutor(agent=agent, tools=tools, max_iterations=args.max_steps, handle_parsing_errors=True, verbose=args.verbose)
         calls["n"], t0 = 0, time.perf_counter()
