@@ -139,7 +139,8 @@ def scenario_of(record: RunRecord, source: str) -> Scenario:
     """The scenario copy a saved run without a source line stores (`harness agent`'s)."""
     if record.scenario is None:
         raise TranscriptFormatError(
-            source, "names no source and stores no scenario: this file cannot be replayed (an Agent names its source with Agent(..., source='module:attribute'))"
+            source, "names no source and stores no scenario: this file cannot be replayed here (an Agent names its source with "
+            "Agent(..., source='module:attribute'); a run harness proxy recorded replays through harness proxy FOLDER --mode none, with its agent)"
         )
     # A file alone brings no code and reads no other file: those come only through the scenario it names.
     python = [spec for spec in record.scenario.tools if spec.python is not None]

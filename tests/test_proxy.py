@@ -294,4 +294,4 @@ def test_a_recorded_run_is_an_ordinary_transcript_for_show_step_and_export(tmp_p
     assert runner.invoke(app, ["export", str(path), "--html", str(page)]).exit_code == 0
     assert "Final Answer: 5" in page.read_text()
     checked = runner.invoke(app, ["replay", str(path), "--check"])  # its replay is the proxy's: one line says why not here
-    assert checked.exit_code == 2 and checked.output.count("\n") == 1 and "cannot be replayed" in checked.output
+    assert checked.exit_code == 2 and checked.output.count("\n") == 1 and "harness proxy FOLDER --mode none" in checked.output
