@@ -51,7 +51,10 @@ def build(scenario: Scenario, root: Path, live: Model | None = None, peek: int =
     buffer.append(Author.DEVELOPER, filled.text)
     modules = (sources.module_bytes(tool.fn) for tool, spec in zip(tools, scenario.tools) if spec.python)
     sha = sources.fingerprint([sources.canonical(scenario.loaded or scenario.to_meta()), template.read_bytes(), *modules])
-    source = None if scenario.file is None else sources.for_scenario(scenario.file, sha, scenario.overrides, shipped(), root)
+    # A run comes from its file only if it changed no more than a run may (--max-steps, ...);
+    # a scenario changed in Python (scenario.but(question=...)) is saved as its stored copy.
+    from_file = scenario.file is not None and set(scenario.overrides) <= set(sources.RUN_CHANGES)
+    source = sources.for_scenario(scenario.file, sha, scenario.overrides, shipped(), root) if from_file else None
     return Setup(
         buffer, dialect, tools, scenario.limits, scenario.use_stop,
         peek=UNLIMITED if live is None else peek,

@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from harness.record import replay, run_scenario
-from harness.scenario import load_scenario, shipped_scenarios
+from harness.scenario import find_scenario, load_scenario, shipped_scenarios
 from harness.transcript import Author, loads
 
 SCENARIOS = shipped_scenarios()
@@ -103,3 +103,14 @@ def test_a_scenario_s_tools_can_be_built_and_called_through_the_public_api(tmp_p
         calculator.call(("os.system('x')",), {})
     quota = load_scenario(find_scenario("nimbus")).build_tools()[0]
     assert quota.call(("nimbus",), {}) == "99.8 GB of 100 GB used"
+
+
+def test_a_scenario_changed_in_python_saves_a_run_that_loads_and_replays():
+    """scenario.but(question=...) is no longer the file it was loaded from: its run is saved
+    with its scenario copy, not a source line the loader would refuse (only what a run
+    changes, such as --max-steps, may be an override of its file)."""
+    nimbus = load_scenario(find_scenario("nimbus"))
+    asked = run_scenario(nimbus.but(question="Why do my uploads stop at 99%?"))
+    assert "# source:" not in asked.saved and replay(asked.saved, "asked.txt").matches
+    limited = run_scenario(nimbus.but(max_steps=2))
+    assert '"overrides": {"max_steps": 2}' in limited.saved and replay(limited.saved, "limited.txt").matches
