@@ -74,6 +74,7 @@ class Proxy:
         if self.recording and not upstream:
             raise HarnessError("--base-url", f"mode {mode} records {'new calls' if self.old else 'a new cassette'}: name the upstream server")
         self.upstream = check_base_url(upstream.rstrip("/")) if self.recording and upstream else ""
+        self.held = cassette.claim(folder) if self.recording else None  # no other proxy records here meanwhile
         self.client = new_client(self.upstream, headers={"Accept-Encoding": "identity"}) if self.upstream else None
         self.calls: list[Call] = []  # this session's, in the order they ended
         self.live: set[int] = set()  # which of them came from upstream
@@ -105,8 +106,9 @@ class Proxy:
         url = f"{self.upstream}/{'chat/completions' if endpoint == 'chat' else 'completions'}"
         limit = self.bounds.max_chars * 8 + 65536
         try:
-            status, raw = read_bounded(self.client, "POST", url, self.bounds.max_seconds, limit + 1, json=body,
-                                       headers={"Authorization": f"Bearer {key}"} if key else {})  # fmt: skip
+            sent = json.dumps(body).encode()  # ASCII: what the agent sent, even a lone surrogate, as it sent it
+            headers = {"Content-Type": "application/json"} | ({"Authorization": f"Bearer {key}"} if key else {})
+            status, raw = read_bounded(self.client, "POST", url, self.bounds.max_seconds, limit + 1, content=sent, headers=headers)
             if status != 200:
                 raise ModelError(f"{hidden(self.upstream)} answered HTTP {status}: {wire.error_text(raw, entry) or '(no message)'}")
             if len(raw) > limit:
@@ -147,12 +149,16 @@ class Proxy:
         with self.lock:
             new = [id(call) for i, call in enumerate(self.calls) if i in self.live]
             runs = [run for run in group(self.calls) if any(id(call) in new for call in run)]
-        if not save or not runs:
-            return []
-        if any(call.error for run in runs for call in run) and any(self.folder.glob("run-*.txt")):
-            print(f"harness proxy: a call failed, so {self.folder} was kept as it was", file=sys.stderr)
-            return []
-        return cassette.save(runs, self.folder, replace=self.mode != "new_episodes")
+        try:
+            if not save or not runs:
+                return []
+            if any(call.error for run in runs for call in run) and any(self.folder.glob("run-*.txt")):
+                print(f"harness proxy: a call failed, so {self.folder} was kept as it was", file=sys.stderr)
+                return []
+            return cassette.save(runs, self.folder, replace=self.mode != "new_episodes")
+        finally:
+            if self.held is not None:
+                cassette.release(self.folder, self.held)
 
 
 def _buffer(before: list[Call], call: Call) -> str:
@@ -177,8 +183,12 @@ def _call(endpoint: str, request: dict[str, Any], entry: Entry) -> Call:
                 raise HarnessError("prompt", "must be one text (a list of several is not recorded)")
     except HarnessError as e:
         raise Refused(400, e.where, e.message) from None
-    params = json.loads(entry.scrub(json.dumps({k: request[k] for k in PARAMS if k in request}, ensure_ascii=False)))
-    return Call(entry.scrub(prompt), "", endpoint, params)
+    return Call(entry.scrub(prompt), "", endpoint, _scrubbed(entry, {k: request[k] for k in PARAMS if k in request}))
+
+
+def _scrubbed(entry: Entry, value: Any) -> Any:
+    """JSON from outside as it may be kept: encodable, secrets scrubbed."""
+    return json.loads(entry.scrub(json.dumps(value, ensure_ascii=False)))
 
 
 def _answered(call: Call, data: dict[str, Any], entry: Entry, bounds: Bounds) -> Call:
@@ -195,7 +205,7 @@ def _answered(call: Call, data: dict[str, Any], entry: Entry, bounds: Bounds) ->
             text = body(message, "choices[0].message")
         except HarnessError as e:
             raise ModelError(f"the upstream's {e.where} {e.message}") from None
-        calls = tuple(json.loads(entry.scrub(json.dumps(message.get("tool_calls") or []))))
+        calls = tuple(_scrubbed(entry, message.get("tool_calls") or []))
     else:
         text = choice.get("text")
         if not isinstance(text, str):
@@ -289,7 +299,7 @@ class Handler(BaseHTTPRequestHandler):
 
     def _body(self) -> dict[str, Any]:
         length = self.headers.get("Content-Length", "")
-        if not length.isdigit():
+        if not (length.isascii() and length.isdigit()):  # "²".isdigit() is true, int("²") fails
             self.close_connection = True
             raise Refused(411, "Content-Length", "a request must say its length (chunked bodies are not read)")
         if int(length) > MAX_REQUEST:
@@ -317,13 +327,10 @@ class Handler(BaseHTTPRequestHandler):
         self.send_header("Connection", "close")
         self.end_headers()
         self.close_connection = True
-        try:
-            for item in items:
-                data = item if isinstance(item, str) else json.dumps(item, ensure_ascii=False)
-                self.wfile.write(f"data: {data}\n\n".encode())
-                self.wfile.flush()
-        except (BrokenPipeError, ConnectionResetError):
-            pass  # the agent went away mid-stream; its call is recorded all the same
+        for item in items:  # an agent that goes away mid-stream: its call is recorded all the same
+            data = item if isinstance(item, str) else json.dumps(item, ensure_ascii=False)
+            self.wfile.write(f"data: {data}\n\n".encode())
+            self.wfile.flush()
 
     def log_message(self, format: str, *args: Any) -> None:
         pass  # the proxy speaks only of what it records and refuses
@@ -340,6 +347,12 @@ class ProxyServer(ThreadingHTTPServer):
         super().__init__(("127.0.0.1", port), Handler)
         self.proxy = proxy
         proxy.url = f"http://127.0.0.1:{self.server_address[1]}/v1"
+
+    def handle_error(self, request: Any, client_address: Any) -> None:
+        """A request that broke off is one line on stderr, never a traceback; the proxy goes on."""
+        error = sys.exc_info()[1]
+        if not isinstance(error, ConnectionError):  # the agent left: nothing to say
+            print(f"harness proxy: a request failed ({type(error).__name__}: {error})", file=sys.stderr, flush=True)
 
 
 def serve(proxy: Proxy, port: int = 0) -> ProxyServer:
