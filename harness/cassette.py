@@ -1,18 +1,10 @@
-"""A proxy's cassette: a folder of ordinary transcripts, one per run, and read back as calls.
+"""A proxy's cassette: a folder of ordinary transcripts, one per run, read back as calls.
 
-    cassettes/test_agent/run-001.txt      # harness transcript v1 ... (harness show, step, export)
-
-Each file is a run in save format v1 (harness.transcript) with one key of its own that the
-other readers skip: `proxy`, what replaying the run needs besides its text, per call:
-
-    # proxy: {"endpoint": "chat", "calls": [{"params": {"model": "qwen", ...}, "rewritten": false,
-    #         "finish_reason": "tool_calls", "tool_calls": [...]}]}
-
-The prompts come from the transcript itself (harness.traffic.prompts), the completions are
-its model turns, so an edit of a saved model turn is what a replay answers. A run whose
-last call failed upstream is saved with stop_reason model_error and the failure as detail;
-any other ends in agent_stopped: the agent made no further call (what it answered, if it
-did, is the agent's to say).
+Each run-NNN.txt is save format v1 (harness show, step, export read it) with one key of its
+own, `proxy`: per call what replaying needs besides the text (params, rewritten,
+finish_reason, tool_calls). Prompts come from the transcript (harness.traffic.prompts) and
+completions are its model turns, so an edited model turn is what a replay answers. A run
+whose last call failed ends in model_error, any other in agent_stopped.
 """
 
 from __future__ import annotations

@@ -2,21 +2,15 @@
 
     proxy = Proxy(Path("cassettes/t1"), "once", upstream="http://127.0.0.1:8080/v1")
     server = serve(proxy)                       # on 127.0.0.1, a free port: proxy.url
-    ...                                         # the agent, its base URL set to proxy.url
     server.shutdown(); proxy.close()            # the runs saved as transcripts (harness.cassette)
 
-POST /v1/completions and /v1/chat/completions (streamed or not), GET /v1/models. Each
-request is a Call (harness.traffic): its prompt as one text, and the settings (PARAMS) that
-decide the answer. The modes are VCR's: `once` replays the cassette if there is one, else
-records one; `new_episodes` replays what was recorded and records what was not; `all`
-records again; `none` only replays. A replayed request must match a recorded call exactly;
-one that does not fails closed: HTTP 400 whose message, like stderr, holds a diff of the
-agent's buffer against the nearest recording. Recording forwards each call, not streamed,
-bounded as every call harness makes, and answers as a replay does (streamed if asked). A
-failed upstream call is HTTP 502 with the upstream's message, its run saved as model_error;
-a recording with a failed call never changes a cassette that exists. The agent's API key
-(its Authorization header, an `api_key` in the body) is forwarded, and scrubbed from all
-that is kept; settings other than PARAMS are forwarded, never saved.
+Each request is a Call (harness.traffic). The modes are VCR's: `once` replays the cassette
+if there is one, else records one; `new_episodes` replays what was recorded and records
+what is new; `all` records again; `none` only replays. A request that was not recorded
+fails closed: HTTP 400 holding a diff of the agent's buffer against the nearest recording.
+Recording forwards each call unstreamed, bounded as every call harness makes; an upstream
+failure is HTTP 502, its run saved as model_error, and never changes a cassette that exists.
+The agent's key (Authorization, a body's `api_key`) is forwarded and scrubbed from all kept.
 """
 
 from __future__ import annotations
@@ -54,7 +48,7 @@ PIECE = 32  # characters of text per streamed event
 
 
 class Refused(HarnessError):
-    """A request the proxy answers with an HTTP error: `status`, and the message."""
+    """A request the proxy answers with HTTP `status` and the message."""
 
     def __init__(self, status: int, where: str, message: str) -> None:
         super().__init__(where, message)
@@ -77,7 +71,7 @@ class Proxy:
         self.held = cassette.claim(folder) if self.recording else None  # no other proxy records here meanwhile
         self.client = new_client(self.upstream, headers={"Accept-Encoding": "identity"}) if self.upstream else None
         self.calls: list[Call] = []  # this session's, in the order they ended
-        self.live: set[int] = set()  # which of them came from upstream
+        self.live: set[int] = set()  # the ids of those that came from upstream
         self.mismatches: list[str] = []
         self.lock = threading.Lock()
         self.url = ""
@@ -94,7 +88,7 @@ class Proxy:
         answer = recorded or self._forward(endpoint, request, call, entry, key)
         with self.lock:
             if recorded is None:
-                self.live.add(len(self.calls))
+                self.live.add(id(answer))
             self.calls.append(answer)
         return answer
 
@@ -147,8 +141,7 @@ class Proxy:
         if self.client is not None:
             self.client.close()
         with self.lock:
-            new = [id(call) for i, call in enumerate(self.calls) if i in self.live]
-            runs = [run for run in group(self.calls) if any(id(call) in new for call in run)]
+            runs = [run for run in group(self.calls) if any(id(call) in self.live for call in run)]
         try:
             if not save or not runs:
                 return []
@@ -222,9 +215,13 @@ def _answered(call: Call, data: dict[str, Any], entry: Entry, bounds: Bounds) ->
 # --- what the agent is answered ---------------------------------------------------------------
 
 
+def _head(call: Call) -> dict[str, Any]:
+    return {"id": "harness-proxy", "created": 0, "model": call.params.get("model", "")}
+
+
 def reply(call: Call) -> dict[str, Any]:
     """The call's answer as the server's JSON (not streamed)."""
-    head = {"id": "harness-proxy", "created": 0, "model": call.params.get("model", "")}
+    head = _head(call)
     if call.endpoint == "chat":
         message = {"role": "assistant", "content": cassette.content(call, "the answer")} | ({"tool_calls": list(call.tool_calls)} if call.tool_calls else {})
         choice: dict[str, Any] = {"index": 0, "message": message, "finish_reason": call.finish_reason}
@@ -235,8 +232,7 @@ def reply(call: Call) -> dict[str, Any]:
 
 def events(call: Call, usage: bool) -> Iterator[dict[str, Any] | str]:
     """The same answer as a stream's events, its text in pieces; then [DONE]."""
-    head = {"id": "harness-proxy", "created": 0, "model": call.params.get("model", "")}
-    chat = call.endpoint == "chat"
+    head, chat = _head(call), call.endpoint == "chat"
     text = (cassette.content(call, "the answer") or "") if chat else call.completion
 
     def event(**choice: Any) -> dict[str, Any]:
@@ -261,7 +257,7 @@ def _usage(call: Call) -> dict[str, int]:
 
 # --- HTTP -------------------------------------------------------------------------------------
 
-ROUTES = {"/v1/completions": "completions", "/completions": "completions", "/v1/chat/completions": "chat", "/chat/completions": "chat"}
+ROUTES = {"/completions": "completions", "/chat/completions": "chat", "/models": "models"}  # each under /v1 too
 
 
 class Handler(BaseHTTPRequestHandler):
@@ -273,17 +269,20 @@ class Handler(BaseHTTPRequestHandler):
         captured.ours()  # what this thread prints (a replay's diff) is the command's own output
         super().handle()
 
+    def _route(self) -> str | None:
+        return ROUTES.get(self.path.split("?")[0].rstrip("/").removeprefix("/v1"))
+
     def do_GET(self) -> None:
-        if self.path.rstrip("/") not in ("/v1/models", "/models"):
+        if self._route() != "models":
             return self._json(404, _error(f"harness proxy serves no {self.path[:100]!r}"))
         proxy = self.server.proxy
         names = sorted({str(c.params.get("model", "")) for c in [*proxy.answers.values(), *proxy.calls]} - {""})
         self._json(200, {"object": "list", "data": [{"id": n, "object": "model", "owned_by": "harness-proxy"} for n in names]})
 
     def do_POST(self) -> None:
-        endpoint = ROUTES.get(self.path.split("?")[0].rstrip("/"))
+        endpoint = self._route()
         try:
-            if endpoint is None:
+            if endpoint not in ("completions", "chat"):
                 raise Refused(404, "harness proxy", f"serves no {self.path[:100]!r}: POST /v1/completions or /v1/chat/completions")
             request = self._body()
             auth = self.headers.get("Authorization", "")

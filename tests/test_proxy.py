@@ -348,3 +348,9 @@ def test_a_cassette_edited_by_hand_into_bad_token_counts_is_one_line_naming_the_
     path.write_text(path.read_text().replace('"completion_tokens": 4', '"completion_tokens": "four"'))
     with pytest.raises(HarnessError, match=r"run-001.txt: metadata calls: entry 1: tokens must map names to whole numbers"):
         Proxy(tmp_path / "c", "none")
+
+
+def test_the_model_list_is_served_with_a_query_too(tmp_path, upstream):
+    session = Session(tmp_path / "c", "once", upstream.url)
+    assert httpx.get(f"{session.url}/models?limit=5").status_code == 200  # as /completions?... is
+    session.close()
