@@ -1,22 +1,16 @@
-"""A proxy's cassette: a folder of ordinary transcripts, one per run, and read back as calls.
+"""A proxy's cassette: a folder of ordinary transcripts, one per run, read back as calls.
 
-    cassettes/test_agent/run-001.txt      # harness transcript v1 ... (harness show, step, export)
-
-Each file is a run in save format v1 (harness.transcript) with one key of its own that the
-other readers skip: `proxy`, what replaying the run needs besides its text, per call:
-
-    # proxy: {"endpoint": "chat", "calls": [{"params": {"model": "qwen", ...}, "rewritten": false,
-    #         "finish_reason": "tool_calls", "tool_calls": [...]}]}
-
-The prompts come from the transcript itself (harness.traffic.prompts), the completions are
-its model turns, so an edit of a saved model turn is what a replay answers. A run whose
-last call failed upstream is saved with stop_reason model_error and the failure as detail;
-any other ends in agent_stopped: the agent made no further call (what it answered, if it
-did, is the agent's to say).
+Each run-NNN.txt is save format v1 (harness show, step, export read it) with one key of its
+own, `proxy`: per call what replaying needs besides the text (params, rewritten,
+finish_reason, tool_calls). Prompts come from the transcript (harness.traffic.prompts) and
+completions are its model turns, so an edited model turn is what a replay answers. A run
+whose last call failed ends in model_error, any other in agent_stopped.
 """
 
 from __future__ import annotations
 
+import fcntl
+import os
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
@@ -24,6 +18,7 @@ from typing import Any
 from harness.errors import HarnessError, TranscriptFormatError
 from harness.files import read_input, write_file
 from harness.run_record import CallRecord
+from harness.saved import load_record
 from harness.traffic import Call, body, prompts, transcript
 from harness.transcript import HEADER, Author, dumps, loads
 
@@ -43,10 +38,39 @@ def run_text(run: Sequence[Call]) -> str:
     return dumps(buffer, meta)
 
 
+def claim(folder: Path) -> int:
+    """The folder, made if need be, held for one recording proxy until `release` (the hold
+    ends with the process too): two recording into one folder would overwrite each other."""
+    try:
+        folder.mkdir(parents=True, exist_ok=True)
+    except FileExistsError:
+        pass  # a file in its place: opening it as a folder says so
+    except OSError as e:
+        raise HarnessError(str(folder), f"cannot make the cassette folder ({e.strerror})") from None
+    try:
+        held = os.open(folder, os.O_RDONLY | os.O_DIRECTORY)
+    except OSError as e:
+        raise HarnessError(str(folder), f"cannot record a cassette into it ({e.strerror})") from None
+    try:
+        fcntl.flock(held, fcntl.LOCK_EX | fcntl.LOCK_NB)
+    except OSError:
+        os.close(held)
+        raise HarnessError(str(folder), "another harness proxy is recording into this cassette; stop it first") from None
+    return held
+
+
+def release(folder: Path, held: int) -> None:
+    """Let go of the folder; one left empty (nothing was recorded) is removed."""
+    os.close(held)
+    try:
+        folder.rmdir()
+    except OSError:
+        pass  # it holds runs
+
+
 def save(runs: Sequence[Sequence[Call]], folder: Path, replace: bool) -> list[Path]:
     """The runs written as run-NNN.txt: after the files already there, or (`replace`) in
     their place, the old ones beyond the new count removed."""
-    folder.mkdir(parents=True, exist_ok=True)
     old = sorted(folder.glob("run-*.txt"))
     start = 1 if replace else len(old) + 1
     written = []
@@ -66,12 +90,12 @@ def load(folder: Path) -> list[list[Call]]:
 
 
 def _calls(text: str, where: str) -> list[Call]:
-    buffer, meta = loads(text, where)
-    proxy, tokens = meta.get("proxy"), meta.get("calls") or []
+    record, (_, meta) = load_record(text, where), loads(text, where)  # the record's fields checked as every reader does
+    buffer, proxy = record.transcript, meta.get("proxy")
     if not (isinstance(proxy, dict) and proxy.get("endpoint") in ("completions", "chat") and isinstance(proxy.get("calls"), list)):
         raise TranscriptFormatError(f"{where}: metadata proxy", "must say the endpoint and list the calls (was this file written by harness proxy?)")
     entries, completions = proxy["calls"], buffer.texts_by(Author.MODEL)
-    failed = meta.get("stop_reason") == "model_error"
+    failed = record.stop_reason == "model_error"
     if len(entries) != len(completions) + failed or not all(_entry(e) for e in entries):
         why = "one entry per call, each with params (an object), rewritten (true or false), finish_reason and tool_calls (a list)"
         raise TranscriptFormatError(f"{where}: metadata proxy.calls", why)
@@ -81,8 +105,8 @@ def _calls(text: str, where: str) -> list[Call]:
         raise TranscriptFormatError(e.where, e.message) from None
     out = []
     for i, (entry, prompt) in enumerate(zip(entries, sent)):
-        error = str(meta.get("detail", "the upstream failed")) if i == len(completions) else ""
-        used = tokens[i].get("tokens") if i < len(tokens) and isinstance(tokens[i], dict) else None
+        error = (record.detail or "the upstream failed") if i == len(completions) else ""
+        used = record.calls[i].tokens if i < len(record.calls) else None
         completion = completions[i] if not error else ""
         call = Call(prompt, completion, proxy["endpoint"], entry["params"], tuple(entry["tool_calls"]), entry["finish_reason"], used, error)
         content(call, f"{where}: model turn {i + 1}")  # checked now, not when a request comes

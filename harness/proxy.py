@@ -2,21 +2,15 @@
 
     proxy = Proxy(Path("cassettes/t1"), "once", upstream="http://127.0.0.1:8080/v1")
     server = serve(proxy)                       # on 127.0.0.1, a free port: proxy.url
-    ...                                         # the agent, its base URL set to proxy.url
     server.shutdown(); proxy.close()            # the runs saved as transcripts (harness.cassette)
 
-POST /v1/completions and /v1/chat/completions (streamed or not), GET /v1/models. Each
-request is a Call (harness.traffic): its prompt as one text, and the settings (PARAMS) that
-decide the answer. The modes are VCR's: `once` replays the cassette if there is one, else
-records one; `new_episodes` replays what was recorded and records what was not; `all`
-records again; `none` only replays. A replayed request must match a recorded call exactly;
-one that does not fails closed: HTTP 400 whose message, like stderr, holds a diff of the
-agent's buffer against the nearest recording. Recording forwards each call, not streamed,
-bounded as every call harness makes, and answers as a replay does (streamed if asked). A
-failed upstream call is HTTP 502 with the upstream's message, its run saved as model_error;
-a recording with a failed call never changes a cassette that exists. The agent's API key
-(its Authorization header, an `api_key` in the body) is forwarded, and scrubbed from all
-that is kept; settings other than PARAMS are forwarded, never saved.
+Each request is a Call (harness.traffic). The modes are VCR's: `once` replays the cassette
+if there is one, else records one; `new_episodes` replays what was recorded and records
+what is new; `all` records again; `none` only replays. A request that was not recorded
+fails closed: HTTP 400 holding a diff of the agent's buffer against the nearest recording.
+Recording forwards each call unstreamed, bounded as every call harness makes; an upstream
+failure is HTTP 502, its run saved as model_error, and never changes a cassette that exists.
+The agent's key (Authorization, a body's `api_key`) is forwarded and scrubbed from all kept.
 """
 
 from __future__ import annotations
@@ -54,7 +48,7 @@ PIECE = 32  # characters of text per streamed event
 
 
 class Refused(HarnessError):
-    """A request the proxy answers with an HTTP error: `status`, and the message."""
+    """A request the proxy answers with HTTP `status` and the message."""
 
     def __init__(self, status: int, where: str, message: str) -> None:
         super().__init__(where, message)
@@ -74,9 +68,10 @@ class Proxy:
         if self.recording and not upstream:
             raise HarnessError("--base-url", f"mode {mode} records {'new calls' if self.old else 'a new cassette'}: name the upstream server")
         self.upstream = check_base_url(upstream.rstrip("/")) if self.recording and upstream else ""
+        self.held = cassette.claim(folder) if self.recording else None  # no other proxy records here meanwhile
         self.client = new_client(self.upstream, headers={"Accept-Encoding": "identity"}) if self.upstream else None
         self.calls: list[Call] = []  # this session's, in the order they ended
-        self.live: set[int] = set()  # which of them came from upstream
+        self.live: set[int] = set()  # the ids of those that came from upstream
         self.mismatches: list[str] = []
         self.lock = threading.Lock()
         self.url = ""
@@ -93,7 +88,7 @@ class Proxy:
         answer = recorded or self._forward(endpoint, request, call, entry, key)
         with self.lock:
             if recorded is None:
-                self.live.add(len(self.calls))
+                self.live.add(id(answer))
             self.calls.append(answer)
         return answer
 
@@ -105,8 +100,9 @@ class Proxy:
         url = f"{self.upstream}/{'chat/completions' if endpoint == 'chat' else 'completions'}"
         limit = self.bounds.max_chars * 8 + 65536
         try:
-            status, raw = read_bounded(self.client, "POST", url, self.bounds.max_seconds, limit + 1, json=body,
-                                       headers={"Authorization": f"Bearer {key}"} if key else {})  # fmt: skip
+            sent = json.dumps(body).encode()  # ASCII: what the agent sent, even a lone surrogate, as it sent it
+            headers = {"Content-Type": "application/json"} | ({"Authorization": f"Bearer {key}"} if key else {})
+            status, raw = read_bounded(self.client, "POST", url, self.bounds.max_seconds, limit + 1, content=sent, headers=headers)
             if status != 200:
                 raise ModelError(f"{hidden(self.upstream)} answered HTTP {status}: {wire.error_text(raw, entry) or '(no message)'}")
             if len(raw) > limit:
@@ -145,14 +141,17 @@ class Proxy:
         if self.client is not None:
             self.client.close()
         with self.lock:
-            new = [id(call) for i, call in enumerate(self.calls) if i in self.live]
-            runs = [run for run in group(self.calls) if any(id(call) in new for call in run)]
-        if not save or not runs:
-            return []
-        if any(call.error for run in runs for call in run) and any(self.folder.glob("run-*.txt")):
-            print(f"harness proxy: a call failed, so {self.folder} was kept as it was", file=sys.stderr)
-            return []
-        return cassette.save(runs, self.folder, replace=self.mode != "new_episodes")
+            runs = [run for run in group(self.calls) if any(id(call) in self.live for call in run)]
+        try:
+            if not save or not runs:
+                return []
+            if any(call.error for run in runs for call in run) and any(self.folder.glob("run-*.txt")):
+                print(f"harness proxy: a call failed, so {self.folder} was kept as it was", file=sys.stderr)
+                return []
+            return cassette.save(runs, self.folder, replace=self.mode != "new_episodes")
+        finally:
+            if self.held is not None:
+                cassette.release(self.folder, self.held)
 
 
 def _buffer(before: list[Call], call: Call) -> str:
@@ -177,8 +176,12 @@ def _call(endpoint: str, request: dict[str, Any], entry: Entry) -> Call:
                 raise HarnessError("prompt", "must be one text (a list of several is not recorded)")
     except HarnessError as e:
         raise Refused(400, e.where, e.message) from None
-    params = json.loads(entry.scrub(json.dumps({k: request[k] for k in PARAMS if k in request}, ensure_ascii=False)))
-    return Call(entry.scrub(prompt), "", endpoint, params)
+    return Call(entry.scrub(prompt), "", endpoint, _scrubbed(entry, {k: request[k] for k in PARAMS if k in request}))
+
+
+def _scrubbed(entry: Entry, value: Any) -> Any:
+    """JSON from outside as it may be kept: encodable, secrets scrubbed."""
+    return json.loads(entry.scrub(json.dumps(value, ensure_ascii=False)))
 
 
 def _answered(call: Call, data: dict[str, Any], entry: Entry, bounds: Bounds) -> Call:
@@ -195,7 +198,7 @@ def _answered(call: Call, data: dict[str, Any], entry: Entry, bounds: Bounds) ->
             text = body(message, "choices[0].message")
         except HarnessError as e:
             raise ModelError(f"the upstream's {e.where} {e.message}") from None
-        calls = tuple(json.loads(entry.scrub(json.dumps(message.get("tool_calls") or []))))
+        calls = tuple(_scrubbed(entry, message.get("tool_calls") or []))
     else:
         text = choice.get("text")
         if not isinstance(text, str):
@@ -212,9 +215,13 @@ def _answered(call: Call, data: dict[str, Any], entry: Entry, bounds: Bounds) ->
 # --- what the agent is answered ---------------------------------------------------------------
 
 
+def _head(call: Call) -> dict[str, Any]:
+    return {"id": "harness-proxy", "created": 0, "model": call.params.get("model", "")}
+
+
 def reply(call: Call) -> dict[str, Any]:
     """The call's answer as the server's JSON (not streamed)."""
-    head = {"id": "harness-proxy", "created": 0, "model": call.params.get("model", "")}
+    head = _head(call)
     if call.endpoint == "chat":
         message = {"role": "assistant", "content": cassette.content(call, "the answer")} | ({"tool_calls": list(call.tool_calls)} if call.tool_calls else {})
         choice: dict[str, Any] = {"index": 0, "message": message, "finish_reason": call.finish_reason}
@@ -225,8 +232,7 @@ def reply(call: Call) -> dict[str, Any]:
 
 def events(call: Call, usage: bool) -> Iterator[dict[str, Any] | str]:
     """The same answer as a stream's events, its text in pieces; then [DONE]."""
-    head = {"id": "harness-proxy", "created": 0, "model": call.params.get("model", "")}
-    chat = call.endpoint == "chat"
+    head, chat = _head(call), call.endpoint == "chat"
     text = (cassette.content(call, "the answer") or "") if chat else call.completion
 
     def event(**choice: Any) -> dict[str, Any]:
@@ -251,7 +257,7 @@ def _usage(call: Call) -> dict[str, int]:
 
 # --- HTTP -------------------------------------------------------------------------------------
 
-ROUTES = {"/v1/completions": "completions", "/completions": "completions", "/v1/chat/completions": "chat", "/chat/completions": "chat"}
+ROUTES = {"/completions": "completions", "/chat/completions": "chat", "/models": "models"}  # each under /v1 too
 
 
 class Handler(BaseHTTPRequestHandler):
@@ -263,17 +269,20 @@ class Handler(BaseHTTPRequestHandler):
         captured.ours()  # what this thread prints (a replay's diff) is the command's own output
         super().handle()
 
+    def _route(self) -> str | None:
+        return ROUTES.get(self.path.split("?")[0].rstrip("/").removeprefix("/v1"))
+
     def do_GET(self) -> None:
-        if self.path.rstrip("/") not in ("/v1/models", "/models"):
+        if self._route() != "models":
             return self._json(404, _error(f"harness proxy serves no {self.path[:100]!r}"))
         proxy = self.server.proxy
         names = sorted({str(c.params.get("model", "")) for c in [*proxy.answers.values(), *proxy.calls]} - {""})
         self._json(200, {"object": "list", "data": [{"id": n, "object": "model", "owned_by": "harness-proxy"} for n in names]})
 
     def do_POST(self) -> None:
-        endpoint = ROUTES.get(self.path.split("?")[0].rstrip("/"))
+        endpoint = self._route()
         try:
-            if endpoint is None:
+            if endpoint not in ("completions", "chat"):
                 raise Refused(404, "harness proxy", f"serves no {self.path[:100]!r}: POST /v1/completions or /v1/chat/completions")
             request = self._body()
             auth = self.headers.get("Authorization", "")
@@ -289,7 +298,7 @@ class Handler(BaseHTTPRequestHandler):
 
     def _body(self) -> dict[str, Any]:
         length = self.headers.get("Content-Length", "")
-        if not length.isdigit():
+        if not (length.isascii() and length.isdigit()):  # "²".isdigit() is true, int("²") fails
             self.close_connection = True
             raise Refused(411, "Content-Length", "a request must say its length (chunked bodies are not read)")
         if int(length) > MAX_REQUEST:
@@ -317,13 +326,10 @@ class Handler(BaseHTTPRequestHandler):
         self.send_header("Connection", "close")
         self.end_headers()
         self.close_connection = True
-        try:
-            for item in items:
-                data = item if isinstance(item, str) else json.dumps(item, ensure_ascii=False)
-                self.wfile.write(f"data: {data}\n\n".encode())
-                self.wfile.flush()
-        except (BrokenPipeError, ConnectionResetError):
-            pass  # the agent went away mid-stream; its call is recorded all the same
+        for item in items:  # an agent that goes away mid-stream: its call is recorded all the same
+            data = item if isinstance(item, str) else json.dumps(item, ensure_ascii=False)
+            self.wfile.write(f"data: {data}\n\n".encode())
+            self.wfile.flush()
 
     def log_message(self, format: str, *args: Any) -> None:
         pass  # the proxy speaks only of what it records and refuses
@@ -340,6 +346,12 @@ class ProxyServer(ThreadingHTTPServer):
         super().__init__(("127.0.0.1", port), Handler)
         self.proxy = proxy
         proxy.url = f"http://127.0.0.1:{self.server_address[1]}/v1"
+
+    def handle_error(self, request: Any, client_address: Any) -> None:
+        """A request that broke off is one line on stderr, never a traceback; the proxy goes on."""
+        error = sys.exc_info()[1]
+        if not isinstance(error, ConnectionError):  # the agent left: nothing to say
+            print(f"harness proxy: a request failed ({type(error).__name__}: {error})", file=sys.stderr, flush=True)
 
 
 def serve(proxy: Proxy, port: int = 0) -> ProxyServer:

@@ -1,16 +1,13 @@
 """The `harness_proxy` fixture: an existing agent's test, recorded once and replayed offline.
 
     def test_my_agent(harness_proxy):                   # harness_proxy: the proxy's base URL
-        agent = build_my_agent(base_url=harness_proxy)   # the agent's own base-URL setting
+        agent = build_my_agent(base_url=harness_proxy)
         assert agent.run("What is 7 times 6?") == "42"
 
-Each test has its own cassette, `cassettes/TEST_NAME/` beside its test file, one transcript
-per run (harness.cassette). The mode is VCR's (harness.proxy): `--harness-proxy MODE`,
-`once` by default, so the first run records from `--harness-proxy-base-url` (default
-$HARNESS_BASE_URL) and every later run replays. A request that differs from the recording
-is answered with an HTTP error the agent raises, holding a diff of its buffer against the
-recording; if the agent swallows it, the test fails after its end with the same diff. A
-test that fails while recording leaves its cassette as it was.
+One cassette per test, `cassettes/TEST_NAME/` beside its file, in `--harness-proxy MODE`
+(`once` by default: it records from `--harness-proxy-base-url` or $HARNESS_BASE_URL, then
+replays). Drift is an HTTP error the agent raises; if it swallows it, the test fails with
+the diff after its end. A test that fails while recording leaves its cassette as it was.
 """
 
 from __future__ import annotations

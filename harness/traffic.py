@@ -1,30 +1,19 @@
 """An agent's model traffic as runs: which calls belong together, and who wrote each byte.
 
-An agent that harness did not build still keeps a buffer: it sends the model a prompt,
-reads the completion, appends something of its own and sends the whole again. Seen from
-the wire, that is a list of calls, each (prompt, completion). Calls group into runs:
+Seen from the wire, an agent is a list of calls, each (prompt, completion). A call whose
+prompt extends a run's last prompt continues that run (the longest such run); any other
+starts a run of its own, so concurrent runs stay apart. Authors go by position, as
+harness's own loop writes them: the first prompt `developer`, each completion `model`,
+what the agent's next prompt adds after it `code`.
 
-    a call whose prompt extends a run's last prompt continues that run   (longest such run first)
-    any other call starts a run of its own                               (so concurrent runs stay apart)
+Where the next prompt does not hold the completion verbatim (a framework rewrote the
+model's words), the transcript keeps the model's words, then the REWRITTEN line and what
+the agent sent instead, as code; `prompts` undoes that and gives back each call's prompt.
 
-and the run's transcript gets its authors by position, as harness's own loop writes them:
-
-    the first prompt                                   developer
-    each completion                                    model
-    what the agent's next prompt adds after it         code   (its observation, its cue)
-
-Where the next prompt does not hold the completion verbatim (a framework stripped, re-
-formatted or dropped the model's words), the transcript keeps the model's words as the
-model wrote them, then a code line starting with REWRITTEN, then what the agent sent
-instead, all code. So the transcript is not the buffer there; `prompts` undoes the mark
-and gives back, byte for byte, what each call was sent.
-
-A chat call's messages become one text by `chat_text`: each message under a `[role]` line,
-its content, then its tool calls as `[call ID] name(arguments)` lines; the tools the request
-offers come first, under `[tools]`; an `[assistant]` line cues the reply. It inverts
-harness.backends.messages' rule (developer and code -> "user", model -> "assistant"): the
-assistant's replies are `model`, everything else is `developer` before the first reply and
-`code` after it.
+A chat call's messages become one text (`chat_text`): `[tools]`, then each message under
+a `[role]` line with its tool calls as `[call ID] name(arguments)` lines, then `[assistant]`.
+The assistant's replies are `model`; the rest is `developer` before the first, `code` after
+(the inverse of harness.backends.messages' rule).
 """
 
 from __future__ import annotations
@@ -53,8 +42,7 @@ class Call:
     tokens: dict[str, int | None] | None = None
     error: str = ""  # the upstream failed: its message (no completion)
 
-    def key(self) -> str:
-        """What a replayed request must match: endpoint, prompt and settings."""
+    def key(self) -> str:  # what a replayed request must match
         return json.dumps([self.endpoint, self.prompt, self.params], sort_keys=True, ensure_ascii=False)
 
     def but(self, **changes: Any) -> Call:

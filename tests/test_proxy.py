@@ -19,6 +19,7 @@ from pathlib import Path
 import httpx
 import pytest
 
+from harness.errors import HarnessError
 from harness.proxy import MAX_REQUEST, Proxy, serve
 from harness.saved import load_record
 from harness.traffic import REWRITTEN
@@ -295,3 +296,61 @@ def test_a_recorded_run_is_an_ordinary_transcript_for_show_step_and_export(tmp_p
     assert "Final Answer: 5" in page.read_text()
     checked = runner.invoke(app, ["replay", str(path), "--check"])  # its replay is the proxy's: one line says why not here
     assert checked.exit_code == 2 and checked.output.count("\n") == 1 and "harness proxy FOLDER --mode none" in checked.output
+
+
+def test_a_length_that_is_not_ascii_digits_is_refused_in_one_line_not_a_traceback(tmp_path, upstream, capfd):
+    session = Session(tmp_path / "c", "once", upstream.url)
+    with socket.create_connection(("127.0.0.1", session.server.server_address[1])) as s:
+        s.sendall(b"POST /v1/completions HTTP/1.1\r\nHost: x\r\nContent-Length: \xb2\r\n\r\n")  # "²": a digit to str.isdigit
+        got = b"".join(iter(lambda: s.recv(4096), b""))
+    assert got.startswith(b"HTTP/1.1 411") and b"Content-Length" in got
+    session.close()
+    assert "Traceback" not in capfd.readouterr().err
+
+
+def test_a_lone_surrogate_in_a_request_is_forwarded_saved_and_replayed(tmp_path, upstream):
+    upstream.serve(answer(" ok"))
+    raw = b'{"model": "m", "prompt": "Say \\ud800", "stop": ["\\udfff"]}'  # JSON can carry it; UTF-8 cannot
+    session = Session(tmp_path / "c", "once", upstream.url)
+    r = httpx.post(f"{session.url}/completions", content=raw, headers={"Content-Type": "application/json"})
+    assert r.status_code == 200 and upstream.requests[0][1]["prompt"] == "Say \ud800"  # forwarded as sent
+    (path,) = session.close()
+    assert "developer \\ Say \ufffd" in path.read_text(encoding="utf-8")
+    session = Session(tmp_path / "c", "none")
+    r = httpx.post(f"{session.url}/completions", content=raw, headers={"Content-Type": "application/json"})
+    assert r.status_code == 200 and r.json()["choices"][0]["text"] == " ok"
+    session.close()
+
+
+def test_a_file_where_the_cassette_folder_should_be_is_one_line_before_anything_is_recorded(tmp_path, upstream):
+    (tmp_path / "c").write_text("notes")
+    done = subprocess.run([sys.executable, "-m", "harness", "proxy", str(tmp_path / "c"), "--base-url", upstream.url], capture_output=True, text=True, timeout=30)
+    assert (done.returncode, done.stderr.count("\n")) == (2, 1) and "cannot record a cassette into it (Not a directory)" in done.stderr
+    assert (tmp_path / "c").read_text() == "notes"
+
+
+def test_a_second_proxy_recording_into_the_same_folder_is_refused_and_the_first_keeps_its_runs(tmp_path, upstream):
+    upstream.serve(answer(" one"))
+    first = Session(tmp_path / "c", "once", upstream.url)
+    with pytest.raises(HarnessError, match="another harness proxy is recording into this cassette"):
+        Proxy(tmp_path / "c", "all", upstream.url)
+    httpx.post(f"{first.url}/completions", json={"model": "m", "prompt": "First"})
+    (path,) = first.close()
+    assert "developer \\ First" in path.read_text()
+    Proxy(tmp_path / "c", "all", upstream.url).close(save=False)  # free again once the first has saved
+
+
+def test_a_cassette_edited_by_hand_into_bad_token_counts_is_one_line_naming_the_file(tmp_path, upstream):
+    upstream.serve(answer(" ok"))
+    session = Session(tmp_path / "c", "once", upstream.url)
+    httpx.post(f"{session.url}/completions", json={"model": "m", "prompt": "Hi"})
+    (path,) = session.close()
+    path.write_text(path.read_text().replace('"completion_tokens": 4', '"completion_tokens": "four"'))
+    with pytest.raises(HarnessError, match=r"run-001.txt: metadata calls: entry 1: tokens must map names to whole numbers"):
+        Proxy(tmp_path / "c", "none")
+
+
+def test_the_model_list_is_served_with_a_query_too(tmp_path, upstream):
+    session = Session(tmp_path / "c", "once", upstream.url)
+    assert httpx.get(f"{session.url}/models?limit=5").status_code == 200  # as /completions?... is
+    session.close()
