@@ -36,6 +36,14 @@ def server() -> tuple[str, str]:
     return url, httpx.get(f"{url}/models", timeout=10).json()["data"][0]["id"]
 
 
+def recorded(folder: Path, upstream: str, agent) -> tuple[object, Path, str, object]:
+    """The agent recorded once through a proxy: its answer, the one saved file, its text and its record."""
+    answer = through(folder, "once", upstream, agent)
+    (path,) = sorted(folder.glob("run-*.txt"))
+    text = path.read_text()
+    return answer, path, text, load_record(text, str(path))  # an ordinary transcript: show, step and export read it
+
+
 def through(folder: Path, mode: str, upstream: str | None, agent) -> object:
     """The agent run once through a proxy in `mode`; the proxy saved after."""
     proxy = Proxy(folder, mode, upstream)
@@ -50,25 +58,8 @@ def through(folder: Path, mode: str, upstream: str | None, agent) -> object:
 
 # --- LangChain's classic ReAct agent -------------------------------------------------------
 
-REACT = """Answer the following questions as best you can. You have access to the following tools:
-
-{tools}
-
-Use the following format:
-
-Question: the input question you must answer
-Thought: you should always think about what to do
-Action: the action to take, should be one of [{tool_names}]
-Action Input: the input to the action
-Observation: the result of the action
-... (this Thought/Action/Action Input/Observation can repeat N times)
-Thought: I now know the final answer
-Final Answer: the final answer to the original input question
-
-Begin!
-
-Question: {input}
-Thought:{agent_scratchpad}"""
+# LangChain's usual ReAct prompt (hwchase17/react), word for word, as the eval uses it.
+REACT = (Path(__file__).parent / "eval" / "react.txt").read_text(encoding="utf-8").rstrip("\n") + "\nThought:{agent_scratchpad}"
 
 
 def langchain_agent(model: str, question: str, seen: list | None = None):
@@ -104,11 +95,8 @@ def langchain_agent(model: str, question: str, seen: list | None = None):
 def test_langchain_react_agent_records_replays_offline_and_fails_on_a_changed_prompt(tmp_path, server):
     url, model = server
     seen: list = []
-    answer = through(tmp_path / "c", "once", url, langchain_agent(model, "What is 7 times 6?", seen))
-    (path,) = sorted((tmp_path / "c").glob("run-*.txt"))
-    text = path.read_text()
+    answer, path, text, record = recorded(tmp_path / "c", url, langchain_agent(model, "What is 7 times 6?", seen))
     assert KEY not in text
-    record = load_record(text, str(path))  # an ordinary transcript: show, step and export read it
     spans = record.transcript.spans
     sent, got = [t for k, t in seen if k == "sent"], [t for k, t in seen if k == "got"]
     assert spans[0].author is Author.DEVELOPER and spans[0].text == sent[0]  # the prompt LangChain built
@@ -164,10 +152,7 @@ def sdk_agent(model: str, question: str, sent_back: list | None = None):
 def test_openai_sdk_chat_with_tools_records_shows_the_rewrite_and_replays_offline(tmp_path, server):
     url, model = server
     sent_back: list = []
-    answer = through(tmp_path / "c", "once", url, sdk_agent(model, "What is 7 times 6?", sent_back))
-    (path,) = sorted((tmp_path / "c").glob("run-*.txt"))
-    text = path.read_text()
-    record = load_record(text, str(path))
+    answer, path, text, record = recorded(tmp_path / "c", url, sdk_agent(model, "What is 7 times 6?", sent_back))
     spans = record.transcript.spans
     assert spans[0].author is Author.DEVELOPER and spans[0].text.startswith("[tools]\n") and "[user]\nWhat is 7 times 6?\n[assistant]\n" in spans[0].text
     assert spans[1].author is Author.MODEL and spans[1].text.startswith("[call ")  # the tool call, as the model wrote it

@@ -36,27 +36,7 @@ from run import HERE, solved, task_scenario, wait_for  # noqa: E402
 from harness import ToolError  # noqa: E402
 
 # LangChain's usual ReAct prompt (hwchase17/react), word for word, in ChatML's frames.
-REACT = """<|im_start|>user
-Answer the following questions as best you can. You have access to the following tools:
-
-{tools}
-
-Use the following format:
-
-Question: the input question you must answer
-Thought: you should always think about what to do
-Action: the action to take, should be one of [{tool_names}]
-Action Input: the input to the action
-Observation: the result of the action
-... (this Thought/Action/Action Input/Observation can repeat N times)
-Thought: I now know the final answer
-Final Answer: the final answer to the original input question
-
-Begin!
-
-Question: {input}<|im_end|>
-<|im_start|>assistant
-Thought:{agent_scratchpad}"""
+REACT = "<|im_start|>user\n" + (HERE / "react.txt").read_text(encoding="utf-8").rstrip("\n") + "<|im_end|>\n<|im_start|>assistant\nThought:{agent_scratchpad}"
 
 
 def langchain_tools(tools) -> list[Tool]:
