@@ -21,6 +21,7 @@ import os
 import signal
 import sys
 import threading
+from _signal import getsignal  # signal.getsignal without its enum wrapping (twice a tool call)
 from typing import Any, TextIO
 
 _here = threading.local()  # .printed: this thread's call's buffer while it calls a tool; .ours: a thread of harness's
@@ -129,7 +130,7 @@ def start() -> tuple:
         _calls += 1
     outer = getattr(_here, "printed", None)  # a tool that imports a tool module: nested
     _here.printed = io.StringIO()
-    return outer, signal.getsignal(signal.SIGINT) if main else None
+    return outer, getsignal(signal.SIGINT) if main else None
 
 
 def stop(call: tuple) -> str:
@@ -146,7 +147,7 @@ def stop(call: tuple) -> str:
         else:  # a program's last call ended: its streams as they were
             sys.stdout, sys.stderr = _proxies[0].other, _proxies[1].other
             _proxies = None
-    if handler is not None and signal.getsignal(signal.SIGINT) is not handler:
+    if handler is not None and getsignal(signal.SIGINT) is not handler:
         signal.signal(signal.SIGINT, handler)
     return printed
 

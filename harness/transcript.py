@@ -115,7 +115,8 @@ spans are the offsets where each author's run begins.
         return self._length
 
     def append(self, author: Author, text: str) -> None:
-        author = Author(author)  # "model" -> Author.MODEL
+        if type(author) is not Author:  # a plain string: "model" -> Author.MODEL
+            author = Author(author)
         if not self._authors or self._authors[-1] is not author:
             self._authors.append(author)
             self._starts.append(self._length)
