@@ -36,3 +36,12 @@ class TextSnapshot(SingleFileSnapshotExtension):
 @pytest.fixture
 def text_snapshot(snapshot):
     return snapshot.use_extension(TextSnapshot)
+
+
+def record_with_base_url(pytester, monkeypatch, model: str, url: str, source: str):
+    """`pytest --harness-record MODEL` with the base URL from `source`: the option or HARNESS_BASE_URL."""
+    if source == "HARNESS_BASE_URL":
+        monkeypatch.setenv("HARNESS_BASE_URL", url)
+        return pytester.runpytest("--harness-record", model)
+    monkeypatch.delenv("HARNESS_BASE_URL", raising=False)
+    return pytester.runpytest("--harness-record", model, "--harness-base-url", url)

@@ -20,6 +20,8 @@ import os
 from pathlib import Path
 
 import pytest
+
+from tests.conftest import record_with_base_url
 from typer.testing import CliRunner
 
 import harness.agent  # noqa: F401 (loaded here, so pytester's in-process runs share one Agent class)
@@ -421,13 +423,7 @@ def test_harness_record_runs_each_source_live_and_the_plain_run_replays_it_offli
 
 @pytest.mark.parametrize("source", ["--harness-base-url", "HARNESS_BASE_URL"])
 def test_a_recording_base_url_with_a_query_is_a_usage_error_naming_where_it_came_from(pytester, project, monkeypatch, source):
-    url = "http://127.0.0.1:9/v1?key=SECRETSECRET"
-    if source == "HARNESS_BASE_URL":
-        monkeypatch.setenv("HARNESS_BASE_URL", url)
-        result = pytester.runpytest("--harness-record", "openai:fake")
-    else:
-        monkeypatch.delenv("HARNESS_BASE_URL", raising=False)
-        result = pytester.runpytest("--harness-record", "openai:fake", "--harness-base-url", url)
+    result = record_with_base_url(pytester, monkeypatch, "openai:fake", "http://127.0.0.1:9/v1?key=SECRETSECRET", source)
     assert result.ret == pytest.ExitCode.USAGE_ERROR
     assert f"{source}: 'http://127.0.0.1:9/v1…' has a ?query" in result.stderr.str()
     assert "SECRET" not in result.stdout.str() + result.stderr.str()

@@ -17,6 +17,8 @@ import sys
 
 import pytest
 
+from tests.conftest import record_with_base_url
+
 pytest_plugins = ["pytester"]
 
 # Each holds SECRET (the password, or part of it) or USERNAME where a parser would not look.
@@ -54,13 +56,7 @@ def test_the_command_refuses_the_url_in_one_line_without_its_password(tmp_path, 
 @pytest.mark.parametrize("case", URLS)
 def test_pytest_s_usage_error_names_the_source_without_the_password(pytester, monkeypatch, case, source):
     pytester.makeini("[pytest]\n")
-    url = URLS[case]
-    if source == "HARNESS_BASE_URL":
-        monkeypatch.setenv("HARNESS_BASE_URL", url)
-        result = pytester.runpytest("--harness-record", "openai:m")
-    else:
-        monkeypatch.delenv("HARNESS_BASE_URL", raising=False)
-        result = pytester.runpytest("--harness-record", "openai:m", "--harness-base-url", url)
+    result = record_with_base_url(pytester, monkeypatch, "openai:m", URLS[case], source)
     assert result.ret == pytest.ExitCode.USAGE_ERROR
     assert f"ERROR: {source}: " in result.stderr.str()
     assert not any(leak in result.stdout.str() + result.stderr.str() for leak in LEAKS)
