@@ -1,6 +1,6 @@
 """Many runs at once: the single run repeated with bounded concurrency, in this one place.
 
-    outcomes, interrupted = run_all(jobs, work, workers=4)
+    outcomes, interrupted = run_all(jobs, work, 4, Progress(sys.stderr, len(jobs)))
 
 Runs wait on a model server, so a pool of threads is the scheduler. Ctrl-C reaches the
 main thread: no new run starts, each running model raises KeyboardInterrupt at its next
@@ -62,42 +62,35 @@ class Outcome:
         return (self.prompt_tokens or 0) + (self.completion_tokens or 0)
 
     @classmethod
-    def of(cls, name: str, record: RunRecord, seconds: float, saved: Path | None, expected: bool | None) -> Outcome:
+    def of(cls, name: str, record: RunRecord, seconds: float, **more: Any) -> Outcome:
+        """What the summary needs of a finished run's record; `more`: the other fields."""
+
         def total(key: str) -> int | None:  # None when no call counted it
             counted = [c.tokens[key] for c in record.calls if c.tokens and c.tokens.get(key) is not None]
             return sum(counted) if counted else None
 
-        reason, total_prompt, total_completion = record.stop_reason.value, total("prompt_tokens"), total("completion_tokens")
-        return cls(name, reason, record.steps, record.final_answer, record.detail, seconds, total_prompt, total_completion, saved, expected)
+        facts = dict(stop_reason=record.stop_reason.value, steps=record.steps, final_answer=record.final_answer, detail=record.detail)
+        return cls(name, seconds=seconds, prompt_tokens=total("prompt_tokens"), completion_tokens=total("completion_tokens"), **facts, **more)
 
 
 STUCK = "still running at the second Ctrl-C (a tool that never returned?); not saved"
 Wrap = Callable[[Model], Model]
 Work = Callable[[Job, Wrap], Outcome]
-Heard = Callable[[Job, str], Any]  # (job, "call" | "token" | "end"): what its model just did
 
 
-def run_all(
-    jobs: Sequence[Job],
-    work: Work,
-    workers: int = 1,
-    started: Callable[[Job], Any] = lambda job: None,
-    finished: Callable[[Outcome], Any] = lambda outcome: None,
-    interrupt: Callable[[], Any] = lambda: None,
-    heard: Heard = lambda job, what: None,
-    tick: Callable[[], Any] = lambda: None,
-) -> tuple[list[Outcome | None], bool]:
+def run_all(jobs: Sequence[Job], work: Work, workers: int, progress: Any, interrupt: Callable[[], Any] = lambda: None) -> tuple[list[Outcome | None], bool]:
     """Every job run by `work` in at most `workers` threads; the outcomes in the jobs'
     order (None for a run that never started), and whether Ctrl-C stopped the batch.
-    `started` and `heard` are called in the run's thread; `finished` (in finishing order)
-    and `tick` (a few times a second) in the caller's; `interrupt` at Ctrl-C."""
+    `progress` (a harness.batch_progress.Progress) hears `started` and `heard` in the run's
+    thread, `finished` (in finishing order) and `tick` (a few times a second) in the
+    caller's; `interrupt` is called at Ctrl-C."""
     stop = threading.Event()
 
     def one(job: Job) -> Outcome | None:
         if stop.is_set():  # Ctrl-C came while it waited for a thread
             return None
-        started(job)
-        return work(job, lambda model: Cancelable(model, stop, lambda what: heard(job, what)))
+        progress.started(job)
+        return work(job, lambda model: Cancelable(model, stop, lambda what: progress.heard(job, what)))
 
     outcomes: list[Outcome | None] = [None] * len(jobs)
     interrupted = abandoned = False
@@ -110,14 +103,14 @@ def run_all(
             future.add_done_callback(ended.put)
         while pending:
             try:  # Ctrl-C may come anywhere in here, a second one too
-                tick()
+                progress.tick()
                 if (future := _next_ended(ended, pending)) is None:
                     continue
                 outcome = None if future.cancelled() else future.result()
                 i = pending.pop(future)
                 if outcome is not None:
                     outcomes[i] = outcome
-                    finished(outcome)
+                    progress.finished(outcome)
             except KeyboardInterrupt:
                 if interrupted:  # a second Ctrl-C: stop waiting for runs that do not end
                     for future, i in pending.items():

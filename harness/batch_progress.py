@@ -29,47 +29,6 @@ NAME = 30  # characters of a scenario's name on the bar
 BAR = 20  # cells of the bar itself
 
 
-def note_lines(o: Outcome) -> list[str]:
-    """A run's notes as `note: NAME: TEXT` lines, shown and never obeyed."""
-    return [one_line(f"note: {o.name}: {note}") for note in o.notes]
-
-
-class Lines:
-    """One line per finished run: `[3/8] nimbus: final_answer, 4 steps, 0.12 s, 310 tokens`."""
-
-    def __init__(self, out: IO[str], total: int) -> None:
-        self.out, self.total, self.done = out, total, 0
-
-    def started(self, job: Job) -> None:
-        pass
-
-    def heard(self, job: Job, what: str) -> None:
-        pass  # a log gets a line per finished run, not per token
-
-    def tick(self) -> None:
-        pass
-
-    def end(self) -> None:
-        pass
-
-    def finished(self, o: Outcome) -> None:
-        self.done += 1
-        for line in note_lines(o):
-            self.out.write(line + "\n")
-        if o.error:
-            what = f"not run: {o.error}"
-        else:
-            what = f"{o.stop_reason}, {o.steps} step{'s' if o.steps != 1 else ''}, {o.seconds:.2f} s"
-            if o.tokens is not None:
-                what += f", {o.tokens} tokens"
-            if o.same is not None:  # replay --check
-                what += ", same as the file" if o.same else ", differs from the file"
-            if o.stop_reason == "model_error":  # why, in the log, as a single run's error line says
-                what += f": {o.detail[:DETAIL]}" + ("…" if len(o.detail) > DETAIL else "")
-        self.out.write(one_line(f"[{self.done}/{self.total}] {o.name}: {what}") + "\n")
-        self.out.flush()
-
-
 @dataclass(frozen=True)
 class _Run:
     """What one running scenario's model is doing, as the bar shows it."""
@@ -81,12 +40,13 @@ class _Run:
     since: float = 0.0  # time.monotonic() of the last thing heard: start, call, token or end
 
 
-class Bar(Lines):
-    """The line on a terminal. `started` and `heard` come from the runs' threads and only
-    note what they heard; the line is drawn from the batch's own thread (`tick`, `finished`)."""
+class Progress:
+    """The batch's progress on `out`: the bar on a terminal, else a line per finished run.
+    `started` and `heard` come from the runs' threads and only note what they heard; lines
+    are written from the batch's own thread (`finished`, `tick`, `end`)."""
 
     def __init__(self, out: IO[str], total: int) -> None:
-        super().__init__(out, total)
+        self.out, self.total, self.done, self.bar = out, total, 0, out.isatty()
         self.lock, self.reasons, self.start = threading.Lock(), Counter(), time.monotonic()
         self.runs: dict[int, _Run] = {}  # the running ones, by id(job)
 
@@ -95,6 +55,7 @@ class Bar(Lines):
             self.runs[id(job)] = _Run(job.name, since=time.monotonic())
 
     def heard(self, job: Job, what: str) -> None:
+        """What a run's model just did: "call", "token" or "end"."""
         with self.lock:
             run = self.runs.get(id(job))
             if run is None:
@@ -108,17 +69,24 @@ class Bar(Lines):
             self.runs[id(job)] = replace(run, since=time.monotonic())
 
     def finished(self, o: Outcome) -> None:
+        """A run's notes (what its model dropped on arrival), each on a line of its own, then
+        the bar redrawn or the run's line: `[3/8] nimbus: final_answer, 4 steps, 0.12 s`."""
         self.done += 1
-        for line in note_lines(o):  # above the bar, on a line of its own
-            self.out.write(f"\r\x1b[K{line}\n")
         with self.lock:
             ended = next((key for key, run in self.runs.items() if run.name == o.name), None)
             self.runs.pop(ended, None)
             self.reasons[o.stop_reason or "not run"] += 1
-        self.tick()
+        for note in o.notes:  # above the bar, if there is one
+            self.out.write(("\r\x1b[K" if self.bar else "") + one_line(f"note: {o.name}: {note}") + "\n")
+        if self.bar:
+            return self.tick()
+        self.out.write(one_line(f"[{self.done}/{self.total}] {o.name}: {_ended(o)}") + "\n")
+        self.out.flush()
 
     def tick(self) -> None:
-        """Draw the line afresh (the times move on), cut to the terminal's width."""
+        """Draw the bar afresh (the times move on), cut to the terminal's width."""
+        if not self.bar:
+            return
         now = time.monotonic()
         filled = BAR * self.done // max(1, self.total)
         elapsed = int(now - self.start)
@@ -136,8 +104,22 @@ class Bar(Lines):
         return f"running {len(runs)}" + (f" ({doing}{more})" if runs else "") + (f" · {reasons}" if reasons else "")
 
     def end(self) -> None:
-        self.tick()
-        self.out.write("\n")  # the last counts stay on the screen
+        if self.bar:
+            self.tick()
+            self.out.write("\n")  # the last counts stay on the screen
+
+
+def _ended(o: Outcome) -> str:
+    if o.error:
+        return f"not run: {o.error}"
+    what = f"{o.stop_reason}, {o.steps} step{'s' if o.steps != 1 else ''}, {o.seconds:.2f} s"
+    if o.tokens is not None:
+        what += f", {o.tokens} tokens"
+    if o.same is not None:  # replay --check
+        what += ", same as the file" if o.same else ", differs from the file"
+    if o.stop_reason == "model_error":  # why, in the log, as a single run's error line says
+        what += f": {o.detail[:DETAIL]}" + ("…" if len(o.detail) > DETAIL else "")
+    return what
 
 
 def _doing(run: _Run, silent: float) -> str:
@@ -163,7 +145,3 @@ def _width(out: IO[str]) -> int:
         return os.get_terminal_size(out.fileno()).columns
     except (OSError, ValueError):
         return 80
-
-
-def progress_for(out: IO[str], total: int) -> Lines:
-    return Bar(out, total) if out.isatty() else Lines(out, total)

@@ -8,31 +8,21 @@ from __future__ import annotations
 import os
 import sys
 import time
-from collections.abc import Callable
 from dataclasses import dataclass, replace
 from pathlib import Path
-from typing import TYPE_CHECKING, Annotated, Any
+from typing import TYPE_CHECKING, Annotated
 
 import typer
 
-from harness.cli_io import output_path, scenario_file, write
-from harness.cli_models import CallOptions, RunModels
+from harness.cli_io import scenario_file, write
+from harness.cli_models import ModelOptions, RunModels
 from harness.errors import HarnessError
 
 if TYPE_CHECKING:  # imported when a batch runs: `harness --help` stays fast
     from harness.batch import Job, Outcome, Work, Wrap
     from harness.scenario import Scenario
 
-INTERRUPTED = 130
-
-Jobs = Annotated[int, typer.Option("--jobs", "-j", min=1, max=256, help="Several scenarios: how many run at once.")]
-SaveDir = Annotated[Path | None, typer.Option("--save-dir", parser=output_path, metavar="<path>", help="Several scenarios: save each transcript as DIR/<scenario>.txt.")]
-Report = Annotated[Path | None, typer.Option("--report", parser=output_path, metavar="<path>", help="Several scenarios: write the summary as JSON here.")]
-Junit = Annotated[Path | None, typer.Option("--junit", parser=output_path, metavar="<path>", help="Several scenarios: write a JUnit XML report here, for CI.")]
-FailOn = Annotated[
-    str | None,
-    typer.Option("--fail-on", metavar="REASON,...", help="Several scenarios: exit 1 if a run ends so (stop reasons, or mismatch)."),
-]
+Jobs = Annotated[int, typer.Option("--jobs", "-j", min=1, max=256, help="Several scenarios or files: how many run at once.")]
 
 
 @dataclass(frozen=True, slots=True)
@@ -42,9 +32,7 @@ class Options:
     report: Path | None = None
     junit: Path | None = None
     fail_on: frozenset[str] = frozenset()
-    model: str | None = None
-    base_url: str | None = None
-    call: CallOptions = CallOptions()
+    models: ModelOptions = ModelOptions()
     peek: int = 0
     max_steps: int | None = None
     no_stop: bool = False
@@ -150,21 +138,20 @@ def worker(options: Options, root: Path, models: RunModels) -> Work:
 
     def work(job: Job, wrap: Wrap) -> Outcome:
         start = time.perf_counter()
-        assert job.scenario is not None
         spec = as_asked(job.scenario, options.max_steps, options.no_stop)
         try:
             with models.one() as live:  # a model of its own
                 record = run_scenario(spec, model=live, peek=options.peek, root=root, wrap=wrap)
-            seconds = time.perf_counter() - start
-            saved = None
+            seconds, saved = time.perf_counter() - start, None
             if options.save_dir is not None:
                 saved = (options.save_dir / f"{job.name}.txt").absolute()
                 record = record.placed(saved)
                 write_file(saved, record.saved, HEADER, "--save-dir")
         except HarnessError as e:  # a template or tool that is missing: found when it is built
             return Outcome(job.name, seconds=time.perf_counter() - start, error=str(e))
-        outcome = Outcome.of(job.name, record, seconds, saved, matches(spec, record.final_answer))
-        return replace(outcome, wanted=wanted(spec), notes=tuple(live.notes) if live is not None else ())  # what its model dropped on arrival
+        wanted = next(((f, getattr(spec, f)) for f in ("expect", "expect_regex") if getattr(spec, f) is not None), None)  # for the reports to say what a mismatch missed
+        notes = tuple(live.notes) if live is not None else ()  # what its model dropped on arrival
+        return Outcome.of(job.name, record, seconds, transcript=saved, expected=matches(spec, record.final_answer), wanted=wanted, notes=notes)
 
     return work
 
@@ -175,31 +162,25 @@ def as_asked(spec: Scenario, max_steps: int | None, no_stop: bool) -> Scenario:
     return spec.but(use_stop=False) if no_stop else spec
 
 
-def wanted(spec: Any) -> tuple[str, str] | None:
-    """The scenario's `expect` or `expect_regex`, named, for the reports to say what a mismatch missed."""
-    for field in ("expect", "expect_regex"):
-        if getattr(spec, field) is not None:
-            return field, getattr(spec, field)
-    return None
-
-
-def run_batch(jobs: list[Job], work: Work, workers: int, what: str = "scenario", interrupt: Callable[[], Any] = lambda: None) -> tuple[list[Outcome], int, bool]:
-    """The jobs run by `work` with progress on stderr, then the summary on stdout (after
-    the diffs of replays that differ): every outcome in the jobs' order, how many never
-    started, and whether Ctrl-C came. Each job that cannot run is one line on stderr."""
+def run_batch(jobs: list[Job], work: Work, models: RunModels, workers: int, what: str = "scenario") -> tuple[list[Outcome], int, bool]:
+    """The jobs run by `work` on `models` (closed at the end) with progress on stderr, then
+    the summary on stdout (after the diffs of replays that differ): every outcome in the
+    jobs' order, how many never started, and whether Ctrl-C came. Each job that cannot run
+    is one line on stderr."""
     from harness.batch import Outcome, run_all
-    from harness.batch_progress import progress_for
+    from harness.batch_progress import Progress
     from harness.batch_report import one_line, summary
 
     for job in jobs:
         if job.error:
             typer.echo(f"error: {one_line(job.error)}", err=True)
     runnable = [j for j in jobs if not j.error]
-    progress = progress_for(sys.stderr, len(runnable))
+    progress = Progress(sys.stderr, len(runnable))
     try:
-        outcomes, interrupted = run_all(runnable, work, workers, progress.started, progress.finished, interrupt, progress.heard, progress.tick)
+        outcomes, interrupted = run_all(runnable, work, workers, progress, models.interrupt)
     finally:
         progress.end()
+        models.close()
     for outcome in outcomes:
         if outcome is not None and outcome.error:
             typer.echo(f"error: {one_line(outcome.error)}", err=True)
@@ -220,11 +201,8 @@ def run_many(arguments: list[str], options: Options) -> None:
     jobs = gather(arguments)
     earlier, asked = check(jobs, options), options
     options = replace(options, **{k: getattr(options, k).absolute() for k in ("save_dir", "report", "junit") if getattr(options, k) is not None})  # now: a tool's os.chdir cannot move them
-    models = RunModels(options.model, options.base_url, options.call, options.jobs, sum(not j.error for j in jobs))  # a bad --model: one line, once
-    try:
-        ordered, not_started, interrupted = run_batch(jobs, worker(options, Path.cwd(), models), options.jobs, interrupt=models.interrupt)
-    finally:
-        models.close()
+    models = RunModels(options.models, options.jobs, sum(not j.error for j in jobs))  # a bad --model: one line, once
+    ordered, not_started, interrupted = run_batch(jobs, worker(options, Path.cwd(), models), models, options.jobs)
     for o in ordered:  # a folder reused by another recipe never loses a recording unsaid
         if o.transcript is not None and o.transcript in earlier:
             typer.echo(f"replaced {one_line(str(earlier[o.transcript]))} (it held an earlier run)", err=True)
@@ -240,22 +218,4 @@ def run_many(arguments: list[str], options: Options) -> None:
 def end_interrupted() -> None:
     """Exit 130 after Ctrl-C (runs left stuck in their threads do not hold the command: harness.__main__)."""
     typer.echo("interrupted", err=True)
-    raise typer.Exit(INTERRUPTED)
-
-
-def refuse_single_run_options(format_given: bool, save: Path | None, live: bool, cost: bool, save_dir: Path | None = None, batch_option: str = "") -> None:
-    """What shows one run (its transcript, as it streams, its cost) cannot show several;
-    `batch_option`: the option that made one scenario a batch, if one did."""
-    if save is not None and save_dir is not None:
-        raise HarnessError("--save", "and --save-dir both say where to save; give one of them")
-    for given, option, instead in (
-        (save is not None, "--save", "use --save-dir DIR"),
-        (format_given, "--format", "several runs print a summary; --report FILE writes it as JSON"),
-        (live, "--live", "several runs show progress on stderr"),
-        (cost, "--cost", "run one scenario to see its cost"),
-    ):
-        if given and batch_option:
-            raise HarnessError(option, f"shows one run, and {batch_option} makes this a batch (a summary of runs); give one of them")
-        if given:
-            raise HarnessError(option, f"goes with one scenario; {instead}")
-
+    raise typer.Exit(130)

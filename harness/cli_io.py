@@ -86,6 +86,7 @@ FormatOption = Annotated[
     Format,
     typer.Option("--format", "-f", help="rich: coloured by author; tagged: the save format; json; events: JSON Lines."),
 ]
+NoStop = Annotated[bool, typer.Option("--no-stop", help="Turn the stop sequences off: see what the model writes when nothing cuts it.")]
 
 
 def new_console() -> Console:

@@ -1,11 +1,13 @@
 """`harness replay FILE...`: run the loop again from saved transcripts, their model turns
 as the script (or a live --model); with --check, exit 1 and a diff if a byte differs.
 
-Several files, or folders, are a batch (harness.cli_batch's run_batch). With --update, as `pytest --harness-update`: each file whose replay changed is rewritten,
-keeping its recorded model turns, and named (`replaced PATH`); only a replay that
-completed replaces its file, one that failed or broke off leaves it byte for byte.
+Several files, or folders, are a batch (harness.cli_batch's run_batch). With --update, as
+`pytest --harness-update`: each file whose replay changed is rewritten, keeping its
+recorded model turns, and named (`replaced PATH`); only a replay that completed replaces
+its file, one that failed or broke off leaves it byte for byte.
 """
 
+from __future__ import annotations
 
 import os
 import time
@@ -15,38 +17,14 @@ from typing import TYPE_CHECKING, Annotated
 
 import typer
 
+from harness.cli_batch import Jobs
 from harness.cli_io import Format, FormatOption, call_lines, named, scenario_hint, show_record
-from harness.cli_models import (
-    BaseUrlOption,
-    CallOptions,
-    MaxChars,
-    MaxSeconds,
-    MaxTokens,
-    ModelOption,
-    RunModels,
-    Strict,
-    WaitForServer,
-    exit_if_failed,
-    live_model_from,
-    tell_stderr,
-)
+from harness.cli_models import BaseUrlOption, MaxChars, MaxSeconds, MaxTokens, ModelOption, ModelOptions, RunModels, Strict, WaitForServer, exit_if_failed, tell_stderr
 from harness.errors import HarnessError
 
 if TYPE_CHECKING:  # imported when replays run: `harness --help` stays fast
-    from harness.batch import Job, Work
+    from harness.batch import Job, Outcome, Work
 
-Jobs = Annotated[int, typer.Option("--jobs", "-j", min=1, max=256, help="Several files: how many replay at once.")]
-StrictSource = Annotated[
-    bool,
-    typer.Option(
-        "--strict-source",
-        help="With --check: fail a replay that is the same but whose source was edited (only source.sha256 differs); by default it passes.",
-    ),
-]
-Update = Annotated[
-    bool,
-    typer.Option("--update", help="Rewrite each file whose replay changed, keeping its recorded model turns (as pytest --harness-update)."),
-]
 REHASHED = "its source was edited since the recording (--update, or pytest --harness-update, records the new hash; --strict-source fails on it)"
 RECORD_HINT = "`harness run SCENARIO --save FILE` or `pytest --harness-record MODEL` asks the model again"
 HINT = (
@@ -67,29 +45,28 @@ def replay(
     strict: Strict = None,
     wait_for_server: WaitForServer = None,
     jobs: Jobs = 1,
-    strict_source: StrictSource = False,
-    update: Update = False,
+    strict_source: Annotated[bool, typer.Option("--strict-source", help="With --check: fail a replay that is the same but whose source was edited (only source.sha256 differs); by default it passes.")] = False,
+    update: Annotated[bool, typer.Option("--update", help="Rewrite each file whose replay changed, keeping its recorded model turns (as pytest --harness-update).")] = False,
 ) -> None:
     """Run the loop again from saved transcripts: their model turns are the script (or a live --model)."""
     for file in files:
         named(file, "FILE", "transcript")
     if strict_source and not check:
         raise HarnessError("--strict-source", "goes with --check")
-    if update and (check or model not in (None, "scripted")):
+    models = ModelOptions(model, base_url, max_tokens, max_chars, max_seconds, strict, wait_for_server)
+    if update and (check or models.live):
         raise HarnessError("--update", "keeps the recorded model turns and accepts what --check would find; give it alone")
-    call = CallOptions(max_tokens, max_chars, max_seconds, strict, wait_for_server)
     if len(files) > 1 or os.path.isdir(files[0]) or update:
         if format is not Format.rich:
             raise HarnessError("--format", "goes with one file; several replays print a summary")
-        replay_many(files, check, jobs, model, base_url, call, strict_source, update)
-        return
+        return replay_many(files, check, jobs, models, strict_source, update)
     from harness.diff import transcript_diff
     from harness.loop import nobody
     from harness.record import read_text
     from harness.record import replay as replay_text
 
     path = Path(files[0])
-    live_model = live_model_from(model, base_url, call)
+    live_model = models.open()
     with scenario_hint(path):
         result = replay_text(read_text(path), str(path), call_lines(nobody, live_model is not None), live_model, root=Path.cwd())
     tell_stderr(result.record, live_model)
@@ -113,7 +90,7 @@ def replay(
     raise typer.Exit(1)
 
 
-def worker(check: bool, models: RunModels, root: Path, strict_source: bool = False, update: bool = False) -> "Work":
+def worker(check: bool, models: RunModels, root: Path, strict_source: bool, update: bool) -> Work:
     """The work of one replay: what `harness replay FILE [--check]` does, without printing;
     with `update`, the file rewritten if its replay changed and completed."""
     from harness.batch import Outcome
@@ -122,14 +99,14 @@ def worker(check: bool, models: RunModels, root: Path, strict_source: bool = Fal
     from harness.record import replay as replay_text
     from harness.source import only_rehashed
 
-    def work(job: "Job", wrap) -> "Outcome":
+    def work(job: Job, wrap) -> Outcome:
         start, path = time.perf_counter(), job.saved
         assert path is not None
         try:
             with models.one() as live, scenario_hint(Path(job.name)):  # a scripted replay takes no time to cancel: only a live one is wrapped
                 result = replay_text(read_text(path, job.name), job.name, model=None if live is None else wrap(live), base=path.parent, root=root)
             seconds = time.perf_counter() - start
-            outcome = replace(Outcome.of(job.name, result.record, seconds, None, None), notes=tuple(live.notes) if live is not None else ())
+            outcome = Outcome.of(job.name, result.record, seconds, notes=tuple(live.notes) if live is not None else ())
             if update:
                 return updated(outcome, result, path)
         except HarnessError as e:  # the file, or the source it names, cannot be loaded (or written)
@@ -142,7 +119,7 @@ def worker(check: bool, models: RunModels, root: Path, strict_source: bool = Fal
     return work
 
 
-def updated(outcome: "Outcome", result, path: Path) -> "Outcome":
+def updated(outcome: Outcome, result, path: Path) -> Outcome:
     """--update: the file rewritten with the replay, if it changed and did not break off
     (out of recorded turns, or canceled, where the recording was not); `transcript` says
     it was, and a note names a kept turn that followed text the update changed."""
@@ -163,18 +140,13 @@ def updated(outcome: "Outcome", result, path: Path) -> "Outcome":
     return replace(outcome, transcript=path)
 
 
-def replay_many(
-    arguments: list[str], check: bool, jobs: int, model: str | None, base_url: str | None, call: CallOptions, strict_source: bool = False, update: bool = False
-) -> None:  # fmt: skip
+def replay_many(arguments: list[str], check: bool, jobs: int, options: ModelOptions, strict_source: bool, update: bool) -> None:
     from harness.batch_report import exit_code, one_line
     from harness.cli_batch import end_interrupted, gather, run_batch
 
     found = gather(arguments, "transcript")
-    models = RunModels(model, base_url, call, jobs, sum(not j.error for j in found))  # a bad --model is one line, once, before any replay
-    try:
-        ordered, _, interrupted = run_batch(found, worker(check, models, Path.cwd(), strict_source, update), jobs, "transcript", interrupt=models.interrupt)
-    finally:
-        models.close()
+    models = RunModels(options, jobs, sum(not j.error for j in found))  # a bad --model is one line, once, before any replay
+    ordered, _, interrupted = run_batch(found, worker(check, models, Path.cwd(), strict_source, update), models, jobs, "transcript")
     for o in ordered:
         if o.transcript is not None:
             typer.echo(f"replaced {one_line(o.name)}", err=True)
@@ -182,4 +154,4 @@ def replay_many(
         end_interrupted()
     if any(o.same is False for o in ordered):
         typer.echo(HINT, err=True)
-    raise typer.Exit(exit_code(ordered, (), model_failed=model not in (None, "scripted")))
+    raise typer.Exit(exit_code(ordered, (), model_failed=options.live))

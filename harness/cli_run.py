@@ -7,24 +7,17 @@ from typing import Annotated
 
 import typer
 
-from harness.cli_batch import FailOn, Jobs, Junit, Report, SaveDir, as_asked
-from harness.cli_io import Format, FormatOption, call_lines, live_view, named, output_path, print_event, scenario_file, show_record, write
-from harness.cli_models import (
-    BaseUrlOption,
-    CallOptions,
-    MaxChars,
-    MaxSeconds,
-    MaxTokens,
-    ModelOption,
-    Strict,
-    WaitForServer,
-    exit_if_failed,
-    live_model_from,
-    seconds,
-    tell_stderr,
-)
+from harness.cli_batch import Jobs, as_asked
+from harness.cli_io import Format, FormatOption, NoStop, call_lines, live_view, named, output_path, print_event, scenario_file, show_record, write
+from harness.cli_models import BaseUrlOption, MaxChars, MaxSeconds, MaxTokens, ModelOption, ModelOptions, Strict, WaitForServer, exit_if_failed, seconds, tell_stderr
 from harness.errors import HarnessError
 
+INSTEAD = {  # what to give instead of an option that shows one run, when several run
+    "--save": "use --save-dir DIR",
+    "--format": "several runs print a summary; --report FILE writes it as JSON",
+    "--live": "several runs show progress on stderr",
+    "--cost": "run one scenario to see its cost",
+}
 
 
 def _scenario_names(incomplete: str) -> list[str]:
@@ -46,7 +39,7 @@ def run(
     ],
     format: FormatOption = Format.rich,
     save: Annotated[Path | None, typer.Option(parser=output_path, metavar="<path>", help="Also save the transcript (save format v1) to this file.")] = None,
-    no_stop: Annotated[bool, typer.Option("--no-stop", help="Turn the stop sequences off: see what the model writes when nothing cuts it.")] = False,
+    no_stop: NoStop = False,
     max_steps: Annotated[int | None, typer.Option(min=0, help="Model calls before the run stops (default: the scenario's).")] = None,
     live: Annotated[bool, typer.Option("--live", help="Draw the run as it streams, slowly enough to watch.")] = False,
     delay: Annotated[float | None, typer.Option(min=0, max=10, callback=seconds, help="Seconds to wait after each piece of streamed text (implies --live).")] = None,
@@ -60,27 +53,31 @@ def run(
     strict: Strict = None,
     wait_for_server: WaitForServer = None,
     jobs: Jobs = 1,
-    save_dir: SaveDir = None,
-    report: Report = None,
-    junit: Junit = None,
-    fail_on: FailOn = None,
+    save_dir: Annotated[Path | None, typer.Option(parser=output_path, metavar="<path>", help="Several scenarios: save each transcript as DIR/<scenario>.txt.")] = None,
+    report: Annotated[Path | None, typer.Option(parser=output_path, metavar="<path>", help="Several scenarios: write the summary as JSON here.")] = None,
+    junit: Annotated[Path | None, typer.Option(parser=output_path, metavar="<path>", help="Several scenarios: write a JUnit XML report here, for CI.")] = None,
+    fail_on: Annotated[str | None, typer.Option(metavar="REASON,...", help="Several scenarios: exit 1 if a run ends so (stop reasons, or mismatch).")] = None,
 ) -> None:
     """Run scenarios on their scripted model, or on a live one; one prints its transcript, several a summary."""
-    batch = (save_dir, report, junit, fail_on)
-    if peek is not None and model in (None, "scripted"):
+    models = ModelOptions(model, base_url, max_tokens, max_chars, max_seconds, strict, wait_for_server)
+    if peek is not None and not models.live:
         raise HarnessError("--peek", "goes with a live --model; a script is always read whole")
     if len(scenarios) == 1:  # (among several, an empty one is a run that cannot start: cli_batch)
         named(scenarios[0], "SCENARIO", "scenario")
-    several = len(scenarios) > 1 or any(os.path.isdir(s) for s in scenarios)
-    call = CallOptions(max_tokens, max_chars, max_seconds, strict, wait_for_server)
-    if several or any(o is not None for o in batch):
-        from harness.cli_batch import Options, refuse_single_run_options, run_many
+    if save is not None and save_dir is not None:
+        raise HarnessError("--save", "and --save-dir both say where to save; give one of them")
+    one_run = [o for o, given in (("--save", save is not None), ("--format", format is not Format.rich), ("--live", live or delay is not None), ("--cost", cost)) if given]
+    batch = [o for o, value in (("--save-dir", save_dir), ("--report", report), ("--junit", junit), ("--fail-on", fail_on)) if value is not None]
+    if len(scenarios) > 1 or any(os.path.isdir(s) for s in scenarios):
+        if one_run:
+            raise HarnessError(one_run[0], f"goes with one scenario; {INSTEAD[one_run[0]]}")
+    elif batch and one_run:
+        raise HarnessError(one_run[0], f"shows one run, and {batch[0]} makes this a batch (a summary of runs); give one of them")
+    elif not batch:
+        return run_one(scenarios[0], format, save, max_steps, no_stop, live or delay is not None, delay, cost, models, peek)
+    from harness.cli_batch import Options, run_many
 
-        made_by = "" if several else next(o for o, v in zip(("--save-dir", "--report", "--junit", "--fail-on"), batch) if v is not None)
-        refuse_single_run_options(format is not Format.rich, save, live or delay is not None, cost, save_dir, made_by)
-        reasons = fail_reasons(fail_on)
-        return run_many(scenarios, Options(jobs, save_dir, report, junit, reasons, model, base_url, call, peek or 0, max_steps, no_stop))
-    run_one(scenarios[0], format, save, max_steps, no_stop, live, delay, cost, model, base_url, call, peek)
+    run_many(scenarios, Options(jobs, save_dir, report, junit, fail_reasons(fail_on), models, peek or 0, max_steps, no_stop))
 
 
 def fail_reasons(fail_on: str | None) -> frozenset[str]:
@@ -97,19 +94,18 @@ def fail_reasons(fail_on: str | None) -> frozenset[str]:
 
 
 def run_one(
-    scenario: str, format: Format, save: Path | None, max_steps: int | None, no_stop: bool, live: bool,
-    delay: float | None, cost: bool, model: str | None, base_url: str | None, call: CallOptions, peek: int | None,
+    scenario: str, format: Format, save: Path | None, max_steps: int | None, no_stop: bool,
+    live: bool, delay: float | None, cost: bool, models: ModelOptions, peek: int | None,
 ) -> None:  # fmt: skip
     """`harness run SCENARIO`: the one run, shown and saved."""
     from harness.record import run_scenario
     from harness.scenario import load_scenario
     from harness.transcript import HEADER
 
-    if (live or delay is not None or cost) and format is not Format.rich:
-        flag = "--cost" if cost else "--live"
-        raise HarnessError(flag, "goes with the rich view; it cannot go with --format " + format.value)
+    if (live or cost) and format is not Format.rich:
+        raise HarnessError("--cost" if cost else "--live", "goes with the rich view; it cannot go with --format " + format.value)
     spec = as_asked(load_scenario(scenario_file(scenario)), max_steps, no_stop)
-    live_model = live_model_from(model, base_url, call)
+    live_model = models.open()
     target = None if save is None else save.absolute()  # before the run: a tool may os.chdir
     if save is not None:
         from harness.files import check_target

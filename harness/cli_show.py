@@ -10,11 +10,9 @@ from typing import Annotated
 
 import typer
 
-from harness.cli_io import Format, FormatOption, named, new_console, output_path, scenario_file, scenario_hint, show_record, write
-from harness.cli_models import BaseUrlOption, ModelOption, exit_if_failed, live_model_from, tell_stderr
+from harness.cli_io import Format, FormatOption, NoStop, named, new_console, output_path, scenario_file, scenario_hint, show_record, write
+from harness.cli_models import BaseUrlOption, ModelOption, ModelOptions, exit_if_failed, tell_stderr
 from harness.errors import HarnessError
-
-NoStopOption = Annotated[bool, typer.Option("--no-stop", help="Run the scenario without its stop sequences, as `run --no-stop`.")]
 
 
 def show(
@@ -51,7 +49,7 @@ def open_target(target: str, no_stop: bool = False, model: str | None = None, ba
         flag = "--no-stop" if no_stop else "--model"
         raise HarnessError(flag, f"goes with a scenario; {target} is a saved run and is shown as it was run")
     spec = load_scenario(scenario_file(target))
-    live = live_model_from(model, base_url)
+    live = ModelOptions(model, base_url).open()
     record = run_scenario(spec.but(use_stop=False) if no_stop else spec, model=live)
     tell_stderr(record, live)  # (the command exits 3 once it has written what it writes: exit_if_failed)
     return record
@@ -60,7 +58,7 @@ def open_target(target: str, no_stop: bool = False, model: str | None = None, ba
 def step(
     target: Annotated[str, typer.Argument(help="A scenario (file or shipped name) or a saved transcript.")],
     frame: Annotated[int | None, typer.Option("--frame", min=0, help="Print frame K and exit (no keys, no screen).")] = None,
-    no_stop: NoStopOption = False,
+    no_stop: NoStop = False,
     model: ModelOption = None,
     base_url: BaseUrlOption = None,
     messages: Annotated[bool, typer.Option("--messages", help="With --frame K, a chat run: the messages that frame's call sent (the m key).")] = False,
@@ -101,7 +99,7 @@ def export(
     target: Annotated[str, typer.Argument(help="A scenario (file or shipped name) or a saved transcript.")],
     html: Annotated[Path | None, typer.Option("--html", parser=output_path, metavar="<path>", help="Write one self-contained HTML stepper here.")] = None,
     markdown: Annotated[Path | None, typer.Option("--markdown", parser=output_path, metavar="<path>", help="Write the frames as Markdown, for course notes.")] = None,
-    no_stop: NoStopOption = False,
+    no_stop: NoStop = False,
     model: ModelOption = None,
     base_url: BaseUrlOption = None,
 ) -> None:

@@ -160,14 +160,16 @@ def in_process(folder: str, url: str) -> float:
     import harness.backends.server  # noqa: F401  (imports are start-up: before the clock)
     import harness.record  # noqa: F401
     from harness.batch import run_all
+    from harness.batch_progress import Progress
     from harness.cli_batch import Options, gather, worker
-    from harness.cli_models import CallOptions, RunModels
+    from harness.cli_models import ModelOptions, RunModels
 
-    options = Options(jobs=8, model="openai:m", base_url=url)
+    options = Options(jobs=8, models=ModelOptions("openai:m", url))
     start = time.perf_counter()
     jobs = gather([folder])
-    models = RunModels(options.model, options.base_url, CallOptions(), options.jobs)
-    outcomes, _ = run_all(jobs, worker(options, Path(folder), models), options.jobs)
+    models = RunModels(options.models, options.jobs, len(jobs))
+    with open(os.devnull, "w") as quiet:  # the progress lines the command writes on stderr
+        outcomes, _ = run_all(jobs, worker(options, Path(folder), models), options.jobs, Progress(quiet, len(jobs)))
     models.close()
     took = time.perf_counter() - start
     assert all(o is not None and o.stop_reason == "final_answer" and o.steps == 5 for o in outcomes)  # 5 calls each
