@@ -21,7 +21,7 @@ from dataclasses import dataclass, replace
 from typing import IO
 
 from harness.batch import Job, Outcome
-from harness.batch_report import one_line
+from harness.escape import one_line
 
 DETAIL = 200  # characters of a model error's detail on its line (the report has it whole)
 SHOWN = 4  # running scenarios named on the bar, the longest silent first; the rest are counted

@@ -19,11 +19,9 @@ from harness.escape import encodable, for_xml, one_line
 JSON_HEADER = '{\n  "harness": "batch report v1"'
 JUNIT_HEADER = '<?xml version="1.0" encoding="utf-8"?>\n<!-- harness batch report v1 -->\n'
 ANSWER_WIDTH = 40  # characters of the final answer in the table
+NAME_WIDTH = 120  # characters of a run's name in the table (the reports keep it whole)
 MISSED_WIDTH = 400  # characters of what a mismatch missed, in the JUnit failure message
 ERRORS = ("model_error", "canceled")
-
-
-NAME_WIDTH = 120  # characters of a run's name in the table (the reports keep it whole)
 
 
 def named(name: str) -> str:
@@ -41,10 +39,6 @@ def shortened(text: str | None, width: int = ANSWER_WIDTH) -> str:
     return one_line(short)  # a tab shown as ␉: it would move the table's columns
 
 
-def _expect(o: Outcome) -> str:
-    return "-" if o.expected is None else "match" if o.expected else "mismatch"
-
-
 def missed(o: Outcome, width: int = ANSWER_WIDTH) -> str:
     """What a mismatch missed, as the scenario states it: `expect "4"` or `expect_regex "^It is"`
     (quoted as JSON, so a space or a quote in it is seen; "" for a run that did not mismatch)."""
@@ -54,36 +48,28 @@ def missed(o: Outcome, width: int = ANSWER_WIDTH) -> str:
     return f"{field} {shortened(json.dumps(wanted, ensure_ascii=False), width)}"
 
 
-def _expect_shown(o: Outcome) -> str:
-    """The table's mark: a mismatch says what it missed."""
-    return f"mismatch: {missed(o)}" if missed(o) else _expect(o)
-
-
-def _check(o: Outcome) -> str:
-    return "-" if o.same is None else "same" if o.same else "differs"
-
-
-# Columns shown when any run has a value: (heading, the mark counted, the Outcome field it
-# reads, the mark the table shows).
-MARKS = (("expect", _expect, "expected", _expect_shown), ("check", _check, "same", _check))
-
-
-def _marks(outcomes: Sequence[Outcome]) -> list[tuple[str, Any]]:
-    return [(name, shown) for name, _, field, shown in MARKS if any(getattr(o, field) is not None for o in outcomes)]
+def marks(o: Outcome) -> dict[str, str]:
+    """The run's marks, by column: `expect` (match or mismatch) and `check` (replay --check:
+    same or differs), where it has them."""
+    out = {}
+    if o.expected is not None:
+        out["expect"] = "match" if o.expected else "mismatch"
+    if o.same is not None:
+        out["check"] = "same" if o.same else "differs"
+    return out
 
 
 def summary(outcomes: Sequence[Outcome], not_started: int = 0, what: str = "scenario") -> str:
     """The table, one row per run in the order given (`what` ran: scenario, or transcript
     for replays), then the counts."""
-    head = (what, "stop reason", "steps", "final answer", "seconds", "tokens")
-    marks = _marks(outcomes)
-    rows = [head + tuple(name for name, _ in marks)]
+    columns = [c for c in ("expect", "check") if any(c in marks(o) for o in outcomes)]  # shown when any run has one
+    rows = [(what, "stop reason", "steps", "final answer", "seconds", "tokens", *columns)]
     for o in outcomes:
-        reason = o.stop_reason or "not run"
         ran = not o.error
         steps, seconds = (str(o.steps), f"{o.seconds:.2f}") if ran else ("-", "-")
-        row = (named(o.name), reason, steps, shortened(o.final_answer), seconds, "-" if o.tokens is None else str(o.tokens))
-        rows.append(row + tuple(mark(o) for _, mark in marks))
+        shown = {**marks(o), "expect": f"mismatch: {missed(o)}"} if missed(o) else marks(o)  # a mismatch says what it missed
+        row = (named(o.name), o.stop_reason or "not run", steps, shortened(o.final_answer), seconds, "-" if o.tokens is None else str(o.tokens))
+        rows.append(row + tuple(shown.get(c, "-") for c in columns))
     widths = [max(len(r[i]) for r in rows) for i in range(len(rows[0]))]
     right = {2, 4, 5}  # numbers line up on the right
     lines = ["  ".join(c.rjust(w) if i in right else c.ljust(w) for i, (c, w) in enumerate(zip(r, widths))).rstrip() for r in rows]
@@ -93,9 +79,9 @@ def summary(outcomes: Sequence[Outcome], not_started: int = 0, what: str = "scen
 def counts_line(outcomes: Sequence[Outcome], not_started: int = 0) -> str:
     reasons = Counter(o.stop_reason or "not run" for o in outcomes)
     parts = [f"{len(outcomes)} run{'s' if len(outcomes) != 1 else ''}: " + ", ".join(f"{n} {r}" for r, n in sorted(reasons.items()))]
-    for name, mark, field, _ in MARKS:
-        if marked := Counter(mark(o) for o in outcomes if getattr(o, field) is not None):
-            parts.append(f"{name}: " + ", ".join(f"{n} {k}" for k, n in sorted(marked.items())))
+    for column in ("expect", "check"):
+        if counted := Counter(marks(o)[column] for o in outcomes if column in marks(o)):
+            parts.append(f"{column}: " + ", ".join(f"{n} {k}" for k, n in sorted(counted.items())))
     if not_started:
         parts.append(f"{not_started} not started (interrupted)")
     return " · ".join(parts)
@@ -129,7 +115,7 @@ def as_dict(o: Outcome) -> dict[str, Any]:
         "tokens": o.tokens,
         "prompt_tokens": o.prompt_tokens,
         "completion_tokens": o.completion_tokens,
-        "expect": None if o.expected is None else _expect(o),
+        "expect": marks(o).get("expect"),
         "expected": None if o.wanted is None else {o.wanted[0]: o.wanted[1]},
         "transcript": None if o.transcript is None else str(o.transcript),
         "error": o.error or None,
