@@ -65,9 +65,17 @@ def scenario_hint(path: Path) -> Iterator[None]:
         raise HarnessError(e.where, f"{e.message}; {path} is a scenario: run it with `harness run {path}`") from None
 
 
+def checked(path: Path, header: str, option: str) -> Path:
+    """An output refused before the run unless it is harness's to write (a file that begins
+    with `header`, or none); made absolute, so a tool's os.chdir cannot move it."""
+    from harness.files import check_target
+
+    check_target(path, header, option)
+    return path.absolute()
+
+
 def write(path: Path, text: str, header: str, option: str, target: Path | None = None) -> None:
-    """Write `target` (the path made absolute before the run, so a tool's os.chdir cannot
-    move it), named as the user gave it."""
+    """Write `target` (`checked` before the run), named as the user gave it."""
     from harness.escape import one_line
     from harness.files import write_file
 

@@ -8,7 +8,7 @@ from typing import Annotated
 import typer
 
 from harness.cli_batch import Jobs, as_asked
-from harness.cli_io import Format, FormatOption, NoStop, call_lines, live_view, named, output_path, print_event, scenario_file, show_record, write
+from harness.cli_io import Format, FormatOption, NoStop, call_lines, checked, live_view, named, output_path, print_event, scenario_file, show_record, write
 from harness.cli_models import BaseUrlOption, MaxChars, MaxSeconds, MaxTokens, ModelOption, ModelOptions, Strict, WaitForServer, exit_if_failed, seconds, tell_stderr
 from harness.errors import HarnessError
 
@@ -106,11 +106,7 @@ def run_one(
         raise HarnessError("--cost" if cost else "--live", "goes with the rich view; it cannot go with --format " + format.value)
     spec = as_asked(load_scenario(scenario_file(scenario)), max_steps, no_stop)
     live_model = models.open()
-    target = None if save is None else save.absolute()  # before the run: a tool may os.chdir
-    if save is not None:
-        from harness.files import check_target
-
-        check_target(save, HEADER, "--save")
+    target = None if save is None else checked(save, HEADER, "--save")
     emit = listener(format, delay if delay is not None else 0.03 if live else 0.0, live_model is not None, not spec.use_stop)
     record = run_scenario(spec, emit, live_model, peek or 0, Path.cwd())
     tell_stderr(record, live_model)
@@ -164,11 +160,7 @@ def agent(
         typer.echo(e.to_json())
         typer.echo(f"error: {e.message}", err=True)
         raise typer.Exit(2) from None
-    target = None if transcript is None else transcript.absolute()
-    if transcript is not None:
-        from harness.files import check_target
-
-        check_target(transcript, HEADER, "--transcript")
+    target = None if transcript is None else checked(transcript, HEADER, "--transcript")
     record = run_scenario(scenario_for(request))
     if transcript is not None:
         write(transcript, record.saved, HEADER, "--transcript", target)

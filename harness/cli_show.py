@@ -10,7 +10,7 @@ from typing import Annotated
 
 import typer
 
-from harness.cli_io import Format, FormatOption, NoStop, named, new_console, output_path, scenario_file, scenario_hint, show_record, write
+from harness.cli_io import Format, FormatOption, NoStop, checked, named, new_console, output_path, scenario_file, scenario_hint, show_record, write
 from harness.cli_models import BaseUrlOption, ModelOption, ModelOptions, exit_if_failed, tell_stderr
 from harness.errors import HarnessError
 
@@ -104,26 +104,24 @@ def export(
     base_url: BaseUrlOption = None,
 ) -> None:
     """Export a run as one HTML file that opens anywhere (a stepper, the facts, the cost per call), or as Markdown."""
-    from harness.files import check_target, same_file
+    from harness.files import same_file
     from harness.render.frames import stop_was_off
     from harness.render.html import PAGE_HEADER, page
     from harness.render.markdown import NOTES_HEADER, notes
 
-    outputs = {o: (path, header, view) for o, path, header, view in (("--html", html, PAGE_HEADER, page), ("--markdown", markdown, NOTES_HEADER, notes)) if path}
+    outputs = [(o, path, header, view) for o, path, header, view in (("--html", html, PAGE_HEADER, page), ("--markdown", markdown, NOTES_HEADER, notes)) if path]
     if not outputs:
         raise HarnessError("harness export", "say where: --html FILE and/or --markdown FILE")
     if len(outputs) == 2 and same_file(html) == same_file(markdown):  # one would replace the other
         raise HarnessError(f"--markdown {markdown}", "is the file --html writes too; give each its own")
-    for option, (path, header, _) in outputs.items():
-        check_target(path, header, option)
-    targets = {option: path.absolute() for option, (path, _, _) in outputs.items()}  # before the run: a tool may os.chdir
+    targets = [checked(path, header, option) for option, path, header, _ in outputs]
     record = open_target(target, no_stop, model, base_url)
     title = (record.scenario.title if record.scenario else "") or Path(target).stem
     if stop_was_off(record):  # its title may say what the stop sequence does: say what happened instead
         title = f"{title.split(':')[0]} — run with no stop sequence (--no-stop): nothing cut what the model wrote"
     title = "harness · " + title
-    for option, (path, header, view) in outputs.items():
-        write(path, view(record, title), header, option, targets[option])
+    for (option, path, header, view), target in zip(outputs, targets):
+        write(path, view(record, title), header, option, target)
     exit_if_failed(record, model not in (None, "scripted"))  # a live model failed (said on stderr): the page shows where
 
 
