@@ -110,7 +110,7 @@ def run_all(jobs: Sequence[Job], work: Work, workers: int, progress: Any, interr
                 i = pending.pop(future)
                 if outcome is not None:
                     outcomes[i] = outcome
-                    progress.finished(outcome)
+                    progress.finished(jobs[i], outcome)
             except KeyboardInterrupt:
                 if interrupted:  # a second Ctrl-C: stop waiting for runs that do not end
                     for future, i in pending.items():

@@ -68,13 +68,12 @@ class Progress:
                 run = replace(run, streaming=False)
             self.runs[id(job)] = replace(run, since=time.monotonic())
 
-    def finished(self, o: Outcome) -> None:
+    def finished(self, job: Job, o: Outcome) -> None:
         """A run's notes (what its model dropped on arrival), each on a line of its own, then
         the bar redrawn or the run's line: `[3/8] nimbus: final_answer, 4 steps, 0.12 s`."""
         self.done += 1
         with self.lock:
-            ended = next((key for key, run in self.runs.items() if run.name == o.name), None)
-            self.runs.pop(ended, None)
+            self.runs.pop(id(job), None)
             self.reasons[o.stop_reason or "not run"] += 1
         for note in o.notes:  # above the bar, if there is one
             self.out.write(("\r\x1b[K" if self.bar else "") + one_line(f"note: {o.name}: {note}") + "\n")

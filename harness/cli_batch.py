@@ -211,11 +211,5 @@ def run_many(arguments: list[str], options: Options) -> None:
     if asked.junit is not None:
         write(asked.junit, to_junit(ordered, options.fail_on), JUNIT_HEADER, "--junit", options.junit)
     if interrupted:
-        end_interrupted()
+        raise typer.Abort()  # "interrupted", exit 130 (harness.cli), once the reports are written
     raise typer.Exit(exit_code(ordered, options.fail_on))
-
-
-def end_interrupted() -> None:
-    """Exit 130 after Ctrl-C (runs left stuck in their threads do not hold the command: harness.__main__)."""
-    typer.echo("interrupted", err=True)
-    raise typer.Exit(130)

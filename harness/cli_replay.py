@@ -142,7 +142,7 @@ def updated(outcome: Outcome, result, path: Path) -> Outcome:
 
 def replay_many(arguments: list[str], check: bool, jobs: int, options: ModelOptions, strict_source: bool, update: bool) -> None:
     from harness.batch_report import exit_code, one_line
-    from harness.cli_batch import end_interrupted, gather, run_batch
+    from harness.cli_batch import gather, run_batch
 
     found = gather(arguments, "transcript")
     models = RunModels(options, jobs, sum(not j.error for j in found))  # a bad --model is one line, once, before any replay
@@ -151,7 +151,7 @@ def replay_many(arguments: list[str], check: bool, jobs: int, options: ModelOpti
         if o.transcript is not None:
             typer.echo(f"replaced {one_line(o.name)}", err=True)
     if interrupted:
-        end_interrupted()
+        raise typer.Abort()  # "interrupted", exit 130 (harness.cli)
     if any(o.same is False for o in ordered):
         typer.echo(HINT, err=True)
     raise typer.Exit(exit_code(ordered, (), model_failed=options.live))
