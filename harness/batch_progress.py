@@ -17,7 +17,7 @@ import os
 import threading
 import time
 from collections import Counter
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 from typing import IO
 
 from harness.batch import Job, Outcome
@@ -35,9 +35,16 @@ class _Run:
 
     name: str
     call: int = 0  # its model calls so far (0: none yet)
-    streaming: bool = False  # a call is open
-    tokens: bool = False  # and has sent a chunk
-    since: float = 0.0  # time.monotonic() of the last thing heard: start, call, token or end
+    last: str = "start"  # the last thing heard: "start", "call" (opened), "token" or "end" (of the call)
+    since: float = 0.0  # time.monotonic() when it was heard
+
+
+DOING = {  # what a run is doing, by the last thing heard
+    "start": "starting, {silent}",
+    "call": "call {call}, no token yet after {silent}",
+    "token": "call {call}, last token {silent} ago",
+    "end": "after call {call}, in code for {silent}",
+}
 
 
 class Progress:
@@ -57,16 +64,8 @@ class Progress:
     def heard(self, job: Job, what: str) -> None:
         """What a run's model just did: "call", "token" or "end"."""
         with self.lock:
-            run = self.runs.get(id(job))
-            if run is None:
-                return
-            if what == "call":
-                run = replace(run, call=run.call + 1, streaming=True, tokens=False)
-            elif what == "token":
-                run = replace(run, tokens=True)
-            else:
-                run = replace(run, streaming=False)
-            self.runs[id(job)] = replace(run, since=time.monotonic())
+            if (run := self.runs.get(id(job))) is not None:
+                self.runs[id(job)] = _Run(run.name, run.call + (what == "call"), what, time.monotonic())
 
     def finished(self, job: Job, o: Outcome) -> None:
         """A run's notes (what its model dropped on arrival), each on a line of its own, then
@@ -123,15 +122,7 @@ def _ended(o: Outcome) -> str:
 
 def _doing(run: _Run, silent: float) -> str:
     name = run.name if len(run.name) <= NAME else "…" + run.name[-(NAME - 1) :]
-    if run.call == 0:
-        what = f"starting, {_seconds(silent)}"
-    elif not run.streaming:
-        what = f"after call {run.call}, in code for {_seconds(silent)}"
-    elif run.tokens:
-        what = f"call {run.call}, last token {_seconds(silent)} ago"
-    else:
-        what = f"call {run.call}, no token yet after {_seconds(silent)}"
-    return one_line(f"{name} {what}")
+    return one_line(f"{name} " + DOING[run.last].format(call=run.call, silent=_seconds(silent)))
 
 
 def _seconds(s: float) -> str:

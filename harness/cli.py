@@ -1,9 +1,7 @@
-"""The `harness` command. Thin: parse arguments, call the library, print.
+"""The `harness` command: the app and its one error rule (exit codes: `harness --help`).
 
-This module is the app and its one error rule (exit codes: `harness --help`); each command
-lives in a module of its own (cli_run, cli_replay, cli_show, cli_proxy) and is registered at the end,
-in the order `harness --help` lists them. Each imports what it uses when it runs, so
-`harness --help` stays fast.
+Each command lives in a module of its own (cli_run, cli_replay, cli_show, cli_proxy) and
+imports what it uses when it runs, so `harness --help` stays fast.
 """
 
 import sys

@@ -1,6 +1,5 @@
 """What the commands share about input and output: arguments that name files, output
-files (written, then said on stderr), and how one run is shown on stdout (the formats,
-the live view, the event lines; harness.render does the work)."""
+files, and how one run is shown (harness.render does the work)."""
 
 from __future__ import annotations
 
@@ -31,8 +30,8 @@ def named(argument: str, what: str, names: str) -> str:
 
 
 def scenario_file(argument: str) -> Path:
-    """find_scenario's file, any OSError of looking for it one line naming the argument: on
-    Python 3.11 `Path.is_dir()` raises on a name longer than the system allows."""
+    """find_scenario's file; on Python 3.11 `Path.is_dir()` raises on a name longer than the
+    system allows, which is one line naming the argument."""
     from harness.errors import ScenarioError
     from harness.scenario import find_scenario
 
@@ -43,8 +42,7 @@ def scenario_file(argument: str) -> Path:
 
 
 def output_path(value: str | Path) -> Path:
-    """The value of an option that names an output (--save, --html, --save-dir, ...): an
-    empty one is refused as empty, where Path("") would be ".", the folder here."""
+    """The value of an option that names an output (--save, --html, ...), refused if empty."""
     if isinstance(value, Path):
         return value
     if not value.strip():
@@ -102,17 +100,16 @@ def new_console() -> Console:
     copy (fd 1 is /dev/null, harness.__main__), which rich's own look-up (fds 0, 1, 2) misses."""
     from rich.console import Console
 
-    size = None
     for name in ("COLUMNS", "LINES"):  # rich sizes the console by them: 0 would wrap nothing, forever
         if (value := os.environ.get(name, "").strip()) and not (value.isdigit() and 1 <= int(value) <= 100_000):
             from harness.escape import one_line
 
             raise HarnessError(name, f"{one_line(repr(value)[:40])} is not a whole number from 1 to 100,000 (unset it, or give the terminal's size)")
-    if "COLUMNS" not in os.environ and "LINES" not in os.environ:
-        try:
-            size = os.get_terminal_size(sys.stdout.fileno()) if sys.stdout.isatty() else None
-        except (OSError, ValueError, AttributeError):  # no file descriptor under it (a test runner)
-            size = None
+    try:
+        sized = "COLUMNS" not in os.environ and "LINES" not in os.environ and sys.stdout.isatty()
+        size = os.get_terminal_size(sys.stdout.fileno()) if sized else None
+    except (OSError, ValueError, AttributeError):  # no file descriptor under it (a test runner)
+        size = None
     return Console(highlight=False, soft_wrap=True, width=size and size.columns, height=size and size.lines)
 
 
@@ -131,19 +128,24 @@ def show_record(fmt: Format, record: RunRecord) -> None:
         from harness.render.frames import stop_was_off
         from harness.render.live import saved_events
 
-        draw = live_view(0.0, stop_was_off(record)) if fmt is Format.rich else print_event
+        draw = listener(fmt, 0.0, False, stop_was_off(record))
         for event in saved_events(record):
             draw(event)
 
 
-def live_view(delay: float, stop_off: bool = False):
-    """The run drawn as it streams: by rich on a terminal, or where the environment says to
-    act as if it were one (rich reads these variables), else as plain text without rich.
-    `stop_off`: the run has no stop sequence (--no-stop), which the view says first."""
-    from harness.render.live import LiveView
+def listener(fmt: Format, delay: float, live: bool, stop_off: bool):
+    """What draws a run as it happens (rich, events; tagged and json are written at the
+    end), saying each call of a `live` run on stderr (call_lines). The rich view is drawn
+    by rich on a terminal, or where the environment says to act as if it were one (rich
+    reads these variables), else as plain text; `stop_off`: the run has no stop sequence."""
+    from harness.loop import nobody
 
-    watched = sys.stdout.isatty() or any(name in os.environ for name in ("FORCE_COLOR", "TTY_COMPATIBLE", "TTY_INTERACTIVE"))
-    return LiveView(new_console() if watched else sys.stdout, delay, stop_off)
+    if fmt is Format.rich:
+        from harness.render.live import LiveView
+
+        watched = sys.stdout.isatty() or any(name in os.environ for name in ("FORCE_COLOR", "TTY_COMPATIBLE", "TTY_INTERACTIVE"))
+        return call_lines(LiveView(new_console() if watched else sys.stdout, delay, stop_off), live)
+    return call_lines(print_event if fmt is Format.events else nobody, live)
 
 
 def print_event(event: Any) -> None:

@@ -8,7 +8,7 @@ from typing import Annotated
 import typer
 
 from harness.cli_batch import Jobs, as_asked
-from harness.cli_io import Format, FormatOption, NoStop, call_lines, checked, live_view, named, output_path, print_event, scenario_file, show_record, write
+from harness.cli_io import Format, FormatOption, NoStop, checked, listener, named, output_path, scenario_file, show_record, write
 from harness.cli_models import BaseUrlOption, MaxChars, MaxSeconds, MaxTokens, ModelOption, ModelOptions, Strict, WaitForServer, exit_if_failed, seconds, tell_stderr
 from harness.errors import HarnessError
 
@@ -122,15 +122,6 @@ def run_one(
     if record.stop_reason == "canceled" and spec.interrupt is None:
         raise typer.Exit(130)  # a real Ctrl-C; a scenario's scripted interrupt is a demo, not a failure
     exit_if_failed(record, live_model)
-
-
-def listener(format: Format, delay: float, live_model: bool, no_stop: bool = False):
-    """What draws the run as it happens (rich, events; tagged and json are written at the
-    end), saying each call of a live run on stderr."""
-    from harness.loop import nobody
-
-    emit = live_view(delay, no_stop) if format is Format.rich else print_event if format is Format.events else nobody
-    return call_lines(emit, live_model)
 
 
 def agent(
