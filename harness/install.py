@@ -21,23 +21,14 @@ def pip(*args: str) -> str:
     return shlex.join([sys.executable, "-m", "pip", "install", *args])
 
 
-def _folder() -> tuple[str, bool] | None:
-    """The folder this distribution was installed from, and whether editably (`pip install -e .`);
-    None if it came from the registry, a wheel file or a repository (PEP 610's direct_url.json)."""
+def extra(name: str) -> str:
+    """The command that adds the extra `name` to this installation of harness: from the
+    folder it was installed from (PEP 610's direct_url.json), editably if it was so."""
     try:
         found = json.loads(metadata.distribution(DISTRIBUTION).read_text("direct_url.json") or "{}")
     except (metadata.PackageNotFoundError, ValueError):
-        return None
+        found = {}
     url = urlparse(found.get("url", "") if isinstance(found, dict) else "")
-    if url.scheme != "file" or not isinstance(found.get("dir_info"), dict):
-        return None
-    return unquote(url.path), found["dir_info"].get("editable") is True
-
-
-def extra(name: str) -> str:
-    """The command that adds the extra `name` to this installation of harness."""
-    folder = _folder()
-    if folder is None:
+    if url.scheme != "file" or not isinstance(found.get("dir_info"), dict):  # the registry, a wheel file or a repository
         return pip(f"{DISTRIBUTION}[{name}]")
-    path, editable = folder
-    return pip(*(["-e"] if editable else []), f"{path}[{name}]")
+    return pip(*(["-e"] if found["dir_info"].get("editable") is True else []), f"{unquote(url.path)}[{name}]")

@@ -15,7 +15,7 @@ from dataclasses import dataclass
 from itertools import zip_longest
 
 from harness.escape import one_line
-from harness.transcript import Author, Span, Transcript
+from harness.transcript import Author, Transcript
 
 SHOWN = 60  # characters of a changed line shown in the warning
 
@@ -35,22 +35,14 @@ def stale_turn(saved: Transcript, fresh: Transcript) -> Stale | None:
         if old == new:
             continue
         if new is None or new.author is Author.MODEL or (old is not None and old.author is Author.MODEL):
-            return None  # the model's own turn differs, or the fresh run ended: nothing followed a change
+            return None  # the fresh run ended, or the model's own turn differs
         if not any(s.author is Author.MODEL for s in now[i + 1 :]):
-            return None
+            return None  # no recorded turn followed the change
         call = 1 + sum(1 for s in now[:i] if s.author is Author.MODEL)  # (one span per model call)
-        before, after = _first_line_that_differs(old, new)
-        return Stale(call, new.author.value, before, after)
+        lines = zip_longest(old.text.split("\n") if old is not None else [], new.text.split("\n"), fillvalue="")
+        before, after = next(((x, y) for x, y in lines if x != y), ("", ""))
+        return Stale(call, new.author.value, _short(before), _short(after))
     return None
-
-
-def _first_line_that_differs(old: Span | None, new: Span) -> tuple[str, str]:
-    a = old.text.split("\n") if old is not None else []
-    b = new.text.split("\n")
-    for x, y in zip_longest(a, b, fillvalue=""):
-        if x != y:
-            return _short(x), _short(y)
-    return "", ""
 
 
 def _short(line: str) -> str:
