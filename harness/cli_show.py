@@ -35,28 +35,31 @@ def show(
     show_record(format, record)
 
 
-def open_target(target: str, no_stop: bool = False, model: str | None = None, base_url: str | None = None):
+Target = Annotated[str, typer.Argument(help="A scenario (file or shipped name) or a saved transcript.")]
+
+
+def open_target(target: str, no_stop: bool, models: ModelOptions):
     """A saved transcript as it was run, or a scenario run now (as `run` would, options too)."""
     from harness.record import open_run, read_text, run_scenario
     from harness.scenario import load_scenario
     from harness.transcript import HEADER
 
     named(target, "target", "scenario or transcript")
-    if not no_stop and model is None and base_url is None:
+    if not no_stop and models == ModelOptions():
         return open_run(target)
     path = Path(target)
     if path.is_file() and read_text(path).startswith(HEADER):
         flag = "--no-stop" if no_stop else "--model"
         raise HarnessError(flag, f"goes with a scenario; {target} is a saved run and is shown as it was run")
     spec = load_scenario(scenario_file(target))
-    live = ModelOptions(model, base_url).open()
+    live = models.open()
     record = run_scenario(spec.but(use_stop=False) if no_stop else spec, model=live)
     tell_stderr(record, live)  # (the command exits 3 once it has written what it writes: exit_if_failed)
     return record
 
 
 def step(
-    target: Annotated[str, typer.Argument(help="A scenario (file or shipped name) or a saved transcript.")],
+    target: Target,
     frame: Annotated[int | None, typer.Option("--frame", min=0, help="Print frame K and exit (no keys, no screen).")] = None,
     no_stop: NoStop = False,
     model: ModelOption = None,
@@ -75,28 +78,28 @@ def step(
 
     if messages and frame is None:
         raise HarnessError("--messages", "goes with --frame K; while stepping, the m key shows them")
-    record = open_target(target, no_stop, model, base_url)
-    live = model not in (None, "scripted")  # a live model that failed (said on stderr): exit 3 after the frames
+    models = ModelOptions(model, base_url)
+    record = open_target(target, no_stop, models)
     fs, stop_off = frames(record), stop_was_off(record)
     sent = SentMessages(record, fs)
     if not fs:
         raise HarnessError(target, "this run has nothing to step through: its transcript holds no text")
-    if frame is not None:
+    if frame is None:
+        if not (sys.stdin.isatty() and sys.stdout.isatty()):
+            raise HarnessError("harness step", "needs a terminal to read keys; use --frame K to print one frame")
+        step_through(new_console(), fs, sent, stop_off)
+    else:
         if frame >= len(fs):
             raise HarnessError(f"--frame {frame}", f"this run has frames 0 to {len(fs) - 1}")
         if messages and not sent.chat:
             raise HarnessError(f"{target}: --messages", "this run did not go through a chat endpoint: each call was sent the buffer as one text")
         console = new_console()
         console.print(sent_view(console, fs, frame, sent) if messages else frame_view(fs, frame, console, stop_off))
-        return exit_if_failed(record, live)
-    if not (sys.stdin.isatty() and sys.stdout.isatty()):
-        raise HarnessError("harness step", "needs a terminal to read keys; use --frame K to print one frame")
-    step_through(new_console(), fs, sent, stop_off)
-    exit_if_failed(record, live)
+    exit_if_failed(record, models.live)  # a live model that failed (said on stderr): exit 3 after the frames
 
 
 def export(
-    target: Annotated[str, typer.Argument(help="A scenario (file or shipped name) or a saved transcript.")],
+    target: Target,
     html: Annotated[Path | None, typer.Option("--html", parser=output_path, metavar="<path>", help="Write one self-contained HTML stepper here.")] = None,
     markdown: Annotated[Path | None, typer.Option("--markdown", parser=output_path, metavar="<path>", help="Write the frames as Markdown, for course notes.")] = None,
     no_stop: NoStop = False,
@@ -115,14 +118,14 @@ def export(
     if len(outputs) == 2 and same_file(html) == same_file(markdown):  # one would replace the other
         raise HarnessError(f"--markdown {markdown}", "is the file --html writes too; give each its own")
     targets = [checked(path, header, option) for option, path, header, _ in outputs]
-    record = open_target(target, no_stop, model, base_url)
+    models = ModelOptions(model, base_url)
+    record = open_target(target, no_stop, models)
     title = (record.scenario.title if record.scenario else "") or Path(target).stem
     if stop_was_off(record):  # its title may say what the stop sequence does: say what happened instead
         title = f"{title.split(':')[0]} — run with no stop sequence (--no-stop): nothing cut what the model wrote"
-    title = "harness · " + title
-    for (option, path, header, view), target in zip(outputs, targets):
-        write(path, view(record, title), header, option, target)
-    exit_if_failed(record, model not in (None, "scripted"))  # a live model failed (said on stderr): the page shows where
+    for (option, path, header, view), absolute in zip(outputs, targets):
+        write(path, view(record, "harness · " + title), header, option, absolute)
+    exit_if_failed(record, models.live)  # a live model failed (said on stderr): the page shows where
 
 
 def list_scenarios() -> None:
