@@ -11,7 +11,7 @@ import typer
 from typer.core import TyperGroup
 
 from harness.cli_replay import replay
-from harness.cli_models import MODEL_FAILED
+from harness.cli_io import MODEL_FAILED
 from harness.cli_proxy import proxy
 from harness.cli_run import agent, run
 from harness.cli_show import export, list_scenarios, show, step

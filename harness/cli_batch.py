@@ -10,20 +10,16 @@ import sys
 import time
 from dataclasses import dataclass, replace
 from pathlib import Path
-from typing import TYPE_CHECKING, Annotated
+from typing import TYPE_CHECKING
 
 import typer
 
-from harness.cli_io import scenario_file, write
-from harness.cli_models import ModelOptions, RunModels
+from harness.cli_io import ModelOptions, RunModels, scenario_file, write
 from harness.errors import HarnessError
 
 if TYPE_CHECKING:  # imported when a batch runs: `harness --help` stays fast
     from harness.batch import Job, Outcome, Work, Wrap
     from harness.scenario import Scenario
-
-Jobs = Annotated[int, typer.Option("--jobs", "-j", min=1, max=256, help="Several scenarios or files: how many run at once.")]
-
 
 @dataclass(frozen=True, slots=True)
 class Options:

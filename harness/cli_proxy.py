@@ -11,7 +11,7 @@ from typing import Annotated
 
 import typer
 
-from harness.cli_models import MaxChars, MaxSeconds, MaxTokens
+from harness.cli_io import MaxChars, MaxSeconds, MaxTokens
 
 MODES_HELP = "once: replay the cassette if there is one, else record it; new_episodes: replay, record what is new; all: record again; none: replay only."
 

@@ -17,9 +17,10 @@ from typing import TYPE_CHECKING, Annotated
 
 import typer
 
-from harness.cli_batch import Jobs
-from harness.cli_io import Format, FormatOption, call_lines, named, scenario_hint, show_record
-from harness.cli_models import BaseUrlOption, MaxChars, MaxSeconds, MaxTokens, ModelOption, ModelOptions, RunModels, Strict, WaitForServer, exit_if_failed, tell_stderr
+from harness.cli_io import (
+    BaseUrlOption, Format, FormatOption, Jobs, MaxChars, MaxSeconds, MaxTokens, ModelOption, ModelOptions, RunModels, Strict, WaitForServer,
+    call_lines, exit_if_failed, named, scenario_hint, show_record, tell_stderr,
+)  # fmt: skip
 from harness.errors import HarnessError
 
 if TYPE_CHECKING:  # imported when replays run: `harness --help` stays fast

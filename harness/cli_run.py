@@ -7,9 +7,11 @@ from typing import Annotated
 
 import typer
 
-from harness.cli_batch import Jobs, as_asked
-from harness.cli_io import Format, FormatOption, NoStop, checked, listener, named, output_path, scenario_file, show_record, write
-from harness.cli_models import BaseUrlOption, MaxChars, MaxSeconds, MaxTokens, ModelOption, ModelOptions, Strict, WaitForServer, exit_if_failed, seconds, tell_stderr
+from harness.cli_batch import as_asked
+from harness.cli_io import (
+    BaseUrlOption, Format, FormatOption, Jobs, MaxChars, MaxSeconds, MaxTokens, ModelOption, ModelOptions, NoStop, Strict, WaitForServer,
+    checked, exit_if_failed, listener, named, output_path, scenario_file, seconds, show_record, tell_stderr, write,
+)  # fmt: skip
 from harness.errors import HarnessError
 
 INSTEAD = {  # what to give instead of an option that shows one run, when several run

@@ -10,8 +10,10 @@ from typing import Annotated
 
 import typer
 
-from harness.cli_io import Format, FormatOption, NoStop, checked, named, new_console, output_path, scenario_file, scenario_hint, show_record, write
-from harness.cli_models import BaseUrlOption, ModelOption, ModelOptions, exit_if_failed, tell_stderr
+from harness.cli_io import (
+    BaseUrlOption, Format, FormatOption, ModelOption, ModelOptions, NoStop,
+    checked, exit_if_failed, named, new_console, output_path, scenario_file, scenario_hint, show_record, tell_stderr, write,
+)  # fmt: skip
 from harness.errors import HarnessError
 
 

@@ -162,7 +162,7 @@ def in_process(folder: str, url: str) -> float:
     from harness.batch import run_all
     from harness.batch_progress import Progress
     from harness.cli_batch import Options, gather, worker
-    from harness.cli_models import ModelOptions, RunModels
+    from harness.cli_io import ModelOptions, RunModels
 
     options = Options(jobs=8, models=ModelOptions("openai:m", url))
     start = time.perf_counter()
