@@ -81,15 +81,15 @@ Work = Callable[[Job, Wrap], Outcome]
 def run_all(jobs: Sequence[Job], work: Work, workers: int, progress: Any, interrupt: Callable[[], Any] = lambda: None) -> tuple[list[Outcome | None], bool]:
     """Every job run by `work` in at most `workers` threads; the outcomes in the jobs'
     order (None for a run that never started), and whether Ctrl-C stopped the batch.
-    `progress` (a harness.batch_progress.Progress) hears `started` and `heard` in the run's
-    thread, `finished` (in finishing order) and `tick` (a few times a second) in the
+    `progress` (a harness.batch_progress.Progress) is told what each run does (`heard`) in
+    its thread, `finished` (in finishing order) and `tick` (a few times a second) in the
     caller's; `interrupt` is called at Ctrl-C."""
     stop = threading.Event()
 
     def one(job: Job) -> Outcome | None:
         if stop.is_set():  # Ctrl-C came while it waited for a thread
             return None
-        progress.started(job)
+        progress.heard(job, "start")
         return work(job, lambda model: Cancelable(model, stop, lambda what: progress.heard(job, what)))
 
     outcomes: list[Outcome | None] = [None] * len(jobs)

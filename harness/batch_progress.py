@@ -49,23 +49,19 @@ DOING = {  # what a run is doing, by the last thing heard
 
 class Progress:
     """The batch's progress on `out`: the bar on a terminal, else a line per finished run.
-    `started` and `heard` come from the runs' threads and only note what they heard; lines
-    are written from the batch's own thread (`finished`, `tick`, `end`)."""
+    `heard` comes from the runs' threads and only notes what it heard; lines are written
+    from the batch's own thread (`finished`, `tick`, `end`)."""
 
     def __init__(self, out: IO[str], total: int) -> None:
         self.out, self.total, self.done, self.bar = out, total, 0, out.isatty()
         self.lock, self.reasons, self.start = threading.Lock(), Counter(), time.monotonic()
         self.runs: dict[int, _Run] = {}  # the running ones, by id(job)
 
-    def started(self, job: Job) -> None:
-        with self.lock:
-            self.runs[id(job)] = _Run(job.name, since=time.monotonic())
-
     def heard(self, job: Job, what: str) -> None:
-        """What a run's model just did: "call", "token" or "end"."""
+        """What a run just did: "start", then its model's "call", "token" or "end"."""
         with self.lock:
-            if (run := self.runs.get(id(job))) is not None:
-                self.runs[id(job)] = _Run(run.name, run.call + (what == "call"), what, time.monotonic())
+            call = 0 if what == "start" else self.runs[id(job)].call
+            self.runs[id(job)] = _Run(job.name, call + (what == "call"), what, time.monotonic())
 
     def finished(self, job: Job, o: Outcome) -> None:
         """A run's notes (what its model dropped on arrival), each on a line of its own, then
@@ -82,24 +78,20 @@ class Progress:
         self.out.flush()
 
     def tick(self) -> None:
-        """Draw the bar afresh (the times move on), cut to the terminal's width."""
+        """Draw the bar afresh (the times move on), cut to the terminal's width: what runs,
+        the longest silent first, then the stop reasons so far."""
         if not self.bar:
             return
         now = time.monotonic()
-        filled = BAR * self.done // max(1, self.total)
-        elapsed = int(now - self.start)
-        line = f"runs {'━' * filled}{'─' * (BAR - filled)} {self.done}/{self.total} {elapsed // 3600}:{elapsed // 60 % 60:02d}:{elapsed % 60:02d} {self.text(now)}"
-        self.out.write(f"\r\x1b[K{line[: _width(self.out) - 1]}")
-        self.out.flush()
-
-    def text(self, now: float) -> str:
-        """What runs, the longest silent first, then the stop reasons so far."""
         with self.lock:
             runs = sorted(self.runs.values(), key=lambda r: r.since)
             reasons = ", ".join(f"{n} {r}" for r, n in sorted(self.reasons.items()))
-        doing = "; ".join(_doing(run, now - run.since) for run in runs[:SHOWN])
-        more = f"; {len(runs) - SHOWN} more" if len(runs) > SHOWN else ""
-        return f"running {len(runs)}" + (f" ({doing}{more})" if runs else "") + (f" · {reasons}" if reasons else "")
+        filled, elapsed = BAR * self.done // max(1, self.total), int(now - self.start)
+        doing = "; ".join(_doing(run, now - run.since) for run in runs[:SHOWN]) + (f"; {len(runs) - SHOWN} more" if len(runs) > SHOWN else "")
+        line = f"runs {'━' * filled}{'─' * (BAR - filled)} {self.done}/{self.total} {elapsed // 3600}:{elapsed // 60 % 60:02d}:{elapsed % 60:02d} running {len(runs)}"
+        line += (f" ({doing})" if runs else "") + (f" · {reasons}" if reasons else "")
+        self.out.write(f"\r\x1b[K{line[: _width(self.out) - 1]}")
+        self.out.flush()
 
     def end(self) -> None:
         if self.bar:
