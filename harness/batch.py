@@ -52,7 +52,7 @@ class Outcome:
     error: str = ""  # the one line that says why it did not run
     same: bool | None = None  # replay --check: the replay gave the file back byte for byte (None: not checked)
     diff: str = ""  # and where it did not, the diff --check prints
-    notes: tuple[str, ...] = ()  # what its model dropped on arrival, said as the run ends (harness.batch_progress)
+    notes: tuple[str, ...] = ()  # what its model dropped on arrival, said as the run ends (harness.batch_report)
 
     @property
     def tokens(self) -> int | None:
@@ -81,7 +81,7 @@ Work = Callable[[Job, Wrap], Outcome]
 def run_all(jobs: Sequence[Job], work: Work, workers: int, progress: Any, interrupt: Callable[[], Any] = lambda: None) -> tuple[list[Outcome | None], bool]:
     """Every job run by `work` in at most `workers` threads; the outcomes in the jobs'
     order (None for a run that never started), and whether Ctrl-C stopped the batch.
-    `progress` (a harness.batch_progress.Progress) is told what each run does (`heard`) in
+    `progress` (a harness.batch_report.Progress) is told what each run does (`heard`) in
     its thread, `finished` (in finishing order) and `tick` (a few times a second) in the
     caller's; `interrupt` is called at Ctrl-C."""
     stop = threading.Event()

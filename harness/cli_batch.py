@@ -1,7 +1,6 @@
 """`harness run A B DIR ...`: many scenarios, each run as `harness run A` runs it, with
-bounded concurrency (harness.batch), progress on stderr (harness.batch_progress), a
-summary on stdout and reports for CI (harness.batch_report). `harness replay A B DIR`
-shares `run_batch`."""
+bounded concurrency (harness.batch), progress on stderr, a summary on stdout and reports
+for CI (harness.batch_report). `harness replay A B DIR` shares `run_batch`."""
 
 from __future__ import annotations
 
@@ -164,8 +163,7 @@ def run_batch(jobs: list[Job], work: Work, models: RunModels, workers: int, what
     jobs' order, how many never started, and whether Ctrl-C came. Each job that cannot run
     is one line on stderr."""
     from harness.batch import Outcome, run_all
-    from harness.batch_progress import Progress
-    from harness.batch_report import one_line, summary
+    from harness.batch_report import Progress, one_line, summary
 
     for job in jobs:
         if job.error:

@@ -160,7 +160,7 @@ def in_process(folder: str, url: str) -> float:
     import harness.backends.server  # noqa: F401  (imports are start-up: before the clock)
     import harness.record  # noqa: F401
     from harness.batch import run_all
-    from harness.batch_progress import Progress
+    from harness.batch_report import Progress
     from harness.cli_batch import Options, gather, worker
     from harness.cli_io import ModelOptions, RunModels
 
