@@ -1,9 +1,7 @@
-"""`python -m harness` and the `harness` command start here.
-
-From its first line a Ctrl-C is one line and exit code 130, never a traceback; output goes
-through harness.captured's channel; and the process ends with os._exit once that is
-flushed, so no thread or atexit hook a tool left can hold it open or print after it.
-"""
+"""`python -m harness` and the `harness` command start here: a Ctrl-C is one line and exit
+code 130, never a traceback; output goes through harness.captured's channel; and the
+process ends with os._exit once that is flushed, so no thread or atexit hook a tool left
+can hold it open or print after it."""
 
 import os
 import sys

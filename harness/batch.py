@@ -81,9 +81,7 @@ Work = Callable[[Job, Wrap], Outcome]
 def run_all(jobs: Sequence[Job], work: Work, workers: int, progress: Any, interrupt: Callable[[], Any] = lambda: None) -> tuple[list[Outcome | None], bool]:
     """Every job run by `work` in at most `workers` threads; the outcomes in the jobs'
     order (None for a run that never started), and whether Ctrl-C stopped the batch.
-    `progress` (a harness.batch_report.Progress) is told what each run does (`heard`) in
-    its thread, `finished` (in finishing order) and `tick` (a few times a second) in the
-    caller's; `interrupt` is called at Ctrl-C."""
+    `progress` (batch_report.Progress) hears each run in its thread; `interrupt` is called at Ctrl-C."""
     stop = threading.Event()
 
     def one(job: Job) -> Outcome | None:

@@ -75,10 +75,8 @@ def gather(arguments: list[str], kind: str = "scenario") -> list[Job]:
 
 
 def check(jobs: list[Job], options: Options) -> dict[Path, Path]:
-    """Every output the batch writes is refused before the first run (exit 2): a report not
-    harness's to replace, two outputs in one file, a --save-dir that is no folder. Returns
-    the earlier runs of ours that --save-dir holds and the batch replaces: absolute path ->
-    the path as the user named it."""
+    """Refuse every output the batch would write wrongly, before the first run. Returns the
+    earlier runs of ours --save-dir holds, which the batch replaces: absolute -> as named."""
     from harness.batch_report import JSON_HEADER, JUNIT_HEADER
     from harness.files import check_target, same_file
     from harness.transcript import HEADER
@@ -158,10 +156,8 @@ def as_asked(spec: Scenario, max_steps: int | None, no_stop: bool) -> Scenario:
 
 
 def run_batch(jobs: list[Job], work: Work, models: RunModels, workers: int, what: str = "scenario") -> tuple[list[Outcome], int, bool]:
-    """The jobs run by `work` on `models` (closed at the end) with progress on stderr, then
-    the summary on stdout (after the diffs of replays that differ): every outcome in the
-    jobs' order, how many never started, and whether Ctrl-C came. Each job that cannot run
-    is one line on stderr."""
+    """The jobs run by `work` on `models` (closed at the end), then the summary on stdout:
+    every outcome in the jobs' order, how many never started, and whether Ctrl-C came."""
     from harness.batch import Outcome, run_all
     from harness.batch_report import Progress, one_line, summary
 

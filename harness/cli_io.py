@@ -100,10 +100,9 @@ class ModelOptions(NamedTuple):
 
 class RunModels:
     """A model of its own for each run of a batch (`with models.one() as model:`), or None
-    for their scripts. A server's are all made from the first (`another`: one connection
-    pool). An in-process model (llama.cpp) is loaded once per run in flight, here, before any
-    run (loading swaps stdout and stderr for /dev/null, which would swallow what other
-    threads print); each run takes an idle one, reset, and gives it back."""
+    for their scripts. A server's share the first's connections (`another`). An in-process
+    model (llama.cpp) is loaded once per run in flight, before any run (loading swaps stdout
+    and stderr, which would swallow what other threads print), reset for each run."""
 
     def __init__(self, options: ModelOptions, jobs: int, runs: int) -> None:
         self.first = options.open(connections=jobs)
@@ -244,9 +243,8 @@ def show_record(fmt: Format, record: RunRecord) -> None:
 
 def listener(fmt: Format, delay: float, live: bool, stop_off: bool):
     """What draws a run as it happens (rich, events; tagged and json are written at the
-    end), saying each call of a `live` run on stderr (call_lines). The rich view is drawn
-    by rich on a terminal, or where the environment says to act as if it were one (rich
-    reads these variables), else as plain text; `stop_off`: the run has no stop sequence."""
+    end), with call_lines. The rich view is drawn by rich where the terminal or the
+    environment (rich's variables) says so, else as plain text."""
     from harness.loop import nobody
 
     if fmt is Format.rich:
@@ -265,8 +263,7 @@ def print_event(event: Any) -> None:
 
 def call_lines(draw, live: bool):
     """`draw`, and for a `live` run off a terminal (a CI log) one line on stderr as each model
-    call ends, so the log is never silent for the length of a run: `call 2: 418 characters,
-    1.93 s`. On a terminal the rich view is the progress; a script takes no time to read."""
+    call ends, so the log is never silent for a run's length: `call 2: 418 characters, 1.93 s`."""
     from harness.events import CompletionEnded, RoundStarted
 
     if not live or sys.stderr.isatty():

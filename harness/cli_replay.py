@@ -1,11 +1,6 @@
 """`harness replay FILE...`: run the loop again from saved transcripts, their model turns
 as the script (or a live --model); with --check, exit 1 and a diff if a byte differs.
-
-Several files, or folders, are a batch (harness.cli_batch's run_batch). With --update, as
-`pytest --harness-update`: each file whose replay changed is rewritten, keeping its
-recorded model turns, and named (`replaced PATH`); only a replay that completed replaces
-its file, one that failed or broke off leaves it byte for byte.
-"""
+Several files, or folders, are a batch (harness.cli_batch), as is --update."""
 
 from __future__ import annotations
 

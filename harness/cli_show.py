@@ -1,7 +1,4 @@
-"""The commands that look at a run without changing it: `show` prints a saved transcript,
-`step` walks through a run one frame (one addition to the buffer) at a time, `export` writes it as
-one HTML page or as Markdown, `list` names the shipped scenarios.
-"""
+"""The commands that look at a run without changing it: `show`, `step`, `export`, `list`."""
 
 
 import sys

@@ -1,9 +1,5 @@
-"""How to install more of harness: the one place that writes an install command.
-
-The distribution is `harness-react` (`harness` on the registry is another project). A hint
-installs *this* copy with this Python's pip: an editable checkout by its folder, else the
-distribution by name.
-"""
+"""How to install more of harness: the one place that writes an install command. The
+distribution is `harness-react` (`harness` on the registry is another project)."""
 
 from __future__ import annotations
 
@@ -22,7 +18,7 @@ def pip(*args: str) -> str:
 
 
 def extra(name: str) -> str:
-    """The command that adds the extra `name` to this installation of harness: from the
+    """The command that adds the extra `name` to this copy, with this Python's pip: from the
     folder it was installed from (PEP 610's direct_url.json), editably if it was so."""
     try:
         found = json.loads(metadata.distribution(DISTRIBUTION).read_text("direct_url.json") or "{}")

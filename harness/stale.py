@@ -1,9 +1,8 @@
 """Which recorded model turn an update leaves answering text it never read.
 
 An update (`pytest --harness-update`, `harness replay --update`) keeps the recorded model
-turns and rebuilds what code and the developer wrote. A turn that followed text the update
-changed (an observation now says `shelf B3`) may contradict it; only asking the model again
-can tell, so the update says so:
+turns and rebuilds what code and the developer wrote; a kept turn that followed changed
+text may contradict it, so the update says so:
 
     stale_turn(saved.transcript, fresh.transcript)
     -> Stale(call=2, author="code", old="Observation: shelf B2", new="Observation: shelf B3")
