@@ -38,13 +38,9 @@ def _run() -> int:
     from harness import captured
 
     captured.contain()
-    from harness.cli import main as cli
+    from harness.cli import app
 
-    try:
-        cli()
-    except SystemExit as done:
-        return done.code if isinstance(done.code, int) else 0 if done.code is None else 1
-    return 0
+    return app(standalone_mode=False)  # the exit code, every error already said in one line (harness.cli)
 
 
 def _ignore_ctrl_c() -> None:
