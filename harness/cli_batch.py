@@ -92,18 +92,15 @@ def check(jobs: list[Job], options: Options) -> dict[Path, Path]:
     for option, path in outputs.items():  # a transcript would be written over the report, or the report over it
         if same_file(path.parent) == same_file(folder) and path.suffix == ".txt":
             raise HarnessError(f"{option} {path}", f"lies in {where}, among the transcripts; write it elsewhere")
-    try:
-        os.lstat(folder)  # a name too long to look up: one line here, not in every run
-    except FileNotFoundError:
-        pass
+    try:  # (a name too long to look up: one line here, not in every run)
+        if folder.is_symlink() and not folder.exists():
+            raise HarnessError(where, "is a link that loops or leads nowhere")
+        if folder.exists() and not folder.is_dir():
+            raise HarnessError(where, "is not a folder")
+        if not folder.parent.is_dir():
+            raise HarnessError(where, "its parent folder does not exist")
     except OSError as e:
         raise HarnessError(where, f"cannot look at the folder ({e.strerror or e})") from None
-    if folder.is_symlink() and not folder.exists():
-        raise HarnessError(where, "is a link that loops or leads nowhere")
-    if folder.exists() and not folder.is_dir():
-        raise HarnessError(where, "is not a folder")
-    if not folder.parent.is_dir():
-        raise HarnessError(where, "its parent folder does not exist")
     sources: dict[str, str] = {}
     earlier = {}
     for job in (j for j in jobs if j.scenario is not None):
