@@ -13,12 +13,11 @@ from typing import TYPE_CHECKING
 
 import typer
 
-from harness.cli_io import ModelOptions, RunModels, scenario_file, write
+from harness.cli_io import ModelOptions, RunModels, as_asked, scenario_file, write
 from harness.errors import HarnessError
 
 if TYPE_CHECKING:  # imported when a batch runs: `harness --help` stays fast
     from harness.batch import Job, Outcome, Work, Wrap
-    from harness.scenario import Scenario
 
 @dataclass(frozen=True, slots=True)
 class Options:
@@ -144,12 +143,6 @@ def worker(options: Options, root: Path, models: RunModels) -> Work:
         return Outcome.of(job.name, record, seconds, transcript=saved, expected=matches(spec, record.final_answer), wanted=wanted, notes=notes)
 
     return work
-
-
-def as_asked(spec: Scenario, max_steps: int | None, no_stop: bool) -> Scenario:
-    """The scenario with --max-steps and --no-stop applied."""
-    spec = spec if max_steps is None else spec.but(max_steps=max_steps)
-    return spec.but(use_stop=False) if no_stop else spec
 
 
 def run_batch(jobs: list[Job], work: Work, models: RunModels, workers: int, what: str = "scenario") -> tuple[list[Outcome], int, bool]:

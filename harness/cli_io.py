@@ -21,6 +21,7 @@ if TYPE_CHECKING:
     from rich.console import Console
 
     from harness.run_record import RunRecord
+    from harness.scenario import Scenario
 
 MODEL_FAILED = 3  # the exit code of a run that ended in model_error: a live model or server failed
 
@@ -151,6 +152,12 @@ def exit_if_failed(record: RunRecord, live: Any) -> None:
     """After the output is written: exit 3 if a `live` model (or True) failed (tell_stderr said why)."""
     if record.stop_reason == "model_error" and live not in (None, False):
         raise typer.Exit(MODEL_FAILED)
+
+
+def as_asked(spec: Scenario, max_steps: int | None, no_stop: bool) -> Scenario:
+    """The scenario with --max-steps and --no-stop applied."""
+    spec = spec if max_steps is None else spec.but(max_steps=max_steps)
+    return spec.but(use_stop=False) if no_stop else spec
 
 
 def named(argument: str, what: str, names: str) -> str:

@@ -7,10 +7,9 @@ from typing import Annotated
 
 import typer
 
-from harness.cli_batch import as_asked
 from harness.cli_io import (
     BaseUrlOption, Format, FormatOption, Jobs, MaxChars, MaxSeconds, MaxTokens, ModelOption, ModelOptions, NoStop, Strict, WaitForServer,
-    checked, exit_if_failed, listener, named, output_path, scenario_file, seconds, show_record, tell_stderr, write,
+    as_asked, checked, exit_if_failed, listener, named, output_path, scenario_file, seconds, show_record, tell_stderr, write,
 )  # fmt: skip
 from harness.errors import HarnessError
 

@@ -9,7 +9,7 @@ import typer
 
 from harness.cli_io import (
     BaseUrlOption, Format, FormatOption, ModelOption, ModelOptions, NoStop,
-    checked, exit_if_failed, named, new_console, output_path, scenario_file, scenario_hint, show_record, tell_stderr, write,
+    as_asked, checked, exit_if_failed, named, new_console, output_path, scenario_file, scenario_hint, show_record, tell_stderr, write,
 )  # fmt: skip
 from harness.errors import HarnessError
 
@@ -52,7 +52,7 @@ def open_target(target: str, no_stop: bool, models: ModelOptions):
         raise HarnessError(flag, f"goes with a scenario; {target} is a saved run and is shown as it was run")
     spec = load_scenario(scenario_file(target))
     live = models.open()
-    record = run_scenario(spec.but(use_stop=False) if no_stop else spec, model=live)
+    record = run_scenario(as_asked(spec, None, no_stop), model=live)
     tell_stderr(record, live)  # (the command exits 3 once it has written what it writes: exit_if_failed)
     return record
 
