@@ -259,13 +259,11 @@ def listener(fmt: Format, delay: float, live: bool, stop_off: bool):
 
         watched = sys.stdout.isatty() or any(name in os.environ for name in ("FORCE_COLOR", "TTY_COMPATIBLE", "TTY_INTERACTIVE"))
         return call_lines(LiveView(new_console() if watched else sys.stdout, delay, stop_off), live)
-    return call_lines(print_event if fmt is Format.events else nobody, live)
+    if fmt is Format.events:
+        from harness.render.json import event_line
 
-
-def print_event(event: Any) -> None:
-    from harness.render.json import event_line
-
-    sys.stdout.write(event_line(event) + "\n")  # buffered: a flush per line costs more than the event
+        return call_lines(lambda event: sys.stdout.write(event_line(event) + "\n"), live)  # buffered: a flush per line costs more than the event
+    return call_lines(nobody, live)
 
 
 def call_lines(draw, live: bool):
