@@ -13,14 +13,6 @@ from harness.cli_io import (
 )  # fmt: skip
 from harness.errors import HarnessError
 
-INSTEAD = {  # what to give instead of an option that shows one run, when several run
-    "--save": "use --save-dir DIR",
-    "--format": "several runs print a summary; --report FILE writes it as JSON",
-    "--live": "several runs show progress on stderr",
-    "--cost": "run one scenario to see its cost",
-}
-
-
 def _scenario_names(incomplete: str) -> list[str]:
     """Shell completion for a scenario: the shipped names, and .toml files here."""
     from harness.scenario import shipped_scenarios
@@ -67,14 +59,17 @@ def run(
         named(scenarios[0], "SCENARIO", "scenario")
     if save is not None and save_dir is not None:
         raise HarnessError("--save", "and --save-dir both say where to save; give one of them")
-    one_run = [o for o, given in (("--save", save is not None), ("--format", format is not Format.rich), ("--live", live or delay is not None), ("--cost", cost)) if given]
+    one_run = [(option, instead) for option, given, instead in (  # options that show one run, and what to give instead with several
+        ("--save", save is not None, "use --save-dir DIR"),
+        ("--format", format is not Format.rich, "several runs print a summary; --report FILE writes it as JSON"),
+        ("--live", live or delay is not None, "several runs show progress on stderr"),
+        ("--cost", cost, "run one scenario to see its cost"),
+    ) if given]  # fmt: skip
     batch = [o for o, value in (("--save-dir", save_dir), ("--report", report), ("--junit", junit), ("--fail-on", fail_on)) if value is not None]
-    if len(scenarios) > 1 or any(os.path.isdir(s) for s in scenarios):
-        if one_run:
-            raise HarnessError(one_run[0], f"goes with one scenario; {INSTEAD[one_run[0]]}")
-    elif batch and one_run:
-        raise HarnessError(one_run[0], f"shows one run, and {batch[0]} makes this a batch (a summary of runs); give one of them")
-    elif not batch:
+    several = len(scenarios) > 1 or any(os.path.isdir(s) for s in scenarios)
+    for option, instead in one_run if several or batch else ():  # the first one given is named
+        raise HarnessError(option, f"goes with one scenario; {instead}" if several else f"shows one run, and {batch[0]} makes this a batch (a summary of runs); give one of them")
+    if not (several or batch):
         return run_one(scenarios[0], format, save, max_steps, no_stop, live or delay is not None, delay, cost, models, peek)
     from harness.cli_batch import Options, run_many
 
