@@ -34,6 +34,7 @@ PLACEHOLDER_KEYS = frozenset(
     ("none", "empty", "test", "dummy", "fake", "ollama", "lm-studio", "llama", "vllm", "no-key", "nokey",
      "not-needed", "placeholder", "changeme", "password", "secret", "sk-no-key-required", "sk-xxx")
 )  # compared without case
+SEARCH_SECONDS = 1.0  # one pattern on one line; longer, the line is masked whole
 REPLACEMENT = "\ufffd"  # what a lone surrogate becomes
 _SURROGATE = regex.compile(r"[\ud800-\udfff]")
 
@@ -130,10 +131,17 @@ class Redaction:
     def __call__(self, text: str) -> str:
         if not self.patterns:
             return text
-        lines = text.split("\n")
+        return "\n".join(map(self._line, text.split("\n")))
+
+    def _line(self, line: str) -> str:
+        """One line redacted; a pattern that takes too long on it (the text is untrusted,
+        a pattern may backtrack without end) masks the whole line, so no secret gets by."""
         for pattern in self.patterns:
-            lines = [pattern.sub(_mask, line) for line in lines]
-        return "\n".join(lines)
+            try:
+                line = pattern.sub(_mask, line, timeout=SEARCH_SECONDS)
+            except TimeoutError:
+                line = MASK
+        return line
 
     def over(self, chunks: Iterator[object]) -> Iterator[object]:
         """A model's chunks, redacted a whole line at a time (counts pass as they come).
