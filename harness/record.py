@@ -220,7 +220,7 @@ def replay(
     return Replay(text, run(setup, model or recorded(saved, chunk_size), emit), saved)
 
 
-def record_again(text: str, source: str, path: Path, root: Path, model: Model | None, redact: Sequence[str] = ()) -> str:
+def record_again(text: str, source: str, path: Path, root: Path, model: Model | None, redact: Sequence[str] = ()) -> RunRecord:
     """The file recorded again: its source run now on `model` (None: its own script), saved
     relative to `path`, keeping only the run's options (--max-steps, --no-stop, patterns)."""
     saved = load_record(text, source)
@@ -232,7 +232,7 @@ def record_again(text: str, source: str, path: Path, root: Path, model: Model | 
     if saved.source.origin == "root":  # named as the file named it
         setup.source = setup.source.but(scenario=saved.source.scenario, origin="root")
     record = run(setup, model or scripted(setup.scenario))
-    return (record if saved.source.origin == "root" else record.placed(path)).saved
+    return record if saved.source.origin == "root" else record.placed(path)
 
 
 def open_run(target: str) -> RunRecord:
