@@ -1,11 +1,9 @@
 """A run as a sequence of frames, for stepping through it: "Frame k of N".
 
-Frame 0 is the developer's prompt; each later frame adds one span of the buffer (a model
-call's completion, or what code spliced in), with the lesson's three facts: what was sent
-to the model, what was appended and by whom, and why the loop went on or stopped, as the
-loop recorded it. And the cost of resubmission: the whole buffer is sent on every call,
-so the characters sent grow with the square of the calls; a prefix cache would process
-only what is new.
+Frame 0 is the developer's prompt; each later frame adds one span of the buffer, with the
+lesson's three facts: what was sent to the model, what was appended and by whom, and why
+the loop went on or stopped. And the cost of resubmission: the whole buffer is sent on
+every call, so the characters sent grow with the square of the calls.
 """
 
 from __future__ import annotations
@@ -51,9 +49,8 @@ def stop_was_off(record: RunRecord) -> bool:
 
 
 def unran_actions(record: RunRecord) -> tuple[str, ...]:
-    """The Action lines of the last reply that never ran because the same reply's Final
-    Answer ended the run: the reply read again by the loop's own reader (harness.governor),
-    as the run view is told them live (harness.decisions.unran)."""
+    """The Action lines of the last reply that its own Final Answer kept from running, read
+    again by the loop's own reader (harness.governor)."""
     spans = record.transcript.spans
     if record.stop_reason is not StopReason.FINAL_ANSWER or not spans or spans[-1].author is not Author.MODEL:
         return ()
@@ -66,8 +63,7 @@ def unran_actions(record: RunRecord) -> tuple[str, ...]:
 
 
 def parts(frame: Frame) -> list[tuple[str, str]]:
-    """The frame's text in pieces of whole lines, each with its kind: "" (plain), "notice",
-    "denied" (an action the user was not shown) or "withheld" (a final answer, likewise)."""
+    """The frame's text in pieces of whole lines, each with its kind: "" or a key of KINDS."""
     if frame.hidden:
         out, at = [], 0
         for start, end, lane in frame.hidden:
@@ -157,8 +153,8 @@ def costs(transcript: Transcript) -> list[CallCost]:
 
 
 def cost_cells(rows: list[CallCost], tokens: list[dict | None] | None = None) -> tuple[bool, list[list[str]]]:
-    """The cost table's cells, one row per call; with the model's own token counts when it
-    gave any (`counted`), two more cells of real figures ("?" where a call had none)."""
+    """The cost table's cells, one row per call, and whether the model gave its own token
+    counts (`counted`: two more cells, "?" where a call had none)."""
     counted = tokens is not None and any(t is not None for t in tokens)
     out = []
     for i, r in enumerate(rows):
@@ -171,7 +167,6 @@ def cost_cells(rows: list[CallCost], tokens: list[dict | None] | None = None) ->
 
 
 def cost_table(rows: list[CallCost], tokens: list[dict | None] | None = None) -> str:
-    """A plain-text table, the same on every terminal."""
     counted, cells = cost_cells(rows, tokens)
     head = ("call", "prompt sent", "completion", "total sent", "with prefix cache", "cache total", "≈ tokens sent*")
     head += ("tokens sent", "tokens evaluated") if counted else ()
