@@ -8,8 +8,7 @@
 
 Step k is the k-th model call and what code appended after it; metadata lines are named
 by key. Bounded for huge files: the equal ends are set aside before difflib sees the rest,
-a shown line is cut to a window around its first difference, and only MAX_LINES lines are
-shown. Control characters are drawn as visible stand-ins (harness.escape).
+and a shown line is cut to a window around its first difference.
 """
 
 from __future__ import annotations
@@ -52,14 +51,12 @@ def transcript_diff(saved: str, fresh: str, name: str, labels: tuple[str, str] =
 
 
 def _lines(text: str) -> list[str]:
-    """Only "\n" separates lines in the save format; a "\r" stays inside its line."""
     lines = text.split("\n")
     return lines[:-1] if lines[-1] == "" else lines
 
 
 def _groups(a: list[str], b: list[str]) -> list[list[tuple[str, int, int, int, int]]]:
-    """difflib's hunks, CONTEXT equal lines around each change, after setting aside the equal
-    lines at both ends but those CONTEXT (so one edit in a huge file costs linear time)."""
+    """difflib's hunks, after setting aside the equal ends (one edit in a huge file costs linear time)."""
     head = 0
     while head < min(len(a), len(b)) and a[head] == b[head]:
         head += 1
@@ -72,7 +69,6 @@ def _groups(a: list[str], b: list[str]) -> list[list[tuple[str, int, int, int, i
 
 
 def _author(line: str) -> str | None:
-    """The author of a record line, or None for metadata and anything else."""
     word = line[:9].rstrip(" ")
     return word if word in _AUTHORS and line[9:11] in (" |", " \\") else None
 
@@ -110,7 +106,6 @@ def _headline(a, b, groups, steps_a, steps_b) -> str:
 
 
 def _meta(lines: list[str]) -> dict[str, str]:
-    """`# key: value` lines by key (the value as written: JSON text)."""
     found = {}
     for line in lines:
         if line.startswith("# ") and ": " in line:
@@ -131,12 +126,10 @@ def _meta_keys(a: list[str], b: list[str]) -> list[str]:
 
 
 def _differing(x: dict, y: dict) -> list[str]:
-    """The keys whose values differ, in order: x's, then those only y has."""
     return [k for k in [*x, *(k for k in y if k not in x)] if x.get(k, ...) != y.get(k, ...)]
 
 
 def _object(value: str | None) -> dict | None:
-    """A metadata value that is a JSON object, else None."""
     try:
         found = json.loads(value or "null")
     except ValueError:
@@ -145,7 +138,7 @@ def _object(value: str | None) -> dict | None:
 
 
 def _hunks(a, b, groups, steps_a, steps_b, old_label, new_label):
-    """Unified-style hunks: a header naming the lines and the step, then ' ', '-', '+' lines."""
+    """Unified-style hunks, as (mark, line, where to look in it): a header naming the step, then ' ', '-', '+' lines."""
     for group in groups:
         i1, j1 = group[0][1], group[0][3]
         _, ci1, ci2, cj1, _ = next(op for op in group if op[0] != "equal")
@@ -162,13 +155,13 @@ def _hunks(a, b, groups, steps_a, steps_b, old_label, new_label):
 
 
 def _focus(olds: list[str], news: list[str]) -> list[int]:
-    """Where to look in each changed line: paired lines (k-th old, k-th new) show where they part."""
+    """Where to look in each changed line: where the k-th old and the k-th new part."""
     paired = [_first_difference(x, y) for x, y in zip(olds, news)]
     return paired + [0] * (max(len(olds), len(news)) - len(paired))
 
 
 def _first_difference(x: str, y: str) -> int:
-    """The length of the common prefix, by halving (string comparisons run in C: fast on 10 MB lines)."""
+    """The length of the common prefix, by halving (a long line is compared in few steps)."""
     low, high = 0, min(len(x), len(y))
     while low < high:
         mid = (low + high + 1) // 2
