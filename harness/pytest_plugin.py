@@ -64,7 +64,7 @@ def pytest_configure(config: pytest.Config) -> None:
 
 
 def _check_inputs(config: pytest.Config) -> None:
-    """A bad base URL or pattern is one usage line naming where it came from, before any test runs."""
+    """A bad base URL or pattern is one usage line, before any test runs."""
     import os
 
     from harness.backends.urls import check_base_url
@@ -117,8 +117,6 @@ def _broke_off(record, live: bool) -> bool:
 
 
 class TranscriptItem(pytest.Item):
-    """One saved transcript, replayed and compared byte for byte."""
-
     @property
     def source(self) -> str:
         return self.nodeid.split("::")[0]  # the file as the user names it: relative to the rootdir
@@ -140,7 +138,8 @@ class TranscriptItem(pytest.Item):
         if result.matches:
             return
         update = self.config.getoption("harness_update")
-        if not update and not _strict(self.config) and only_rehashed(result.saved, result.fresh):
+        strict = self.config.getoption("harness_strict_source") or self.config.getini("harness_strict_source")
+        if not update and not strict and only_rehashed(result.saved, result.fresh):
             self.user_properties.append((_REHASHED, self.source))  # the run is the same: not drift
             return
         if update:
@@ -157,7 +156,7 @@ class TranscriptItem(pytest.Item):
 
     def record(self, text: str) -> None:
         """--harness-record: the file rewritten if the new recording differs; one that did
-        not complete fails the test and writes nothing."""
+        not complete fails and writes nothing."""
         from harness.record import record_again
 
         model = _recording_model(self.config)
@@ -188,7 +187,7 @@ class TranscriptItem(pytest.Item):
 
 
 def _kept_stale_turn(result, source: str) -> str | None:
-    """The warning line for an update that kept a model turn written after text it changed."""
+    """The warning for an update that kept a model turn written after text it changed."""
     from harness.escape import one_line
     from harness.stale import stale_turn
 
@@ -202,23 +201,14 @@ def _kept_stale_turn(result, source: str) -> str | None:
     )
 
 
-def _strict(config: pytest.Config) -> bool:
-    return bool(config.getoption("harness_strict_source") or config.getini("harness_strict_source"))
-
-
+@functools.cache
 def _recording_model(config: pytest.Config):
     """The model --harness-record names, made once per session (a local model loads once)."""
-    cached = getattr(config, "_harness_model", False)
-    if cached is False:
-        spec = config.getoption("harness_record")
-        if spec == "scripted":
-            cached = None
-        else:
-            from harness.backends.spec import model_from_spec
+    if (spec := config.getoption("harness_record")) == "scripted":
+        return None
+    from harness.backends.spec import model_from_spec
 
-            cached = model_from_spec(spec, config.getoption("harness_base_url"))
-        config._harness_model = cached
-    return cached
+    return model_from_spec(spec, config.getoption("harness_base_url"))
 
 
 def _rewrite(path: Path, text: str, source: str) -> None:
@@ -281,7 +271,7 @@ def transcript_snapshot(request: pytest.FixtureRequest):
 
 @functools.cache
 def _extension_class():
-    """The syrupy extension, defined on first use so that loading the plugin never imports syrupy."""
+    """The syrupy extension, defined on first use: loading the plugin never imports syrupy."""
     from syrupy.extensions.single_file import SingleFileSnapshotExtension, WriteMode
 
     from harness.diff import transcript_diff
