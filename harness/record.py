@@ -89,8 +89,7 @@ def recorded(saved: RunRecord, chunk_size: int = 8) -> Model:
 
 
 def chat_script(model: Model) -> Model:
-    """A script sent the buffer as a chat endpoint is: the messages counted by the same rule."""
-    from harness.backends.messages import ChatScript  # (only a chat run's replay needs it)
+    from harness.backends.messages import ChatScript  # (only a chat run needs it: a script sent messages)
 
     return ChatScript(model)
 
@@ -119,8 +118,8 @@ class Replay:
 
     @property
     def fresh(self) -> str:
-        """What --check compares with the file: the run again, with the model's name and
-        token counts as the file has them (a live replay's own are not drift)."""
+        """What --check compares with the file: the run again, with the file's model name and
+        token counts (a live replay's own are not drift)."""
         calls = self.record.calls
         tokens = [c.tokens for c in self.recording.calls] + [c.tokens for c in calls[len(self.recording.calls) :]]
         return replace(self.record, model=self.recording.model, calls=tuple(replace(c, tokens=t) for c, t in zip(calls, tokens))).saved
@@ -150,9 +149,8 @@ def scenario_of(record: RunRecord, source: str) -> Scenario:
 
 
 def rebuilt(record: RunRecord, where: str, folder: Path, root: Path, keep_facts: bool = True) -> Scenario:
-    """The scenario the file names, loaded as it is now, with the run's overrides (without a
-    past live run's Ctrl-C and model error, unless `keep_facts`); the run's patterns to redact
-    join the scenario's own, so a pattern added to it since applies too."""
+    """The scenario the file names as it is now, with the run's overrides (a past live run's
+    Ctrl-C and model error only if `keep_facts`), its own patterns to redact joining the run's."""
     path = sources.resolve(record.source, where, folder, root, shipped())
     now = load_scenario(path, sources.shown(path, root))
     facts = () if keep_facts else ("interrupt", "model_error")
