@@ -93,9 +93,6 @@ class RunRecord:
             out["model_error"] = (self.steps + 1, self.detail)
         return out
 
-    def but(self, **changes: Any) -> RunRecord:
-        return replace(self, **changes)
-
     def placed(self, target: Path) -> RunRecord:
         """The record as it is saved at `target`: its scenario named relative to that file's folder."""
         if self.source is None:
