@@ -1,9 +1,8 @@
 """What of a completion the user never saw: in the buffer, but not shown.
 
 The gates (harness.governor) decide what reaches the user; the buffer keeps the whole
-completion. So a view tells two facts apart: denied or withheld (in the buffer, not shown)
-and cut (never in the buffer). Each entry is (start, end, lane): "action" for an Action
-line its gate denied, "answer" for a withheld final answer and every line after it.
+completion. Each entry is (start, end, lane): "action" for an Action line its gate denied,
+"answer" for a withheld final answer and every line after it.
 
     unseen("Thought: go\\nAction: a()\\nAction: b()\\n", decided)  ->  ((23, 35, "action"),)
 """

@@ -22,7 +22,6 @@ class Frame:
     index: int  # 0 .. N
     author: Author  # who wrote the newest part
     added: str  # the newest part of the buffer
-    before: int  # characters in the buffer before it
     cut: str  # a model frame: what was read but kept out of the buffer
     sent: str  # what was sent to the model for this part
     why: str  # why the loop went on, or stopped, after it
@@ -97,7 +96,9 @@ def frames(record: RunRecord) -> list[Frame]:
             sent = "nothing: code writes this part, the model does not"
         else:
             sent = "nothing yet: the developer's prompt and the question start the buffer"
-        why = _stopped(record) if i == len(spans) - 1 else _why(span.author, call)
+        why = _why(span.author, call)
+        if i == len(spans) - 1:
+            why = f"The loop stopped: {record.stop_reason.value}." + (f" Final answer: {record.final_answer}" if record.final_answer is not None else "")
         model = span.author is Author.MODEL
         notices = 0
         if span.author is Author.CODE and told:  # one line each, before the observations
@@ -105,7 +106,7 @@ def frames(record: RunRecord) -> list[Frame]:
             told -= notices
         cut, cut_by, hidden = (call.cut, call.cut_by, call.hidden) if model else ("", "", ())
         last_ran = unran if i == len(spans) - 1 else ()
-        out.append(Frame(i, span.author, span.text, before, cut, sent, why, notices, cut_by, hidden, last_ran))
+        out.append(Frame(i, span.author, span.text, cut, sent, why, notices, cut_by, hidden, last_ran))
         before += len(span.text)
     return out
 
@@ -121,13 +122,6 @@ def _why(author: Author, call: CallRecord) -> str:
     if author is Author.CODE:
         return "Code has spoken; the loop goes on: the whole buffer goes to the model again."
     return "The loop begins: the whole buffer goes to the model."
-
-
-def _stopped(record: RunRecord) -> str:
-    text = f"The loop stopped: {record.stop_reason.value}."
-    if record.final_answer is not None:
-        text += f" Final answer: {record.final_answer}"
-    return text
 
 
 @dataclass(frozen=True, slots=True)

@@ -1,10 +1,8 @@
 """One self-contained HTML file: the stepper, the three facts per frame, the cost chart.
 
 No network: the page, its style, script and data are all in the file. The run's data
-travels as JSON in a <script type="application/json"> element and is put on the page with
-textContent, so nothing the model wrote is parsed as HTML. The template's placeholders
-are filled in one pass (a title holding "__DATA__" stays text), and a Content-Security-Policy
-allows only the page's own style and script, by their hashes.
+travels as JSON and is put on the page with textContent, so nothing the model wrote is
+parsed as HTML; a Content-Security-Policy allows only the page's own style and script.
 """
 
 from __future__ import annotations

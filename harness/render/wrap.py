@@ -2,8 +2,6 @@
 
     model     ▶ Thought: Failing uploads often mean the storage quota is full. I
     model    ↪▶ should check it first.
-                ✂ cut by the stop sequence, never in the buffer: Observation: quota
-             ↪    was fine, must be a network issue⏎Thought: The quota is fine, so it is
 
 A row too long for the screen is wrapped, each physical line repeating the author and the
 row's mark, a continuation marked ↪. A frame's lines are made once per width.
