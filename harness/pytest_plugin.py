@@ -33,21 +33,9 @@ def pytest_addoption(parser: pytest.Parser) -> None:
     parser.addini("harness_strict_source", "fail a saved transcript whose replay is the same but whose source was edited", type="bool", default=False)
     parser.addini("harness_redact", "regular expressions, one a line, masked (***) in model text and tool output", type="linelist", default=[])
     group = parser.getgroup("harness")
-    group.addoption(
-        "--harness-update",
-        action="store_true",
-        help="rewrite the saved harness transcripts whose replay changed, keeping their recorded model turns, and list them",
-    )
-    group.addoption(
-        "--harness-strict-source",
-        action="store_true",
-        help="fail a transcript whose replay is the same but whose source was edited (only source.sha256 differs)",
-    )
-    group.addoption(
-        "--harness-record",
-        metavar="MODEL",
-        help="run each saved transcript's source again on MODEL (openai:NAME, local, or scripted) and rewrite it",
-    )
+    group.addoption("--harness-update", action="store_true", help="rewrite the saved harness transcripts whose replay changed, keeping their recorded model turns, and list them")
+    group.addoption("--harness-strict-source", action="store_true", help="fail a transcript whose replay is the same but whose source was edited (only source.sha256 differs)")
+    group.addoption("--harness-record", metavar="MODEL", help="run each saved transcript's source again on MODEL (openai:NAME, local, or scripted) and rewrite it")
     group.addoption("--harness-base-url", metavar="URL", help="the server's URL for --harness-record openai:NAME")
 
 
@@ -99,12 +87,8 @@ class TranscriptFile(pytest.File):
         yield TranscriptItem.from_parent(self, name=self.path.stem)
 
 
-class Mismatch(Exception):
-    """The replay differs from the saved file; the message is the readable diff."""
-
-
-class RecordingFailed(Exception):
-    """--harness-record: the model failed, or its script ran out, before the run ended."""
+class Failed(Exception):
+    """A replay that differs from its file (the message: the readable diff), or a recording that did not complete."""
 
 
 def _broke_off(record, live: bool) -> bool:
@@ -149,7 +133,7 @@ class TranscriptItem(pytest.Item):
                 self.user_properties.append((_STALE, warning))
             return
         diff = transcript_diff(result.saved, result.fresh, self.source).rstrip("\n")
-        raise Mismatch(
+        raise Failed(
             f"{diff}\n(if the new replay is right: pytest --harness-update rewrites {self.source}, keeping the "
             f"recorded model turns; if the model should answer the new text: {RECORD_HINT})"
         )
@@ -167,7 +151,7 @@ class TranscriptItem(pytest.Item):
             from harness.escape import one_line
 
             why = one_line(f"{record.stop_reason.value}: {record.detail}" if record.detail else record.stop_reason.value)
-            raise RecordingFailed(
+            raise Failed(
                 f"{self.source}: the recording did not complete ({why}); the file was left as it was "
                 "(a cassette is never replaced by a failed recording)"
             )
@@ -178,7 +162,7 @@ class TranscriptItem(pytest.Item):
     def repr_failure(self, excinfo, style=None):
         from harness.errors import HarnessError
 
-        if isinstance(excinfo.value, Mismatch | RecordingFailed | HarnessError):
+        if isinstance(excinfo.value, Failed | HarnessError):
             return str(excinfo.value)  # the diff, or one line naming the file: no traceback
         return super().repr_failure(excinfo, style)
 
