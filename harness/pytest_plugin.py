@@ -40,25 +40,17 @@ def pytest_addoption(parser: pytest.Parser) -> None:
 
 
 def pytest_configure(config: pytest.Config) -> None:
-    if config.getoption("harness_record") and config.getoption("harness_update"):
-        raise pytest.UsageError("--harness-record and --harness-update: choose one (record runs the model again)")
-    if config.getoption("harness_base_url") and not config.getoption("harness_record"):
-        raise pytest.UsageError("--harness-base-url goes with --harness-record openai:NAME")
-    _check_inputs(config)
-    for folder in config.getini("harness_transcripts"):
-        if not folder.is_dir():  # a typo would otherwise collect nothing, silently
-            raise pytest.UsageError(f"harness_transcripts: {folder} is not a folder")
-    config.pluginmanager.register(_Rewrites(config), "harness-rewrites")
-
-
-def _check_inputs(config: pytest.Config) -> None:
-    """A bad base URL or pattern is one usage line, before any test runs."""
+    """Bad options are one usage line each, before any test runs."""
     import os
 
     from harness.backends.urls import check_base_url
     from harness.entry import redaction
     from harness.errors import HarnessError
 
+    if config.getoption("harness_record") and config.getoption("harness_update"):
+        raise pytest.UsageError("--harness-record and --harness-update: choose one (record runs the model again)")
+    if config.getoption("harness_base_url") and not config.getoption("harness_record"):
+        raise pytest.UsageError("--harness-base-url goes with --harness-record openai:NAME")
     url, where = config.getoption("harness_base_url"), "--harness-base-url"
     if not url and str(config.getoption("harness_record")).startswith(("openai:", "chat:")):  # only these talk to a server
         url, where = os.environ.get("HARNESS_BASE_URL"), "HARNESS_BASE_URL"
@@ -68,6 +60,10 @@ def _check_inputs(config: pytest.Config) -> None:
         redaction(config.getini("harness_redact"), "harness_redact")
     except HarnessError as error:
         raise pytest.UsageError(str(error)) from None
+    for folder in config.getini("harness_transcripts"):
+        if not folder.is_dir():  # a typo would otherwise collect nothing, silently
+            raise pytest.UsageError(f"harness_transcripts: {folder} is not a folder")
+    config.pluginmanager.register(_Rewrites(config), "harness-rewrites")
 
 
 def pytest_collect_file(file_path: Path, parent: pytest.Collector) -> TranscriptFile | None:

@@ -70,8 +70,8 @@ class Rows:
         self.author, self.mid_line = None, False
         return out
 
-    def write(self, author: Author, text: str, mark: str = "│", extra: str = "") -> Styled:
-        style = f"{STYLES[author]} {extra}".strip()
+    def write(self, author: Author, text: str, mark: str = "│") -> Styled:
+        style = STYLES[author]
         out = Styled()
         if self.mid_line and author is not self.author:
             out.append(" ⤸\n", style="dim")  # the buffer line goes on, by another author
