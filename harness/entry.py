@@ -37,13 +37,7 @@ _SURROGATE = regex.compile(r"[\ud800-\udfff]")
 
 def encodable(text: str) -> str:
     """`text` with each lone surrogate replaced by U+FFFD."""
-    if text.isascii():
-        return text
-    try:
-        text.encode("utf-8")
-    except UnicodeEncodeError:
-        return _SURROGATE.sub(REPLACEMENT, text)
-    return text
+    return text if text.isascii() else _SURROGATE.sub(REPLACEMENT, text)
 
 
 def one_line(value: object, limit: int = 200) -> str:
