@@ -8,13 +8,13 @@
 
 Step k is the k-th model call and what code appended after it; metadata lines are named
 by key. Bounded for huge files: the equal ends are set aside before difflib sees the rest,
-a shown line is cut to a window around its first difference, and only MAX_LINES lines are
-shown. Control characters are drawn as visible stand-ins (harness.escape).
+and a shown line is cut to a window around its first difference.
 """
 
 from __future__ import annotations
 
 import difflib
+import functools
 import itertools
 import json
 
@@ -34,15 +34,16 @@ def transcript_diff(saved: str, fresh: str, name: str, labels: tuple[str, str] =
     a, b = _lines(saved), _lines(fresh)
     groups = _groups(a, b)
     steps_a, steps_b = _steps(a), _steps(b)
-    out = [f"{name}: {_headline(a, b, groups, steps_a, steps_b)}"]
+    hunks = functools.partial(_hunks, a, b, groups, steps_a, steps_b, old_label, new_label)  # (mark, line, focus, step), lazily
+    out = [f"{name}: {_headline(hunks(), groups)}"]
     keys = _meta_keys(a, b)
     if keys:
         out.append("metadata that differs: " + ", ".join(keys))
     if keys == ["source.sha256"]:  # an edit (a comment, a refactor) that changed nothing the run shows
         out.append("the source was edited since this was recorded, and the run is the same: pytest --harness-update records its new hash")
-    hunks = _hunks(a, b, groups, steps_a, steps_b, old_label, new_label)  # (mark, line, focus), lazily
-    out += [mark + _show(line, at) for mark, line, at in itertools.islice(hunks, MAX_LINES)]
-    hidden = sum(1 for _ in hunks)  # counted, never rendered
+    shown = hunks()
+    out += [mark + _show(line, at) for mark, line, at, _ in itertools.islice(shown, MAX_LINES)]
+    hidden = sum(1 for _ in shown)  # counted, never rendered
     if hidden:
         out.append(f"… {hidden} more diff lines not shown")
     for label, text in ((old_label, saved), (new_label, fresh)):
@@ -52,14 +53,12 @@ def transcript_diff(saved: str, fresh: str, name: str, labels: tuple[str, str] =
 
 
 def _lines(text: str) -> list[str]:
-    """Only "\n" separates lines in the save format; a "\r" stays inside its line."""
     lines = text.split("\n")
     return lines[:-1] if lines[-1] == "" else lines
 
 
 def _groups(a: list[str], b: list[str]) -> list[list[tuple[str, int, int, int, int]]]:
-    """difflib's hunks, CONTEXT equal lines around each change, after setting aside the equal
-    lines at both ends but those CONTEXT (so one edit in a huge file costs linear time)."""
+    """difflib's hunks, after setting aside the equal ends (one edit in a huge file costs linear time)."""
     head = 0
     while head < min(len(a), len(b)) and a[head] == b[head]:
         head += 1
@@ -72,7 +71,6 @@ def _groups(a: list[str], b: list[str]) -> list[list[tuple[str, int, int, int, i
 
 
 def _author(line: str) -> str | None:
-    """The author of a record line, or None for metadata and anything else."""
     word = line[:9].rstrip(" ")
     return word if word in _AUTHORS and line[9:11] in (" |", " \\") else None
 
@@ -94,23 +92,14 @@ def _where(step: int) -> str:
     return {-1: "the metadata", 0: "the prompt"}.get(step, f"step {step}")
 
 
-def _headline(a, b, groups, steps_a, steps_b) -> str:
-    for tag, i1, i2, j1, j2 in (op for group in groups for op in group):
-        if tag == "equal":
-            continue
-        focus = _focus(a[i1:i2], b[j1:j2])
-        changed = [*zip(a[i1:i2], steps_a[i1:i2], focus), *zip(b[j1:j2], steps_b[j1:j2], focus)]  # saved side first
-        for line, step, at in changed:
-            author = _author(line)
-            if author is not None:
-                return f"first difference in {_where(step)} ({author}: {_show(line[12:], max(0, at - 12), 80)})"
-    if groups:
-        return "the records are the same; only the metadata differs"
-    return "the lines are the same"
+def _headline(hunks, groups) -> str:
+    for mark, line, at, step in hunks:
+        if mark in ("-", "+") and (author := _author(line)) is not None:
+            return f"first difference in {_where(step)} ({author}: {_show(line[12:], max(0, at - 12), 80)})"
+    return "the records are the same; only the metadata differs" if groups else "the lines are the same"
 
 
 def _meta(lines: list[str]) -> dict[str, str]:
-    """`# key: value` lines by key (the value as written: JSON text)."""
     found = {}
     for line in lines:
         if line.startswith("# ") and ": " in line:
@@ -131,12 +120,10 @@ def _meta_keys(a: list[str], b: list[str]) -> list[str]:
 
 
 def _differing(x: dict, y: dict) -> list[str]:
-    """The keys whose values differ, in order: x's, then those only y has."""
     return [k for k in [*x, *(k for k in y if k not in x)] if x.get(k, ...) != y.get(k, ...)]
 
 
 def _object(value: str | None) -> dict | None:
-    """A metadata value that is a JSON object, else None."""
     try:
         found = json.loads(value or "null")
     except ValueError:
@@ -145,30 +132,30 @@ def _object(value: str | None) -> dict | None:
 
 
 def _hunks(a, b, groups, steps_a, steps_b, old_label, new_label):
-    """Unified-style hunks: a header naming the lines and the step, then ' ', '-', '+' lines."""
+    """Unified-style hunks, as (mark, line, where to look in it, its step): a header, then ' ', '-', '+' lines."""
     for group in groups:
         i1, j1 = group[0][1], group[0][3]
         _, ci1, ci2, cj1, _ = next(op for op in group if op[0] != "equal")
         step = steps_a[ci1] if ci2 > ci1 else steps_b[cj1]  # the step of the first change
-        yield "", f"@@ -{old_label} line {i1 + 1}, +{new_label} line {j1 + 1} · {_where(step)} @@", 0
+        yield "", f"@@ -{old_label} line {i1 + 1}, +{new_label} line {j1 + 1} · {_where(step)} @@", 0, step
         for tag, i1, i2, j1, j2 in group:
             if tag == "equal":
-                yield from ((" ", line, 0) for line in a[i1:i2])
+                yield from ((" ", line, 0, step) for line in a[i1:i2])
                 continue
             olds, news = a[i1:i2], b[j1:j2]
             focus = _focus(olds, news)
-            yield from (("-", line, at) for line, at in zip(olds, focus))
-            yield from (("+", line, at) for line, at in zip(news, focus))
+            yield from (("-", line, at, step) for line, at, step in zip(olds, focus, steps_a[i1:i2]))
+            yield from (("+", line, at, step) for line, at, step in zip(news, focus, steps_b[j1:j2]))
 
 
 def _focus(olds: list[str], news: list[str]) -> list[int]:
-    """Where to look in each changed line: paired lines (k-th old, k-th new) show where they part."""
+    """Where to look in each changed line: where the k-th old and the k-th new part."""
     paired = [_first_difference(x, y) for x, y in zip(olds, news)]
     return paired + [0] * (max(len(olds), len(news)) - len(paired))
 
 
 def _first_difference(x: str, y: str) -> int:
-    """The length of the common prefix, by halving (string comparisons run in C: fast on 10 MB lines)."""
+    """The length of the common prefix, by halving (a long line is compared in few steps)."""
     low, high = 0, min(len(x), len(y))
     while low < high:
         mid = (low + high + 1) // 2

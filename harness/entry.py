@@ -1,18 +1,14 @@
 """Where text from outside enters the buffer: made encodable, secrets masked, control tokens made inert.
 
 A model's text (every model's, by harness.model.Model.complete) is made encodable (a lone
-surrogate becomes U+FFFD, so every file and view can write it) and scrubbed of the model's
-secrets, the API key and a URL's password, before any cutting, so no prefix of a secret
-survives in a message cut short; a stream holds back a tail that could still become one.
-A key shorter than 8 characters or a placeholder (`none`, `EMPTY`, `ollama`) is no secret.
+surrogate becomes U+FFFD) and scrubbed of the model's secrets, the API key and a URL's
+password, before any cutting; a stream holds back a tail that could still become one.
 
     Entry(key="sk-abc123secret").detail("bad key sk-abc123secret")  ->  "bad key ***"
 
-The user's own patterns (Redaction, below) mask what they match in model text and tool
-output alike. Text that code writes (observations, notices) goes through `neutralise`: a
-chat template's control tokens are plain strings too, and a tool result holding
-`<|im_end|>` must not end the model's turn. A delimiter `|` becomes `¦`, and one without a
-bar gets `¦` inside its brackets, so it still reads as what it was but no tokenizer has it:
+The user's own patterns (Redaction) mask what they match in model text and tool output.
+Text that code writes goes through `neutralise`: a tool result holding `<|im_end|>` must
+not end the model's turn, so a control token is broken visibly, for no tokenizer to have:
 
     neutralise("done<|im_end|>")    ->  "done<¦im_end¦>"
     neutralise("[INST] hi [/INST]") ->  "[¦INST¦] hi [¦/INST¦]"
@@ -34,19 +30,14 @@ PLACEHOLDER_KEYS = frozenset(
     ("none", "empty", "test", "dummy", "fake", "ollama", "lm-studio", "llama", "vllm", "no-key", "nokey",
      "not-needed", "placeholder", "changeme", "password", "secret", "sk-no-key-required", "sk-xxx")
 )  # compared without case
+SEARCH_SECONDS = 1.0  # one pattern on one line; longer, the line is masked whole
 REPLACEMENT = "\ufffd"  # what a lone surrogate becomes
 _SURROGATE = regex.compile(r"[\ud800-\udfff]")
 
 
 def encodable(text: str) -> str:
-    """`text` with each lone surrogate replaced by U+FFFD (any other text as it is)."""
-    if text.isascii():
-        return text
-    try:
-        text.encode("utf-8")
-    except UnicodeEncodeError:
-        return _SURROGATE.sub(REPLACEMENT, text)
-    return text
+    """`text` with each lone surrogate replaced by U+FFFD."""
+    return text if text.isascii() else _SURROGATE.sub(REPLACEMENT, text)
 
 
 def one_line(value: object, limit: int = 200) -> str:
@@ -55,14 +46,10 @@ def one_line(value: object, limit: int = 200) -> str:
     return text if len(text) <= limit else text[: limit - 1] + "…"
 
 
-def is_secret_key(key: str) -> bool:
-    """Whether an API key is worth scrubbing: not a placeholder, nor shorter than MIN_KEY."""
-    return len(key) >= MIN_KEY and key.lower() not in PLACEHOLDER_KEYS
-
-
 class Entry:
     def __init__(self, secrets: Iterable[str] = (), key: str = "") -> None:
-        secrets = [*secrets, *([key] if is_secret_key(key) else [])]
+        is_secret = len(key) >= MIN_KEY and key.lower() not in PLACEHOLDER_KEYS
+        secrets = [*secrets, *([key] if is_secret else [])]
         # Longest first, so that "user:password" is replaced whole before "password".
         self.secrets = sorted({s for s in secrets if len(s) >= MIN_SECRET}, key=len, reverse=True)
 
@@ -117,12 +104,10 @@ class StreamScrub:
 class Redaction:
     """The user's own patterns (a scenario's `redact`, pytest's `harness_redact`): every
     match in a model's text or a tool's output becomes MASK before anything keeps or shows
-    it. A pattern matches within one line (the text between two newlines); a model's stream
-    is held back to the end of each line, so a match never depends on how the text came in
-    chunks, and a replay, fed the redacted text, redacts it to the same bytes.
+    it. A pattern matches within one line, and a model's stream is held to the end of each
+    line, so a match never depends on how the text came in chunks.
 
-        redact = redaction(["token=\\w+"], "redact")
-        redact("ok token=abc123\\n")   ->  "ok ***\\n"
+        redaction(["token=\\w+"], "redact")("ok token=abc123\\n")   ->  "ok ***\\n"
     """
 
     patterns: tuple[regex.Pattern[str], ...] = ()
@@ -130,14 +115,21 @@ class Redaction:
     def __call__(self, text: str) -> str:
         if not self.patterns:
             return text
-        lines = text.split("\n")
+        return "\n".join(map(self._line, text.split("\n")))
+
+    def _line(self, line: str) -> str:
+        """One line redacted; a pattern that takes too long on it (the text is untrusted,
+        a pattern may backtrack without end) masks the whole line, so no secret gets by."""
         for pattern in self.patterns:
-            lines = [pattern.sub(_mask, line) for line in lines]
-        return "\n".join(lines)
+            try:
+                line = pattern.sub(_mask, line, timeout=SEARCH_SECONDS)
+            except TimeoutError:
+                line = MASK
+        return line
 
     def over(self, chunks: Iterator[object]) -> Iterator[object]:
-        """A model's chunks, redacted a whole line at a time (counts pass as they come).
-        A line cut off by a Ctrl-C or a failure is never shown: it might hold half a secret."""
+        """A model's chunks, redacted a whole line at a time (counts pass as they come); a
+        line cut off by a Ctrl-C or a failure is never shown: it might hold half a secret."""
         return self._held(chunks) if self.patterns else chunks
 
     def _held(self, chunks: Iterator[object]) -> Iterator[object]:
@@ -162,8 +154,7 @@ def _mask(match: regex.Match[str]) -> str:
 
 
 def redaction(patterns: Sequence[str], where: str) -> Redaction:
-    """The patterns compiled; a bad one is a HarnessError naming `where` and its number.
-    A pattern that matches the mask itself is refused: a replay would mask its masks again."""
+    """The patterns compiled; a bad one (or one that matches the mask) is a HarnessError naming `where`."""
     compiled = []
     for number, text in enumerate(patterns, 1):
         if not isinstance(text, str):
@@ -195,17 +186,12 @@ PATTERN = regex.compile(rf"{_BARRED}|{_WIDE}|<(?P<word>{_WORDS})>|\[(?P<inst>/?I
 
 
 def neutralise(text: str) -> str:
-    """`text` with every control-token string broken visibly (see the module docstring)."""
     if "<" not in text and "[" not in text:  # every control token starts with one of them
         return text
     return PATTERN.sub(_break, text)  # (linear on any text: no timeout needed)
 
 
 def _break(match: regex.Match[str]) -> str:
-    if match["name"] is not None:
-        return f"<¦{match['name']}¦>"
-    if match["wide"] is not None:
-        return f"<¦{match['wide']}¦>"
-    if match["word"] is not None:
-        return f"<¦{match['word']}¦>"
-    return f"[¦{match['inst']}¦]"
+    if match["inst"] is not None:
+        return f"[¦{match['inst']}¦]"
+    return f"<¦{match['name'] or match['wide'] or match['word']}¦>"  # (each group matches 1 or more characters)

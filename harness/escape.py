@@ -39,8 +39,7 @@ def _surrogate(match: Any) -> str:
 
 
 def encodable(text: str) -> str:
-    """`text` with each lone surrogate shown as its byte (`\\xff`) or code (`\\ud800`), so
-    that any output, a strict UTF-8 JSON reader's too, can take it."""
+    """`text` with each lone surrogate shown as its byte (`\\xff`) or code (`\\ud800`)."""
     return _SURROGATE.sub(_surrogate, text)
 
 
@@ -50,14 +49,12 @@ def for_terminal(text: str) -> str:
 
 
 def one_line(text: str) -> str:
-    """Text for one line of a table, a log or an error: shown and never obeyed, and unable to start a
-    line of its own (a file may be named "a\\n3 runs: 3 final_answer.toml")."""
+    """Text for one line of a table, a log or an error: shown, never obeyed, never a line of its own."""
     return for_terminal(text).replace("\n", "␊").replace("\t", "␉")
 
 
 def for_html(text: str) -> str:
-    """Text for HTML element content or a quoted attribute value (its control characters
-    shown, as a terminal view shows them: the page is a file a terminal may print)."""
+    """Text for HTML content or a quoted attribute, its control characters shown (a terminal may print the page)."""
     import html
 
     return html.escape(for_terminal(text), quote=True)

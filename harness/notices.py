@@ -1,11 +1,9 @@
 """The wording of every rejection: what rule was broken, and the exact format to use.
 
 A notice is self-sufficient (seed 000): the model may never see its rejected text again,
-so the notice itself names the tool, the rule and what to write instead. Its message is
-one plain sentence that names the fix, written for a small model to act on (the default
-and react-paper dialects write only the message; the governed dialect, as seed 000 does,
-the whole structured diagnosis). Each function returns one Rejection; harness.governor
-and harness.loop decide when, this module only says what.
+so the notice names the tool, the rule and the fix, in plain sentences a small model can
+act on (the governed dialect writes the whole structured diagnosis). harness.governor and
+harness.loop decide when; this module only says what.
 
     code                                   when                                      shipped scenario
     protocol_violation.no_action           no Action line and no final answer        format-recovery
@@ -97,7 +95,7 @@ def after_call(number: int, tool: str, args: str, after: str, close: str) -> Rej
 
 
 def nested_call(number: int, tool: str, inner: str, inner_call: str) -> Rejection:
-    """`calculator(price("lamp") * 4)`: `inner` (price) is called inside `tool`'s arguments."""
+    """`calculator(price("lamp") * 4)`: `inner` is called inside `tool`'s arguments."""
     return _one_call(number, tool, f"a call to {inner} as well as {tool}", inner, inner_call, f"{inner} called inside {tool}")
 
 
@@ -108,7 +106,6 @@ def two_calls(number: int, tool: str, first_call: str, second: str) -> Rejection
 
 
 def _one_call(number: int, tool: str, holds: str, first: str, first_call: str, violation: str) -> Rejection:
-    """One Action line that holds two calls (one code either way): call `first` on its own."""
     return Rejection(
         "protocol_violation.nested_call",
         f"Action line {number} holds {holds}; one Action line runs one tool, "

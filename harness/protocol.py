@@ -1,11 +1,9 @@
 """The run_agent protocol (seed 003): one JSON request in, one JSON answer out.
 
 There is no second loop here. Each model turn is written as the completion a model would
-have written (`Thought: ...` / `Action: tool({json args})`), the turns become a scenario's
-scripted completions, and the ordinary loop runs them, so the run can be shown, saved and
-replayed like any other. The turns come already cut, so no stop sequence is applied; the
-consecutive-error limits are off, so a bad turn is a notice and a step, and only finish
-ends the run. Fields, statuses and error codes: `harness agent --help`.
+have written (`Thought: ...` / `Action: tool({json args})`), and the ordinary loop runs
+them as a scenario's script, with no stop sequence and no consecutive-error limits.
+Fields, statuses and error codes: `harness agent --help`.
 """
 
 from __future__ import annotations
@@ -22,9 +20,8 @@ from harness.skim import skim
 from harness.workspace import TOOL_NAMES
 
 DEFAULT_MAX_STEPS = Limits().max_steps
-MAX_NESTING = 100  # arrays and objects inside one another in a turn; deeper, its arguments
-# could not be read back from its Action line (JSON's parser gives up near 1,000 levels,
-# sooner inside the loop), and they would reach the tool as raw text
+MAX_NESTING = 100  # arrays and objects inside one another in a turn; deeper, its Action line
+# could not be read back (JSON's parser gives up near 1,000 levels, sooner inside the loop)
 
 STATUS = {
     StopReason.FINAL_ANSWER: ("completed", None),
@@ -45,7 +42,6 @@ class BadRequest(Exception):
 
 
 def compact(value: Any) -> str:
-    """Compact JSON with sorted keys, as the protocol asks."""
     return json.dumps(value, sort_keys=True, separators=(",", ":"))
 
 
@@ -55,8 +51,8 @@ def parse_request(raw: bytes) -> dict[str, Any]:
         text = raw.decode("utf-8")
     except UnicodeDecodeError as e:
         raise BadRequest("invalid_utf8", f"the request is not UTF-8 (byte {e.start})") from None
-    # The turns past max_steps are checked as JSON but not kept (harness.skim); a request
-    # with a \uD escape, which may spell a lone surrogate anywhere, is read whole.
+    # The turns past max_steps are checked as JSON but not kept (harness.skim); a request with
+    # a \uD escape, which may spell a lone surrogate (not text), is read whole and checked.
     surrogate = "\\u" in text and ("\\ud" in text or "\\uD" in text)
     try:
         request = None if surrogate else skim(text, "model_turns", _reachable)
@@ -66,8 +62,6 @@ def parse_request(raw: bytes) -> dict[str, Any]:
         raise BadRequest("invalid_json", f"the request is not JSON ({e})") from None
     if not isinstance(request, dict):
         raise BadRequest("not_an_object", "the request must be a JSON object")
-    # JSON may spell a lone surrogate ("\ud800"), which is not text and cannot be written. Only
-    # a \uD... escape can make one (UTF-8 input cannot), so most requests skip the look.
     try:
         if surrogate:
             json.dumps(request, ensure_ascii=False).encode("utf-8")
@@ -97,14 +91,13 @@ def parse_request(raw: bytes) -> dict[str, Any]:
 
 
 def _reachable(request: dict[str, Any]) -> int:
-    """How many turns a run can reach: max_steps (none, if it is not a step count: the
-    request is then refused, whatever its turns)."""
+    """How many turns a run can reach (none if max_steps is bad: the request is refused)."""
     steps = request.get("max_steps", DEFAULT_MAX_STEPS)
     return steps if type(steps) is int and steps >= 0 else 0
 
 
 def _nesting(value: Any) -> int:
-    """How deep arrays and objects go inside one another ({} is 1); without recursion."""
+    """How deep arrays and objects go inside one another ({} is 1)."""
     deepest, todo = 0, [(value, 1)]
     while todo:
         value, depth = todo.pop()
@@ -136,8 +129,6 @@ def scenario_for(request: dict[str, Any]) -> Scenario:
     steps = request.get("max_steps", DEFAULT_MAX_STEPS)
     return Scenario(
         question=request.get("task", ""),
-        # A run takes at most max_steps turns (and with exactly that many, it stops on the
-        # step limit, as with more), so the turns past them are never written as text.
         completions=tuple(render_turn(turn) for turn in request.get("model_turns", [])[:steps]),
         title="run_agent request",
         prompt="agent",

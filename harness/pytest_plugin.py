@@ -1,21 +1,15 @@
 """The pytest plugin: saved transcripts as tests, and a snapshot fixture for runs.
 
-Loaded in every pytest session of the environment (entry point `pytest11`), it imports
-nothing heavy until a transcript is collected or the fixture is used. Every file under the
-folders `harness_transcripts` names (in the ini file) that begins with a transcript header,
-of any version, is one test: it replays the file from the source it names and fails at the
-first differing byte, with a readable diff (harness.diff). A file that is a transcript but
-for its line endings or a byte-order mark fails, saying so: never a green run that checked
-nothing. A replay that differs only in its source's sha256 (an edit that changed nothing
-the run shows) passes and is listed, unless `--harness-strict-source`.
+Loaded in every pytest session (entry point `pytest11`), it imports nothing heavy until
+it is used. Every transcript under the ini's `harness_transcripts` folders is one test: it
+replays the file from the source it names and fails at the first differing byte, with a
+readable diff (harness.diff). A replay that differs only in its source's sha256 passes
+and is listed, unless `--harness-strict-source`.
 
     pytest                          replay offline, from the recorded model turns
-    pytest --harness-update         keep the recorded turns, rewrite the files that changed,
-                                    and warn where a kept turn followed changed text
-    pytest --harness-record MODEL   run each source again on MODEL (or `scripted`); a
-                                    recording that did not complete fails and leaves the file
+    pytest --harness-update         keep the recorded turns, rewrite the files that changed
+    pytest --harness-record MODEL   run each source again on MODEL (or `scripted`)
 
-`harness_redact` (ini, one pattern a line) adds patterns to every run's own (harness.entry).
 The fixture: `assert record.saved == transcript_snapshot`, one `.txt` file per snapshot
 under `__snapshots__/` (syrupy), written byte for byte, shown with the same diff.
 """
@@ -35,52 +29,28 @@ RECORD_HINT = "pytest --harness-record MODEL (a live model, or `scripted`: the s
 
 
 def pytest_addoption(parser: pytest.Parser) -> None:
-    ini = (
-        ("harness_transcripts", "folders of saved harness transcripts to replay as tests (relative to the ini file)", "paths", []),
-        ("harness_strict_source", "fail a saved transcript whose replay is the same but whose source was edited", "bool", False),
-        ("harness_redact", "regular expressions, one a line, masked (***) in model text and tool output", "linelist", []),
-    )
-    for name, help, kind, default in ini:
-        parser.addini(name, help, type=kind, default=default)
+    parser.addini("harness_transcripts", "folders of saved harness transcripts to replay as tests (relative to the ini file)", type="paths", default=[])
+    parser.addini("harness_strict_source", "fail a saved transcript whose replay is the same but whose source was edited", type="bool", default=False)
+    parser.addini("harness_redact", "regular expressions, one a line, masked (***) in model text and tool output", type="linelist", default=[])
     group = parser.getgroup("harness")
-    group.addoption(
-        "--harness-update",
-        action="store_true",
-        help="rewrite the saved harness transcripts whose replay changed, keeping their recorded model turns, and list them",
-    )
-    group.addoption(
-        "--harness-strict-source",
-        action="store_true",
-        help="fail a transcript whose replay is the same but whose source was edited (only source.sha256 differs)",
-    )
-    group.addoption(
-        "--harness-record",
-        metavar="MODEL",
-        help="run each saved transcript's source again on MODEL (openai:NAME, local, or scripted) and rewrite it",
-    )
+    group.addoption("--harness-update", action="store_true", help="rewrite the saved harness transcripts whose replay changed, keeping their recorded model turns, and list them")
+    group.addoption("--harness-strict-source", action="store_true", help="fail a transcript whose replay is the same but whose source was edited (only source.sha256 differs)")
+    group.addoption("--harness-record", metavar="MODEL", help="run each saved transcript's source again on MODEL (openai:NAME, local, or scripted) and rewrite it")
     group.addoption("--harness-base-url", metavar="URL", help="the server's URL for --harness-record openai:NAME")
 
 
 def pytest_configure(config: pytest.Config) -> None:
-    if config.getoption("harness_record") and config.getoption("harness_update"):
-        raise pytest.UsageError("--harness-record and --harness-update: choose one (record runs the model again)")
-    if config.getoption("harness_base_url") and not config.getoption("harness_record"):
-        raise pytest.UsageError("--harness-base-url goes with --harness-record openai:NAME")
-    _check_inputs(config)
-    for folder in config.getini("harness_transcripts"):
-        if not folder.is_dir():  # a typo would otherwise collect nothing, silently
-            raise pytest.UsageError(f"harness_transcripts: {folder} is not a folder")
-    config.pluginmanager.register(_Rewrites(config), "harness-rewrites")
-
-
-def _check_inputs(config: pytest.Config) -> None:
-    """A bad base URL or pattern is one usage line naming where it came from, before any test runs."""
+    """Bad options are one usage line each, before any test runs."""
     import os
 
     from harness.backends.urls import check_base_url
     from harness.entry import redaction
     from harness.errors import HarnessError
 
+    if config.getoption("harness_record") and config.getoption("harness_update"):
+        raise pytest.UsageError("--harness-record and --harness-update: choose one (record runs the model again)")
+    if config.getoption("harness_base_url") and not config.getoption("harness_record"):
+        raise pytest.UsageError("--harness-base-url goes with --harness-record openai:NAME")
     url, where = config.getoption("harness_base_url"), "--harness-base-url"
     if not url and str(config.getoption("harness_record")).startswith(("openai:", "chat:")):  # only these talk to a server
         url, where = os.environ.get("HARNESS_BASE_URL"), "HARNESS_BASE_URL"
@@ -90,6 +60,10 @@ def _check_inputs(config: pytest.Config) -> None:
         redaction(config.getini("harness_redact"), "harness_redact")
     except HarnessError as error:
         raise pytest.UsageError(str(error)) from None
+    for folder in config.getini("harness_transcripts"):
+        if not folder.is_dir():  # a typo would otherwise collect nothing, silently
+            raise pytest.UsageError(f"harness_transcripts: {folder} is not a folder")
+    config.pluginmanager.register(_Rewrites(config), "harness-rewrites")
 
 
 def pytest_collect_file(file_path: Path, parent: pytest.Collector) -> TranscriptFile | None:
@@ -109,36 +83,23 @@ class TranscriptFile(pytest.File):
         yield TranscriptItem.from_parent(self, name=self.path.stem)
 
 
-class Mismatch(Exception):
-    """The replay differs from the saved file; the message is the readable diff."""
+class Failed(Exception):
+    """A replay that differs from its file (the message: the readable diff), or a recording that did not complete."""
 
 
-class RecordingFailed(Exception):
-    """--harness-record: the model failed, or its script ran out, before the run ended."""
-
-
-def _broke_off(fresh: str, source: str, live: bool):
-    """The fresh recording as a RunRecord if it did not complete (None if it did): it stopped
-    in model_error, canceled or model_exhausted, unless its scenario scripts that stop itself
-    (its own `model_error` or `interrupt`, played by its script; a live run's is an override)."""
-    from harness.saved import load_record
-
-    record = load_record(fresh, source)
+def _broke_off(record, live: bool) -> bool:
+    """Whether a fresh recording stopped in model_error, canceled or model_exhausted,
+    other than where its own scenario scripts that stop (`model_error`, `interrupt`)."""
     field = {"model_error": "model_error", "canceled": "interrupt", "model_exhausted": None}.get(record.stop_reason.value, "")
     if field == "":
-        return None
-    written = record.source.overrides if record.source is not None else {}
-    scripted = field is not None and not live and record.scenario is not None and field not in written
-    return None if scripted and getattr(record.scenario, field) is not None else record
+        return False
+    return live or field is None or record.scenario is None or getattr(record.scenario, field) is None
 
 
 class TranscriptItem(pytest.Item):
-    """One saved transcript, replayed and compared byte for byte."""
-
     @property
     def source(self) -> str:
-        """The file as the user names it: relative to the rootdir."""
-        return self.nodeid.split("::")[0]
+        return self.nodeid.split("::")[0]  # the file as the user names it: relative to the rootdir
 
     def runtest(self) -> None:
         from harness.diff import transcript_diff
@@ -157,7 +118,8 @@ class TranscriptItem(pytest.Item):
         if result.matches:
             return
         update = self.config.getoption("harness_update")
-        if not update and not _strict(self.config) and only_rehashed(result.saved, result.fresh):
+        strict = self.config.getoption("harness_strict_source") or self.config.getini("harness_strict_source")
+        if not update and not strict and only_rehashed(result.saved, result.fresh):
             self.user_properties.append((_REHASHED, self.source))  # the run is the same: not drift
             return
         if update:
@@ -167,36 +129,36 @@ class TranscriptItem(pytest.Item):
                 self.user_properties.append((_STALE, warning))
             return
         diff = transcript_diff(result.saved, result.fresh, self.source).rstrip("\n")
-        raise Mismatch(
+        raise Failed(
             f"{diff}\n(if the new replay is right: pytest --harness-update rewrites {self.source}, keeping the "
             f"recorded model turns; if the model should answer the new text: {RECORD_HINT})"
         )
 
     def record(self, text: str) -> None:
-        """--harness-record: the source run again on the model, the file rewritten if it
-        changed; a recording that did not complete fails the test and writes nothing."""
+        """--harness-record: the file rewritten if the new recording differs; one that did
+        not complete fails and writes nothing."""
         from harness.record import record_again
 
         model = _recording_model(self.config)
-        fresh = record_again(text, self.source, self.path, self.config.rootpath, model, self.config.getini("harness_redact"))
-        if (broken := _broke_off(fresh, self.source, live=model is not None)) is not None:
-            if broken.stop_reason.value == "canceled":  # Ctrl-C: it stops the session, as pytest's own does
+        record = record_again(text, self.source, self.path, self.config.rootpath, model, self.config.getini("harness_redact"))
+        if _broke_off(record, live=model is not None):
+            if record.stop_reason.value == "canceled":  # Ctrl-C: it stops the session, as pytest's own does
                 raise KeyboardInterrupt
             from harness.escape import one_line
 
-            why = one_line(f"{broken.stop_reason.value}: {broken.detail}" if broken.detail else broken.stop_reason.value)
-            raise RecordingFailed(
+            why = one_line(f"{record.stop_reason.value}: {record.detail}" if record.detail else record.stop_reason.value)
+            raise Failed(
                 f"{self.source}: the recording did not complete ({why}); the file was left as it was "
                 "(a cassette is never replaced by a failed recording)"
             )
-        if fresh != text:
+        if (fresh := record.saved) != text:
             _rewrite(self.path, fresh, self.source)
             self.user_properties.append((_REWROTE, self.source))
 
     def repr_failure(self, excinfo, style=None):
         from harness.errors import HarnessError
 
-        if isinstance(excinfo.value, Mismatch | RecordingFailed | HarnessError):
+        if isinstance(excinfo.value, Failed | HarnessError):
             return str(excinfo.value)  # the diff, or one line naming the file: no traceback
         return super().repr_failure(excinfo, style)
 
@@ -205,7 +167,7 @@ class TranscriptItem(pytest.Item):
 
 
 def _kept_stale_turn(result, source: str) -> str | None:
-    """The warning line for an update that kept a model turn written after text it changed."""
+    """The warning for an update that kept a model turn written after text it changed."""
     from harness.escape import one_line
     from harness.stale import stale_turn
 
@@ -219,28 +181,18 @@ def _kept_stale_turn(result, source: str) -> str | None:
     )
 
 
-def _strict(config: pytest.Config) -> bool:
-    return bool(config.getoption("harness_strict_source") or config.getini("harness_strict_source"))
-
-
+@functools.cache
 def _recording_model(config: pytest.Config):
     """The model --harness-record names, made once per session (a local model loads once)."""
-    cached = getattr(config, "_harness_model", False)
-    if cached is False:
-        spec = config.getoption("harness_record")
-        if spec == "scripted":
-            cached = None
-        else:
-            from harness.backends.spec import model_from_spec
+    if (spec := config.getoption("harness_record")) == "scripted":
+        return None
+    from harness.backends.spec import model_from_spec
 
-            cached = model_from_spec(spec, config.getoption("harness_base_url"))
-        config._harness_model = cached
-    return cached
+    return model_from_spec(spec, config.getoption("harness_base_url"))
 
 
 def _rewrite(path: Path, text: str, source: str) -> None:
-    """Replace a saved transcript whole, or not at all; never a file that is not one
-    (harness.files holds that rule for every file harness writes)."""
+    """Replace a saved transcript whole, or not at all; never a file that is not one."""
     from harness.files import write_file
     from harness.transcript import HEADER
 
@@ -248,8 +200,8 @@ def _rewrite(path: Path, text: str, source: str) -> None:
 
 
 class _Rewrites:
-    """Lists the files --harness-update rewrote, and those that passed with a stale source
-    hash; under xdist the reports carry them to the controller."""
+    """Lists the files rewritten and those that passed with a stale source hash (under
+    xdist the reports carry them to the controller)."""
 
     def __init__(self, config: pytest.Config) -> None:
         self.config = config
@@ -299,7 +251,7 @@ def transcript_snapshot(request: pytest.FixtureRequest):
 
 @functools.cache
 def _extension_class():
-    """The syrupy extension, defined on first use so that loading the plugin never imports syrupy."""
+    """The syrupy extension, defined on first use: loading the plugin never imports syrupy."""
     from syrupy.extensions.single_file import SingleFileSnapshotExtension, WriteMode
 
     from harness.diff import transcript_diff

@@ -1,12 +1,10 @@
 """Assembling a run from its source, running it, and replaying a saved transcript.
 
-A saved transcript names its source (harness.source): a scenario file or an importable
-Agent. Replay rebuilds the Setup from that source as it is *now* and runs it on the
-recording played back (`recorded`): the `model` spans with what the stop cut put back, and
-what only the recording knows (token counts, the model's name, its endpoint, where a live
-model failed or a Ctrl-C came). So an edited question, result, template or tool shows in
-the new file, and the check fails at the first differing byte. A file without a source
-replays from the scenario copy it stores.
+Replay rebuilds the Setup from the source a file names (harness.source) as it is *now* and
+runs it on the recording played back: the model's turns, and what only the recording knows
+(token counts, the model's name, its endpoint, where a live model failed or a Ctrl-C came).
+So an edited question, result, template or tool shows at the first differing byte. A file
+without a source replays from the scenario copy it stores.
 """
 
 from __future__ import annotations
@@ -40,8 +38,7 @@ def shipped() -> Path:
 
 
 def build(scenario: Scenario, root: Path, live: Model | None = None, peek: int = 0) -> Setup:
-    """The run a scenario describes, its source named relative to `root`; a `live` model is
-    told the stops unless it is peeked past them (a script is read whole)."""
+    """The run a scenario describes, its source named relative to `root`."""
     dialect = get_dialect(scenario.dialect, f"{scenario.source}: dialect")
     workspace = None if scenario.workspace is None else Workspace(scenario.workspace)
     tools = Registry(scenario.build_tools(workspace))
@@ -76,10 +73,11 @@ def scripted(scenario: Scenario) -> Model:
 
 
 def recorded(saved: RunRecord, chunk_size: int = 8) -> Model:
-    """A saved run's recording played back: its turns with their token counts, failing or
-    interrupted where the live run was, through the endpoint it reached, under its name."""
+    """A saved run's recording played back: its turns (each with what was cut put back) and
+    token counts, failing or interrupted where the live run was, through its endpoint."""
+    turns = [text + call.cut for text, call in zip(saved.transcript.texts_by(Author.MODEL), saved.calls)]
     tokens = [None if c.tokens is None else TokenUsage(c.tokens.get("prompt_tokens"), c.tokens.get("evaluated_tokens"), c.tokens.get("completion_tokens")) for c in saved.calls]  # type: ignore[arg-type]
-    model: Model = ScriptedModel(turns_of(saved), chunk_size, tokens)
+    model: Model = ScriptedModel(tuple(turns), chunk_size, tokens)
     if saved.stop_reason is StopReason.MODEL_ERROR:
         model = FailingModel(model, saved.steps + 1, saved.detail)
     elif saved.stop_reason is StopReason.CANCELED and saved.transcript.last_author is Author.MODEL:
@@ -91,8 +89,7 @@ def recorded(saved: RunRecord, chunk_size: int = 8) -> Model:
 
 
 def chat_script(model: Model) -> Model:
-    """A script sent the buffer as a chat endpoint is: the messages counted by the same rule."""
-    from harness.backends.messages import ChatScript  # (only a chat run's replay needs it)
+    from harness.backends.messages import ChatScript  # (only a chat run needs it: a script sent messages)
 
     return ChatScript(model)
 
@@ -105,9 +102,8 @@ def run_scenario(
     root: Path | None = None,
     wrap: Callable[[Model], Model] | None = None,
 ) -> RunRecord:
-    """Run a scenario on its scripted model, or on a live `model` (with `peek`: read that
-    far past a stop, only to record what it prevented); its source is named relative to
-    `root`, by default the working folder. `wrap` wraps whichever model runs (a batch's)."""
+    """Run a scenario on its script, or on a live `model` (`peek`: read that far past a stop,
+    only to record what it prevented); `wrap` wraps whichever model runs (a batch's)."""
     root = (root or Path.cwd()).absolute()  # now: a tool's os.chdir cannot move it
     setup = build(scenario, root, model, peek)
     model = scripted(scenario) if model is None else model
@@ -122,8 +118,8 @@ class Replay:
 
     @property
     def fresh(self) -> str:
-        """What --check compares with the file: the run again, with the model's name and
-        token counts as the file has them (a live replay's own are not drift)."""
+        """What --check compares with the file: the run again, with the file's model name and
+        token counts (a live replay's own are not drift)."""
         calls = self.record.calls
         tokens = [c.tokens for c in self.recording.calls] + [c.tokens for c in calls[len(self.recording.calls) :]]
         return replace(self.record, model=self.recording.model, calls=tuple(replace(c, tokens=t) for c, t in zip(calls, tokens))).saved
@@ -131,11 +127,6 @@ class Replay:
     @property
     def matches(self) -> bool:
         return self.saved == self.fresh
-
-
-def turns_of(record: RunRecord) -> tuple[str, ...]:
-    """The model's turns are its spans, each with what was cut put back."""
-    return tuple(text + call.cut for text, call in zip(record.transcript.texts_by(Author.MODEL), record.calls))
 
 
 def scenario_of(record: RunRecord, source: str) -> Scenario:
@@ -158,9 +149,8 @@ def scenario_of(record: RunRecord, source: str) -> Scenario:
 
 
 def rebuilt(record: RunRecord, where: str, folder: Path, root: Path, keep_facts: bool = True) -> Scenario:
-    """The scenario the file names, loaded as it is now, with the run's overrides (without a
-    past live run's Ctrl-C and model error, unless `keep_facts`); the run's patterns to redact
-    join the scenario's own, so a pattern added to it since applies too."""
+    """The scenario the file names as it is now, with the run's overrides (a past live run's
+    Ctrl-C and model error only if `keep_facts`), its own patterns to redact joining the run's."""
     path = sources.resolve(record.source, where, folder, root, shipped())
     now = load_scenario(path, sources.shown(path, root))
     facts = () if keep_facts else ("interrupt", "model_error")
@@ -175,19 +165,14 @@ def rebuilt(record: RunRecord, where: str, folder: Path, root: Path, keep_facts:
     return with_patterns(changed, now.redact)
 
 
-def imported_agent(saved: RunRecord, where: str, root: Path) -> Agent:
-    """The Agent a saved file names, imported as it is now."""
-    agent = import_object(saved.source.agent, root, f"{where}: metadata source.agent")
-    if not isinstance(agent, Agent):
-        raise HarnessError(f"{where}: metadata source.agent", f"{saved.source.agent!r} is a {type(agent).__name__}, not an Agent")
-    return agent
-
-
 def setup_again(saved: RunRecord, where: str, folder: Path, root: Path, live: Model | None, keep_facts: bool = True, redact: Sequence[str] = ()) -> Setup:
     """The Setup a saved run's source gives now: its scenario (or the copy it stores) or its
     Agent; `redact`: patterns added to a scenario's own (pytest's `harness_redact`)."""
     if saved.source is not None and saved.source.agent is not None:
-        setup = imported_agent(saved, where, root).setup(saved.source.question)
+        agent = import_object(saved.source.agent, root, f"{where}: metadata source.agent")
+        if not isinstance(agent, Agent):
+            raise HarnessError(f"{where}: metadata source.agent", f"{saved.source.agent!r} is a {type(agent).__name__}, not an Agent")
+        setup = agent.setup(saved.source.question)
         setup.redaction = redaction(redact, "harness_redact")  # (an Agent's file does not record them)
         return setup
     scenario = scenario_of(saved, where) if saved.source is None else rebuilt(saved, where, folder, root, keep_facts)
@@ -209,8 +194,8 @@ def replay(
     root: Path | None = None,
     redact: Sequence[str] = (),
 ) -> Replay:
-    """Run a saved transcript again (with `model`: live); its source is looked for relative
-    to `base` (by default the file's folder) or `root` (the working folder), as it says."""
+    """Run a saved transcript again (with `model`: live); its source is found relative to
+    `base` (the file's folder) or `root` (the working folder), as it says."""
     folder, root = (base or Path(source).parent).absolute(), (root or Path.cwd()).absolute()
     saved = load_record(text, source, folder)
     setup = setup_again(saved, source, folder, root, model, redact=redact)
@@ -220,9 +205,9 @@ def replay(
     return Replay(text, run(setup, model or recorded(saved, chunk_size), emit), saved)
 
 
-def record_again(text: str, source: str, path: Path, root: Path, model: Model | None, redact: Sequence[str] = ()) -> str:
-    """The file recorded again: its source run now on `model` (None: its own script), saved
-    relative to `path`, keeping only the run's options (--max-steps, --no-stop, patterns)."""
+def record_again(text: str, source: str, path: Path, root: Path, model: Model | None, redact: Sequence[str] = ()) -> RunRecord:
+    """The file's source run now on `model` (None: its own script), placed at `path`,
+    keeping only the run's options (--max-steps, --no-stop, patterns)."""
     saved = load_record(text, source)
     if saved.source is None:
         raise TranscriptFormatError(source, "names no source, so it cannot be recorded again (save it again with harness run)")
@@ -232,7 +217,7 @@ def record_again(text: str, source: str, path: Path, root: Path, model: Model | 
     if saved.source.origin == "root":  # named as the file named it
         setup.source = setup.source.but(scenario=saved.source.scenario, origin="root")
     record = run(setup, model or scripted(setup.scenario))
-    return (record if saved.source.origin == "root" else record.placed(path)).saved
+    return record if saved.source.origin == "root" else record.placed(path)
 
 
 def open_run(target: str) -> RunRecord:
@@ -246,5 +231,4 @@ def open_run(target: str) -> RunRecord:
 
 
 def read_text(path: Path, shown: str | None = None) -> str:
-    """A saved transcript as text; only a regular file is read (harness/files.py)."""
-    return read_input(path, shown=shown)
+    return read_input(path, shown=shown)  # as every input file: only a regular file is read

@@ -1,11 +1,10 @@
 """The run record: one typed value from the loop to every view, and to and from a file.
 
 The loop makes it, whole, at the end of a run; `saved` writes it in save format v1
-(harness.transcript), and harness.saved reads a saved file back into the same type. What
-only the recording knows (the model's name, its endpoint, token counts, where a live model
-failed or a Ctrl-C came) is the record's: a replay reads it from the saved record. The file
-keeps the format it always had: the endpoint and where a live run stopped are also written
-as the scenario's fields in its scenario copy and `source.overrides`.
+(harness.transcript), and harness.saved reads it back. What only the recording knows (the
+model's name, its endpoint, token counts, where a live model failed or a Ctrl-C came) is
+the record's, and a replay reads it from there; the file also writes the endpoint and
+where a live run stopped as scenario fields, in its scenario copy and `source.overrides`.
 """
 
 from __future__ import annotations
@@ -36,16 +35,8 @@ class CallRecord:
     messages: int | None = None  # through a chat endpoint: the buffer was sent as this many messages
 
     def to_meta(self) -> dict[str, Any]:
-        out: dict[str, Any] = {"ran": list(self.ran), "notices": list(self.notices)}
-        if self.cut_by:
-            out["cut_by"] = self.cut_by
-        if self.tokens is not None:
-            out["tokens"] = self.tokens
-        if self.hidden:
-            out["hidden"] = [list(h) for h in self.hidden]
-        if self.messages is not None:
-            out["messages"] = self.messages
-        return out
+        told = {"cut_by": self.cut_by or None, "tokens": self.tokens, "hidden": [list(h) for h in self.hidden] or None, "messages": self.messages}
+        return {"ran": list(self.ran), "notices": list(self.notices)} | {k: v for k, v in told.items() if v is not None}
 
 
 @dataclass(frozen=True, slots=True)
@@ -90,8 +81,8 @@ class RunRecord:
         return meta
 
     def facts(self) -> dict[str, Any]:
-        """What only the recording knows (the endpoint, where a live model failed or a real
-        Ctrl-C came), as the scenario's fields it does not say already."""
+        """What only the recording knows (the endpoint, where a live model failed or a Ctrl-C
+        came), as the scenario fields it does not say already."""
         out: dict[str, Any] = {}
         scenario, last = self.scenario, self.transcript.last_author
         if scenario.endpoint != self.endpoint:
@@ -102,12 +93,8 @@ class RunRecord:
             out["model_error"] = (self.steps + 1, self.detail)
         return out
 
-    def but(self, **changes: Any) -> RunRecord:
-        return replace(self, **changes)
-
     def placed(self, target: Path) -> RunRecord:
-        """The record as it is saved at `target`: its scenario named relative to that file's
-        folder (a name that is not UTF-8 cannot be written in the file)."""
+        """The record as it is saved at `target`: its scenario named relative to that file's folder."""
         if self.source is None:
             return self
         placed = self.source.placed(target)

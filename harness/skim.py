@@ -1,12 +1,10 @@
 """A JSON object read as json.loads reads it, except that of one array only the elements
 the caller will use are kept; the others are checked as JSON and dropped.
 
-    request = skim(text, "model_turns", lambda members: 3)   # None: use json.loads instead
-    request["model_turns"]                                   # its first 3 elements
+    skim(text, "model_turns", lambda members: 3)["model_turns"]   # its first 3 elements
 
 A run_agent request may carry a million model turns, of which a run reaches max_steps:
-building them all as dicts is most of its cost. So the array is read by json's own scanner,
-each object checked and kept as its size, and the elements kept are read again.
+building them all as dicts would be most of its cost.
 """
 
 from __future__ import annotations
@@ -19,7 +17,6 @@ from typing import Any
 _REAL = json.JSONDecoder()
 _CHECKED = json.JSONDecoder(object_pairs_hook=len)  # every object parsed, then kept as its size
 _SPACE = WHITESPACE.match  # JSON's own whitespace: " \t\n\r"
-_STEPPED = 10_000  # up to this many elements are read again one by one; more: the whole array
 
 Members = dict[str, Any]
 
@@ -27,8 +24,7 @@ Members = dict[str, Any]
 def skim(text: str, key: str, kept: Callable[[Members], int]) -> Members | None:
     """json.loads(text) for an object, but an array under `key` keeps only its first
     kept(members) elements (`members`: the object's other values). None where json.loads
-    could decide differently (not an object, deep nesting): let it decide. A member's value
-    that is not JSON raises json.loads's own JSONDecodeError, word for word."""
+    could decide differently (not an object, deep nesting): let it decide."""
     start = _SPACE(text, 0).end()
     if not text.startswith("{", start):
         return None
@@ -77,8 +73,6 @@ def _skim(text: str, start: int, key: str, kept: Callable[[Members], int]) -> Me
 
 def _head(text: str, at: int, length: int, n: int) -> list[Any]:
     """The first n elements of the array of `length` that begins at `at`, read again."""
-    if n > _STEPPED:
-        return _REAL.scan_once(text, at)[0][:n]
     out: list[Any] = []
     i = _SPACE(text, at + 1).end()
     for _ in range(min(n, length)):  # (it was checked: "[" value ("," value)* "]")

@@ -1,9 +1,8 @@
 """What of a completion the user never saw: in the buffer, but not shown.
 
 The gates (harness.governor) decide what reaches the user; the buffer keeps the whole
-completion. So a view tells two facts apart: denied or withheld (in the buffer, not shown)
-and cut (never in the buffer). Each entry is (start, end, lane): "action" for an Action
-line its gate denied, "answer" for a withheld final answer and every line after it.
+completion. Each entry is (start, end, lane): "action" for an Action line its gate denied,
+"answer" for a withheld final answer and every line after it.
 
     unseen("Thought: go\\nAction: a()\\nAction: b()\\n", decided)  ->  ((23, 35, "action"),)
 """
@@ -21,10 +20,8 @@ def unseen(text: str, decided: Round) -> Unseen:
     out: list[tuple[int, int, str]] = []
     cursor, size, last_end = 0, len(text), -1  # (last_end: where the last entry ends)
     for lane in decided.lanes:
-        lane_text = lane.text
-        line = lane_text[: find_nl + 1] if (find_nl := lane_text.find("\n")) >= 0 else lane_text  # its first line
-        # Lanes are mostly one line after another: the next one begins where the last ended.
-        at = cursor if text.startswith(line, cursor) and (not cursor or text[cursor - 1] == "\n") else _line_start(text, line, cursor)
+        line = lane.text[: lane.text.find("\n") + 1 or None]  # its first line, with its newline
+        at = _line_start(text, line, cursor)
         if at < 0 or not line:
             continue
         cursor = at + len(line)
@@ -34,7 +31,7 @@ def unseen(text: str, decided: Round) -> Unseen:
             out.append((at, size, "answer"))
             last_end = size
         else:
-            last_end = end if (end := at + len(lane_text)) < size else size
+            last_end = min(at + len(lane.text), size)
             out.append((at, last_end, "action"))
     return tuple(out)
 

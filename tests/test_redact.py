@@ -7,6 +7,9 @@ byte. Driven through the command, a loopback server and pytester, as a user woul
 
 from __future__ import annotations
 
+import subprocess
+import sys
+
 import pytest
 from hypothesis import given
 from hypothesis import strategies as st
@@ -162,3 +165,25 @@ def test_a_ctrl_c_mid_line_keeps_nothing_of_the_line_it_cut_and_replays(vault):
     assert '# stop_reason: "canceled"' in saved
     assert "the token is" not in saved + result.output  # (30 characters: "Final Answer: the token is tok")
     assert invoke("replay", "cut.txt", "--check").exit_code == 0
+
+
+def test_a_pattern_that_backtracks_without_end_masks_the_whole_line_and_the_run_goes_on(tmp_path):
+    """`(a|a)+$` takes exponential time on a long run of a's: the line it is stuck on is
+    masked whole (secret and all), and the run ends as usual instead of hanging."""
+    hostile = f"{TOKEN} " + "a" * 60 + "!"
+    write(tmp_path / "slow.toml", f'''question = "What does the vault say?"
+redact = ["(a|a)+$|tok-[0-9a-f]+"]
+completions = ["Thought: {hostile}\\nAction: vault(main)\\n", "Final Answer: done\\n"]
+[tools.vault]
+description = "Open a vault"
+results = {{ main = "{hostile}" }}
+''')
+    done = subprocess.run(
+        [sys.executable, "-m", "harness", "run", "slow.toml", "--save", "run.txt"],
+        cwd=tmp_path, capture_output=True, text=True, timeout=30,
+    )  # fmt: skip
+    assert done.returncode == 0, done.stderr
+    saved = read(tmp_path / "run.txt")
+    assert "model     | Thought: ***\n" not in saved  # (the whole line goes, "Thought:" too)
+    assert "model     | ***\n" in saved and "code      | Observation: ***\n" in saved
+    assert TOKEN not in saved + done.stdout and "aaaa" not in saved + done.stdout

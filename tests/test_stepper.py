@@ -9,6 +9,7 @@ import shutil
 import subprocess
 import sys
 import time
+from dataclasses import replace
 from pathlib import Path
 
 import pytest
@@ -144,7 +145,7 @@ def test_a_screen_is_the_frame_fitted_to_the_window():
     assert any(line.startswith("model     ▶ ") for line in plain) and any(line.startswith("why ") for line in plain)
     # A final answer of 300 lines (shown in the facts) takes at most a third of the screen.
     record = open_run("nimbus")
-    long = frames(record.but(final_answer="many\n" * 300))
+    long = frames(replace(record, final_answer="many\n" * 300))
     plain = [line.plain for line in screen_lines(Console(width=120, height=40), long, 5)]
     assert len(plain) == 40 and "…" in plain and any(line.startswith("model     ▶ Final Answer") for line in plain)
 

@@ -1,11 +1,9 @@
 """A run as a sequence of frames, for stepping through it: "Frame k of N".
 
-Frame 0 is the developer's prompt; each later frame adds one span of the buffer (a model
-call's completion, or what code spliced in), with the lesson's three facts: what was sent
-to the model, what was appended and by whom, and why the loop went on or stopped, as the
-loop recorded it. And the cost of resubmission: the whole buffer is sent on every call,
-so the characters sent grow with the square of the calls; a prefix cache would process
-only what is new.
+Frame 0 is the developer's prompt; each later frame adds one span of the buffer, with the
+lesson's three facts: what was sent to the model, what was appended and by whom, and why
+the loop went on or stopped. And the cost of resubmission: the whole buffer is sent on
+every call, so the characters sent grow with the square of the calls.
 """
 
 from __future__ import annotations
@@ -24,7 +22,6 @@ class Frame:
     index: int  # 0 .. N
     author: Author  # who wrote the newest part
     added: str  # the newest part of the buffer
-    before: int  # characters in the buffer before it
     cut: str  # a model frame: what was read but kept out of the buffer
     sent: str  # what was sent to the model for this part
     why: str  # why the loop went on, or stopped, after it
@@ -51,9 +48,8 @@ def stop_was_off(record: RunRecord) -> bool:
 
 
 def unran_actions(record: RunRecord) -> tuple[str, ...]:
-    """The Action lines of the last reply that never ran because the same reply's Final
-    Answer ended the run: the reply read again by the loop's own reader (harness.governor),
-    as the run view is told them live (harness.decisions.unran)."""
+    """The Action lines of the last reply that its own Final Answer kept from running, read
+    again by the loop's own reader (harness.governor)."""
     spans = record.transcript.spans
     if record.stop_reason is not StopReason.FINAL_ANSWER or not spans or spans[-1].author is not Author.MODEL:
         return ()
@@ -66,8 +62,7 @@ def unran_actions(record: RunRecord) -> tuple[str, ...]:
 
 
 def parts(frame: Frame) -> list[tuple[str, str]]:
-    """The frame's text in pieces of whole lines, each with its kind: "" (plain), "notice",
-    "denied" (an action the user was not shown) or "withheld" (a final answer, likewise)."""
+    """The frame's text in pieces of whole lines, each with its kind: "" or a key of KINDS."""
     if frame.hidden:
         out, at = [], 0
         for start, end, lane in frame.hidden:
@@ -101,7 +96,9 @@ def frames(record: RunRecord) -> list[Frame]:
             sent = "nothing: code writes this part, the model does not"
         else:
             sent = "nothing yet: the developer's prompt and the question start the buffer"
-        why = _stopped(record) if i == len(spans) - 1 else _why(span.author, call)
+        why = _why(span.author, call)
+        if i == len(spans) - 1:
+            why = f"The loop stopped: {record.stop_reason.value}." + (f" Final answer: {record.final_answer}" if record.final_answer is not None else "")
         model = span.author is Author.MODEL
         notices = 0
         if span.author is Author.CODE and told:  # one line each, before the observations
@@ -109,7 +106,7 @@ def frames(record: RunRecord) -> list[Frame]:
             told -= notices
         cut, cut_by, hidden = (call.cut, call.cut_by, call.hidden) if model else ("", "", ())
         last_ran = unran if i == len(spans) - 1 else ()
-        out.append(Frame(i, span.author, span.text, before, cut, sent, why, notices, cut_by, hidden, last_ran))
+        out.append(Frame(i, span.author, span.text, cut, sent, why, notices, cut_by, hidden, last_ran))
         before += len(span.text)
     return out
 
@@ -125,13 +122,6 @@ def _why(author: Author, call: CallRecord) -> str:
     if author is Author.CODE:
         return "Code has spoken; the loop goes on: the whole buffer goes to the model again."
     return "The loop begins: the whole buffer goes to the model."
-
-
-def _stopped(record: RunRecord) -> str:
-    text = f"The loop stopped: {record.stop_reason.value}."
-    if record.final_answer is not None:
-        text += f" Final answer: {record.final_answer}"
-    return text
 
 
 @dataclass(frozen=True, slots=True)
@@ -157,8 +147,8 @@ def costs(transcript: Transcript) -> list[CallCost]:
 
 
 def cost_cells(rows: list[CallCost], tokens: list[dict | None] | None = None) -> tuple[bool, list[list[str]]]:
-    """The cost table's cells, one row per call; with the model's own token counts when it
-    gave any (`counted`), two more cells of real figures ("?" where a call had none)."""
+    """The cost table's cells, one row per call, and whether the model gave its own token
+    counts (`counted`: two more cells, "?" where a call had none)."""
     counted = tokens is not None and any(t is not None for t in tokens)
     out = []
     for i, r in enumerate(rows):
@@ -171,7 +161,6 @@ def cost_cells(rows: list[CallCost], tokens: list[dict | None] | None = None) ->
 
 
 def cost_table(rows: list[CallCost], tokens: list[dict | None] | None = None) -> str:
-    """A plain-text table, the same on every terminal."""
     counted, cells = cost_cells(rows, tokens)
     head = ("call", "prompt sent", "completion", "total sent", "with prefix cache", "cache total", "≈ tokens sent*")
     head += ("tokens sent", "tokens evaluated") if counted else ()

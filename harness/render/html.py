@@ -1,10 +1,8 @@
 """One self-contained HTML file: the stepper, the three facts per frame, the cost chart.
 
 No network: the page, its style, script and data are all in the file. The run's data
-travels as JSON in a <script type="application/json"> element and is put on the page with
-textContent, so nothing the model wrote is parsed as HTML. The template's placeholders
-are filled in one pass (a title holding "__DATA__" stays text), and a Content-Security-Policy
-allows only the page's own style and script, by their hashes.
+travels as JSON and is put on the page with textContent, so nothing the model wrote is
+parsed as HTML; a Content-Security-Policy allows only the page's own style and script.
 """
 
 from __future__ import annotations
@@ -71,18 +69,14 @@ def chart(rows: list[CallCost], width: int = 560, height: int = 240) -> str:
     pad, top = 56, max(r.total_sent for r in rows) or 1
     step = (width - 2 * pad) / max(1, len(rows) - 1)
 
-    def point(i: int, value: int) -> str:
-        return f"{pad + i * step:.1f},{height - pad - value / top * (height - 2 * pad):.1f}"
+    xs = [f"{pad + i * step:.1f}" for i in range(len(rows))]
 
     def line(values: list[int], colour: str, dash: str) -> str:
-        points = " ".join(point(i, v) for i, v in enumerate(values))
-        dots = "".join(f'<circle cx="{point(i, v).split(",")[0]}" cy="{point(i, v).split(",")[1]}" r="3" fill="{colour}"/>' for i, v in enumerate(values))
-        return f'<polyline points="{points}" fill="none" stroke="{colour}" stroke-width="2" stroke-dasharray="{dash}"/>{dots}'
+        points = [(x, f"{height - pad - v / top * (height - 2 * pad):.1f}") for x, v in zip(xs, values)]
+        dots = "".join(f'<circle cx="{x}" cy="{y}" r="3" fill="{colour}"/>' for x, y in points)
+        return f'<polyline points="{" ".join(f"{x},{y}" for x, y in points)}" fill="none" stroke="{colour}" stroke-width="2" stroke-dasharray="{dash}"/>{dots}'
 
-    labels = "".join(
-        f'<text x="{pad + i * step:.1f}" y="{height - pad + 16}" text-anchor="middle" font-size="11">{r.call}</text>'
-        for i, r in enumerate(rows)
-    )
+    labels = "".join(f'<text x="{x}" y="{height - pad + 16}" text-anchor="middle" font-size="11">{r.call}</text>' for x, r in zip(xs, rows))
     return (
         f'<svg role="img" aria-label="characters sent per model call" width="{width}" height="{height}" '
         f'viewBox="0 0 {width} {height}" xmlns="http://www.w3.org/2000/svg" font-family="system-ui, sans-serif">'

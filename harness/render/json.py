@@ -3,10 +3,8 @@ event as one JSON Lines object as it happens (`--format events`):
 
     {"event": "round_started", "step": 1, "prompt_chars": 612}
 
-The object holds the save format's metadata (the same function writes both,
-RunRecord.meta), then the buffer as spans and as one text; `detail` and `model` are always
-there ("" when the save format leaves them out). Control characters json leaves raw are
-written as \\u escapes (harness.escape.for_json).
+The object holds the save format's metadata (RunRecord.meta), then the buffer as spans and
+as one text; `detail` and `model` are always there ("" when the save format leaves them out).
 """
 
 from __future__ import annotations

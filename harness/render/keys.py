@@ -1,9 +1,6 @@
 """Keys from a terminal in cbreak mode: one read may hold several keys, each one character
-or one escape sequence (→ is "\\x1b[C" or "\\x1bOC"):
-
-    split_keys("\\x1b[C\\x1b[C q") -> ["\\x1b[C", "\\x1b[C", " ", "q"]
-
-A read that ends inside a sequence waits briefly for the rest, so a lone ESC is a key.
+or one escape sequence (→ is "\\x1b[C"); a read that ends inside a sequence waits briefly
+for the rest, so a lone ESC is a key.
 """
 
 from __future__ import annotations

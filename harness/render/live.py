@@ -6,9 +6,8 @@
                 ✂ cut by the stop sequence, never in the buffer: Observation: quota was fine…
 
 Every row names its author as well as colouring it. A lane the gates denied is still model
-text in the buffer: a model row marked ✗; what the stop sequence cut never was: only a
-note. Text is shown through harness.escape.for_terminal, never parsed as markup. Rows are
-Styled text (harness.render.styled): off a terminal the plain text is written without rich.
+text in the buffer (a row marked ✗); what the stop sequence cut never was (only a note).
+Off a terminal the rows' plain text is written without rich (harness.render.styled).
 """
 
 from __future__ import annotations
@@ -30,12 +29,9 @@ if TYPE_CHECKING:
 STYLES = {Author.DEVELOPER: "blue", Author.MODEL: "green", Author.CODE: "yellow"}
 WIDTH = 9  # len("developer"): the author column
 NOTE_STYLE = "dim italic"  # a line about the buffer that is not part of it
-
-
 MARKS = {"notice": "⚠", "denied": "✗", "withheld": "✗", "cut": "✂"}  # a row's mark, by what its text is
-
-
 SHARED = "⤸ shared line"  # a row whose buffer line the next author goes on with
+STOP_OFF = "The stop sequence is off (--no-stop): nothing cuts what the model writes."
 
 
 def legend() -> Styled:
@@ -47,7 +43,6 @@ def legend() -> Styled:
 
 
 def marks_legend(stepper: bool = False) -> Styled:
-    """What the marks mean: denied text is in the buffer, cut text never was."""
     marks = "✗ in the buffer, not shown to the user  ✂ never in the buffer"
     return Styled(("▶ new  ⚠ notice  " if stepper else "") + marks, style="dim")
 
@@ -58,13 +53,9 @@ def cut_note(cut: str, cut_by: str, limit: int | None = None) -> str:
     return f"✂ {why}, never in the buffer: {preview(cut, limit)}"
 
 
-STOP_OFF = "The stop sequence is off (--no-stop): nothing cuts what the model writes."
-ENDED_BY_ANSWER = "never ran: the Final Answer in the same reply ended the run"
-
-
 def never_ran(actions: list[str] | tuple[str, ...]) -> str:
     """One line on a reply that held Actions and a Final Answer: the answer ended the run first."""
-    return f"{'; '.join(a.strip() for a in actions)} {ENDED_BY_ANSWER}."
+    return f"{'; '.join(a.strip() for a in actions)} never ran: the Final Answer in the same reply ended the run."
 
 
 class Rows:
@@ -74,14 +65,13 @@ class Rows:
         self.author: Author | None = None  # whose row is open
         self.mid_line = False  # the open row has text and no newline yet
 
-    def close(self) -> Styled:
-        """End an open row before something that is not buffer text."""
+    def close(self) -> Styled:  # before something that is not buffer text
         out = Styled("\n" if self.mid_line else "")
         self.author, self.mid_line = None, False
         return out
 
-    def write(self, author: Author, text: str, mark: str = "│", extra: str = "") -> Styled:
-        style = f"{STYLES[author]} {extra}".strip()
+    def write(self, author: Author, text: str, mark: str = "│") -> Styled:
+        style = STYLES[author]
         out = Styled()
         if self.mid_line and author is not self.author:
             out.append(" ⤸\n", style="dim")  # the buffer line goes on, by another author
@@ -108,11 +98,9 @@ class LiveView:
         self.file = self.console.file if self.console is not None else out
         self.delay = delay
         self.rows = Rows()
-        # A person watching sees every piece at once; a file or a pipe gets a step at a time
-        # (one print per step, not one per piece of text: printing is the costly part).
+        # A person watching sees every piece at once; a file or a pipe gets a step at a time.
         self.at_once = bool(delay) or (self.console is not None and self.console.is_terminal)
-        # No colour system (not a terminal) and no wrapping: rich would write the plain text,
-        # so write it without rich's rendering, which costs more than the whole loop step.
+        # No colours and no wrapping: rich would write the plain text, so it is written so.
         self.plain = self.console is None or (self.console.color_system is None and self.console.soft_wrap)
         # Shown with the first event: nothing if the run never starts.
         self.pending = legend().append("\n").append_text(marks_legend()).append("\n")
@@ -154,9 +142,7 @@ class LiveView:
                 self._flush()
 
     def _completion_ended(self, cut: str, cut_by: str, decided: Round) -> None:
-        """What the user was not shown is still model text in the buffer: a model row marked
-        ✗ (after what was shown, since the view is what the user saw, in order). What the
-        stop sequence cut never was: only a note."""
+        """What the user was not shown, as model rows marked ✗ after what was shown; what was cut, a note."""
         for lane in decided.lanes:
             if lane.status == "denied" and lane.text:
                 kind = "withheld" if lane.kind == "answer" else "denied"

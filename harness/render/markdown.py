@@ -1,9 +1,6 @@
 """A run as Markdown for course notes: one section per frame, the buffer's new part in the
-save format (so every line names its author), what of it the user was not shown, what
-the stop sequence cut (whole), an Action the reply's Final Answer kept from running, and
-the lesson's three facts. A chat run's frames also say how many
-messages their call was sent, and its messages follow once, at the end (call i was sent
-the first of them: the notes grow with the run, not with calls times messages)."""
+save format (every line names its author), what the user was not shown, what was cut, and
+the lesson's three facts. A chat run's messages follow once, at the end."""
 
 from __future__ import annotations
 
@@ -15,7 +12,6 @@ from harness.run_record import RunRecord
 from harness.transcript import Transcript, records, split_lines
 
 
-NL = "\n"
 NOTES_HEADER = "# harness · "  # notes of ours begin so (the title line)
 LEGEND = (
     "Every line of the buffer names its author: `developer`, `model` or `code`. "
@@ -57,9 +53,8 @@ def messages(sent: SentMessages) -> list[str]:
     """The run's messages once, each line led by its role (so no text can close the fence)."""
     out = ["## The run's messages", "", "What a chat endpoint was sent, by the chat rule: each call the first of these.", "", "```text"]
     for number, message in enumerate(sent.messages, 1):
-        role = message["role"]
-        rows = split_lines(message["content"]) or [""]
-        out += [for_terminal(f"{role:<{WIDTH}} | {row.removesuffix(NL)}") for row in rows]
+        for row in split_lines(message["content"]) or [""]:
+            out.append(for_terminal(f"{message['role']:<{WIDTH}} | " + row.removesuffix("\n")))
         if number < len(sent.messages):
             out.append("")
     return [*out, "```", ""]

@@ -1,8 +1,7 @@
 """What a call of a chat run was sent, for the stepper (`m`, `--frame K --messages`) and the page.
 
-A chat run (`scenario.endpoint == "chat"`) sent each call the buffer cut into messages by
-harness.backends.messages; every view shows them one role per physical line. The run's
-messages are split once and call i shows the first counts[i] of them.
+A chat run sent each call the buffer cut into messages (harness.backends.messages); the
+run's messages are split once, and call i was sent the first counts[i] of them.
 """
 
 from __future__ import annotations
@@ -28,19 +27,16 @@ class SentMessages:
     def __init__(self, record: RunRecord, frames: list[Frame]) -> None:
         self.chat = record.scenario is not None and record.scenario.endpoint == "chat"
         self.messages, self.counts = sent_counts(record.transcript.spans) if self.chat else ([], [])
-        self.call_of: list[int | None] = []  # frame -> its call (model frames only), 0-based
-        calls = 0
-        for frame in frames:
-            self.call_of.append(calls if frame.author is Author.MODEL else None)
-            calls += frame.author is Author.MODEL
+        model_frames = [f.index for f in frames if f.author is Author.MODEL]
+        self.call_of = {k: call for call, k in enumerate(model_frames)}  # a model frame -> its call, from 0
 
     def count_of(self, k: int) -> int | None:
         """How many of the run's messages frame k's call was sent (None: no call, or not chat)."""
-        call = self.call_of[k] if self.chat and k < len(self.call_of) else None
+        call = self.call_of.get(k) if self.chat else None
         return None if call is None or call >= len(self.counts) else self.counts[call]
 
     def heading_line(self, k: int) -> Text:
-        """One line: what the view of frame k shows, or why it shows nothing."""
+        """What the view of frame k shows, or why it shows nothing."""
         count = self.count_of(k)
         if not self.chat:
             said = NOT_CHAT

@@ -10,11 +10,9 @@
     added  model, 112 characters
     why    An Action line and no final answer: code runs the tool …
 
-A frame is one addition to the buffer (harness.render.frames). Every physical line names
-its author (harness.render.wrap); the newest part is marked ▶. When the buffer is taller
-than the screen the view follows the newest part, its end at the bottom. Each key (the
-keys are in `harness step --help`) or resize redraws exactly one screen, none of it wider
-than the terminal; buffer text is shown through harness.escape.for_terminal.
+A frame is one addition to the buffer (harness.render.frames); every physical line names
+its author (harness.render.wrap). The view follows the newest part, its end at the bottom.
+Each key (`harness step --help`) or resize redraws exactly one screen, no wider than it.
 """
 
 from __future__ import annotations
@@ -65,15 +63,14 @@ def facts_lines(frame: Frame, console: Console, width: int) -> list[Text]:
 
 
 def heads(console: Console, frames: list[Frame], k: int, width: int, second: Text, stop_off: bool = False) -> list[Text]:
-    """The header, the second line (the marks, or what m shows) and, for a run with no stop
-    sequence, a line that says so: each wrapped to the width, never cut off."""
+    """The header, the second line (the marks, or what m shows), the --no-stop line: wrapped, never cut off."""
     header = Text(f"Frame {k} of {len(frames) - 1}", style="bold").append("    ").append_text(legend().rich())
     lines = [header, second, *([Text(STOP_OFF, style="bold")] if stop_off else [])]
     return [piece for line in lines for piece in line.wrap(console, width)]
 
 
 def frame_view(frames: list[Frame], k: int, console: Console, stop_off: bool = False) -> Text:
-    """Frame k whole, as --frame prints it, every line fitted to the console's width."""
+    """Frame k whole, as --frame prints it."""
     width = console.size.width
     lines, before, newest = BufferLines(frames, console, width).upto(k)
     top = heads(console, frames, k, width, marks_legend(True).rich(), stop_off)
@@ -88,9 +85,8 @@ def sent_view(console: Console, frames: list[Frame], k: int, sent: SentMessages)
 
 
 class Screen:
-    """What one screen shows: frame k, scrolled by `top` (None: follow the newest part);
-    with `showing_sent` (the m key), what frame k's call was sent instead of the buffer;
-    the cut text whole or short by `cut_whole` (None: whole if the newest part fits with it)."""
+    """What one screen shows: frame k scrolled by `top` (None: follow the newest part), or
+    what its call was sent (m); the cut text whole or short (None: whole if it fits)."""
 
     def __init__(self, frames: list[Frame], console: Console, sent: SentMessages | None = None, stop_off: bool = False) -> None:
         self.frames, self.console, self.sent, self.stop_off = frames, console, sent, stop_off
@@ -127,7 +123,7 @@ class Screen:
 
     def lines(self) -> list[Text]:
         """Exactly one screen: the header, the buffer's window, the facts (at most a third
-        of the screen), and the keys last; no line wider than the screen."""
+        of the screen), the keys last."""
         width, height = self.console.size
         second = marks_legend(True).rich()
         if self.showing_sent:
@@ -150,8 +146,7 @@ class Screen:
                 made, before, newest = self.buffer(width).upto(self.k, CUT_SHORT, " (c: show it whole)")
             self._cut_shown_whole = whole
         total = before + len(newest)
-        # Follow the newest part: the buffer's end at the bottom, always. (The start of a part
-        # taller than the screen would hide its end: at step 0, the question the model is given.)
+        # Follow the buffer's end (a tall part's start would hide it: at step 0, the question).
         self._follow = max(0, total - room)
         top = self._follow if self.top is None else max(0, min(self.top, max(0, total - room)))
         if self.top is not None:
@@ -178,7 +173,7 @@ def keys_line(width: int, chat: bool = False) -> str:
 
 
 def step_through(console: Console, frames: list[Frame], sent: SentMessages | None = None, stop_off: bool = False) -> None:
-    """Full screen, keys as they come, until q. The terminal is restored however it ends."""
+    """Full screen, keys as they come, until q; the terminal is restored however it ends."""
     try:
         import termios
         import tty
@@ -216,7 +211,7 @@ def step_through(console: Console, frames: list[Frame], sent: SentMessages | Non
 
 
 def screen_lines(console: Console, frames: list[Frame], k: int, sent: SentMessages | None = None, stop_off: bool = False) -> list[Text]:
-    """The screen of frame k as a fresh stepper draws it (following the newest part)."""
+    """The screen of frame k as a fresh stepper draws it."""
     screen = Screen(frames, console, sent, stop_off)
     screen.k = k
     return screen.lines()

@@ -1,9 +1,7 @@
 """Text with a style on each piece, held without rich until a terminal needs it: off a
 terminal only `plain` is written, so a run that is not watched never loads rich.
 
-    row = Styled("model     │ ", "bold green").append("Thought: …", "green")
-    row.plain    # 'model     │ Thought: …'
-    row.rich()   # rich.text.Text with the same pieces and styles
+    Styled("model     │ ", "bold green").append("Thought: …", "green").plain  # 'model     │ Thought: …'
 """
 
 from __future__ import annotations
@@ -52,8 +50,7 @@ class Styled:
         return out
 
     def expanded(self) -> str:
-        """The plain text with its tabs expanded as rich expands them when it writes text
-        (by the terminal cells each character fills, so rich is needed only for a tab)."""
+        """The plain text with its tabs expanded as rich expands them (rich is needed only for a tab)."""
         text = self.plain
         if "\t" not in text:
             return text

@@ -2,12 +2,9 @@
 
     model     ▶ Thought: Failing uploads often mean the storage quota is full. I
     model    ↪▶ should check it first.
-                ✂ cut by the stop sequence, never in the buffer: Observation: quota
-             ↪    was fine, must be a network issue⏎Thought: The quota is fine, so it is
 
-A row too long for the screen is wrapped here, each physical line repeating the author and
-the row's mark (▶ new, ⚠ notice, ✗ not shown to the user), a continuation marked ↪. A
-frame's lines do not depend on later frames, so each is made once per width.
+A row too long for the screen is wrapped, each physical line repeating the author and the
+row's mark, a continuation marked ↪. A frame's lines are made once per width.
 """
 
 from __future__ import annotations
@@ -28,9 +25,8 @@ def _fold(text: Text, console: Console, width: int) -> list[Text]:
 
 
 def row_lines(name: str, style: str, text: str, console: Console, width: int, mark: str = "│", joined: bool = False, new: str = " ") -> list[Text]:
-    """One row (a line of one author, or of one chat message's role, without its newline) as
-    physical lines, each led by the name. `joined`: the buffer line goes on, written by the
-    next author (shown as ⤸); `new`: what the first line has before its mark."""
+    """One row (a line of an author or a chat role, without its newline) as physical lines.
+    `joined`: the next author goes on with the line (⤸); `new`: what the first has before its mark."""
     body = Text(for_terminal(text), style=style)
     if joined:
         body.append(" ⤸", style="dim")
@@ -42,9 +38,8 @@ def row_lines(name: str, style: str, text: str, console: Console, width: int, ma
 
 
 def note_lines(message: str, console: Console, width: int) -> list[Text]:
-    """A line about the buffer that is not part of it, under the author column; a
-    continuation is marked ↪ in the column where a wrapped row's is, so no wrapped piece
-    (`withheld`, `action`) stands on a line of its own unmarked."""
+    """A line about the buffer that is not part of it, under the author column; its
+    continuations marked ↪ as a wrapped row's are."""
     out = []
     for i, piece in enumerate(_fold(Text(for_terminal(message), style=NOTE_STYLE), console, width - PREFIX - 2)):
         head = " " * PREFIX if i == 0 else " " * WIDTH + "↪" + " " * (PREFIX + 1 - WIDTH)
@@ -53,9 +48,8 @@ def note_lines(message: str, console: Console, width: int) -> list[Text]:
 
 
 def frame_lines(frame: Frame, newest: bool, console: Console, width: int, cut_limit: int | None = None, cut_hint: str = "") -> list[Text]:
-    """The rows of one frame; the newest is marked ▶ (and bold, underlined) and says what
-    was cut (whole, or its first `cut_limit` characters and `cut_hint`), what the user was
-    not shown, and which Actions never ran."""
+    """The rows of one frame; the newest is marked ▶ (bold, underlined) and says what was
+    cut (whole, or its first `cut_limit` characters and `cut_hint`), not shown, or never ran."""
     extra = "bold underline" if newest else ""
     out: list[Text] = []
     pieces = [(piece, kind) for text, kind in parts(frame) for piece in split_lines(text)]
@@ -84,8 +78,7 @@ class BufferLines:
         self.ends: list[int] = []  # where each frame's lines end in `lines`
 
     def upto(self, k: int, cut_limit: int | None = None, cut_hint: str = "") -> tuple[list[Text], int, list[Text]]:
-        """(the made lines, where frame k begins in them, frame k's own lines as the newest,
-        its cut text whole or cut to `cut_limit` characters)."""
+        """(the made lines, where frame k begins in them, frame k's own lines as the newest)."""
         while len(self.ends) < k:
             self.lines += frame_lines(self.frames[len(self.ends)], False, self.console, self.width)
             self.ends.append(len(self.lines))
