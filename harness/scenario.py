@@ -111,7 +111,7 @@ class Scenario:
         tools work on `workspace`, by default a fresh one holding the scenario's files."""
         if workspace is None and self.workspace is not None:
             workspace = Workspace(self.workspace)
-        with loading():  # its Python tools' modules, loaded once for all of them (harness.user_code)
+        with loading(self.base or Path.cwd()):  # its Python tools' modules, loaded together (harness.user_code)
             return tuple(spec.build(workspace, self.base, self.source) for spec in self.tools)
 
     def but(self, **changes: Any) -> Scenario:

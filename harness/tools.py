@@ -21,7 +21,7 @@ from functools import cached_property
 from typing import Any
 
 from harness import captured
-from harness.user_code import as_text, describe, loading, message, name_of, tool_function, what_it_holds
+from harness.user_code import as_text, describe, message, name_of, tool_function, what_it_holds
 
 TRAITS = ("exploration", "exploitation", "neutral", "unknown")
 
@@ -77,8 +77,7 @@ class Tool:
 
 class Registry:
     def __init__(self, tools: Iterable[Tool] = ()) -> None:
-        with loading():  # the Python tools made as it is built are one load of their modules (harness.user_code)
-            self._tools = {tool.name: tool for tool in tools}
+        self._tools = {tool.name: tool for tool in tools}
 
     def __contains__(self, name: object) -> bool:
         return name in self._tools
