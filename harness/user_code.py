@@ -212,6 +212,8 @@ def as_text(value: Any) -> str | None:
     if value is None or isinstance(value, (bool, int, float)):
         return plain(str(value))
     if isinstance(value, (list, tuple, dict)):
+        import json  # (only a tool that returns a list or a dict needs it)
+
         try:
             return json.dumps(value, ensure_ascii=False)
         except (TypeError, ValueError, RecursionError):
