@@ -1,12 +1,9 @@
 """Tools: a registry of what the model may call, and the built-ins.
 
-The registry owns which tools exist; the prompt's tool list is rendered from it. A tool is
-a plain function returning text; when it raises ToolError (or is called with arguments
-that do not fit), the error becomes the observation, so the model can try again. A tool of
-the user's own is contained (harness.captured): whatever it raises (but a Ctrl-C) or
-returns, and what it prints, becomes its observation. Built-ins: `calculator` (arithmetic
-by walking the syntax tree) and canned tools, whose results a scenario writes per argument.
-"""
+A tool is a plain function returning text. Whatever it raises (but a Ctrl-C), returns or
+prints becomes its observation (harness.captured), so the model can try again. Built-ins:
+`calculator` (arithmetic by walking the syntax tree) and canned tools, whose results a
+scenario writes per argument."""
 
 from __future__ import annotations
 
@@ -21,7 +18,7 @@ from functools import cached_property
 from typing import Any
 
 from harness import captured
-from harness.user_code import as_text, describe, message, name_of, tool_function, what_it_holds
+from harness.user_code import as_text, describe, message, name_of, tool_function
 
 TRAITS = ("exploration", "exploitation", "neutral", "unknown")
 
@@ -41,21 +38,12 @@ class Tool:
     example: str | None = None  # the arguments of a concrete call, as the model should type them
     example_is_real: bool = False  # the example is a call that truly answers (a canned tool's key), not made up
 
-    @property
-    def signature(self) -> str:
-        return f"{self.name}({', '.join(self.shown_params)})"
-
     @cached_property
     def shown_params(self) -> tuple[str, ...]:
         """The parameters as the tool list shows them: one with a default says so
         (`daily=0.25`), so the model is told it may leave it out."""
         found = self._params.parameters
         return tuple(_shown(name, found.get(name)) for name in self.params)
-
-    @property
-    def call_example(self) -> str:
-        """`price("lamp")`: a call to copy (or the signature, for a tool without an example)."""
-        return self.signature if self.example is None else f"{self.name}({self.example})"
 
     @cached_property
     def _params(self) -> inspect.Signature:
@@ -66,12 +54,14 @@ class Tool:
         try:
             self._params.bind(*args, **kwargs)
         except TypeError as e:
-            raise ToolError(f"{self.signature} was called with bad arguments ({e}); call it as {self.call_example}") from None
+            signature = f"{self.name}({', '.join(self.shown_params)})"
+            raise ToolError(f"{signature} was called with bad arguments ({e}); call it as {f'{self.name}({self.example})' if self.example else signature}") from None
         result = self.fn(*args, **kwargs)
         if (text := as_text(result)) is None:  # a repr would hold an address: no replay would match
             if inspect.iscoroutine(result):
                 result.close()  # never awaited: closed now, or Python's warning of it (naming this file) joins the observation
-            raise ToolError(f"it returned {name_of(type(result))} {what_it_holds(result)}, which is not text; return a str (or a number, a list or a dict of them)")
+            holds = "holding something that is not JSON" if isinstance(result, (list, tuple, dict)) else "(an object)"
+            raise ToolError(f"it returned {name_of(type(result))} {holds}, which is not text; return a str (or a number, a list or a dict of them)")
         return text
 
 
@@ -106,7 +96,6 @@ class Registry:
         )
 
     def run(self, name: str, args: tuple[Any, ...], kwargs: Mapping[str, Any]) -> tuple[str, bool]:
-        # (str, bool) -> the text code splices in, and whether the tool succeeded
         """(observation text, ok). A failing tool is an observation, never a crash; what it
         prints goes into the observation, never onto harness's own output."""
         tool = self._tools[name]
@@ -141,13 +130,11 @@ def _shown(name: str, param: inspect.Parameter | None) -> str:
     """`daily=0.25` for a parameter with a default, else its name. A default that is not a
     plain value (an object whose repr holds an address, which no replay would match) or a
     long one is shown as `daily=…`: the model learns it is optional, never a changing text."""
-    if param is None or param.default is param.empty or param.kind in (param.VAR_POSITIONAL, param.VAR_KEYWORD):
+    if param is None or param.default is param.empty:
         return name
-    text = repr(param.default) if type(param.default) in _PLAIN else "…"
-    if type(param.default) is float and not math.isfinite(param.default):
-        text = "…"  # (nan and inf are no literal the model could write back)
+    value = param.default  # (nan and inf are no literal the model could write back)
+    text = repr(value) if type(value) in _PLAIN and not (type(value) is float and not math.isfinite(value)) else "…"
     return f"{name}={text if len(text) <= _DEFAULT_WIDTH else '…'}"
-
 
 
 def from_function(fn: Callable[..., Any], name: str | None = None, trait: str = "unknown", example: str | None = None) -> Tool:
@@ -228,10 +215,9 @@ def canned_key(args: tuple[Any, ...], kwargs: Mapping[str, Any], params: tuple[s
     """The lookup key: the one argument as text ('nimbus', '4.2'), or the arguments as JSON.
     Keyword arguments that name the parameters count as those positions: `city="Paris"` is
     `"Paris"` for a tool of one parameter `city`."""
-    if kwargs and len(kwargs) + len(args) <= len(params) and set(kwargs) <= set(params[len(args) :]):
-        rest = params[len(args) : len(args) + len(kwargs)]
-        if set(rest) == set(kwargs):
-            args, kwargs = (*args, *(kwargs[p] for p in rest)), {}
+    rest = params[len(args) : len(args) + len(kwargs)]
+    if kwargs and set(rest) == set(kwargs):
+        args, kwargs = (*args, *(kwargs[p] for p in rest)), {}
     if not kwargs and len(args) == 1:
         return args[0].strip() if isinstance(args[0], str) else json.dumps(args[0], ensure_ascii=False)
     return json.dumps(list(args) if not kwargs else dict(kwargs), sort_keys=True, ensure_ascii=False)

@@ -221,10 +221,6 @@ def as_text(value: Any) -> str | None:
     return None
 
 
-def what_it_holds(value: Any) -> str:
-    return "holding something that is not JSON" if isinstance(value, (list, tuple, dict)) else "(an object)"
-
-
 TOOL_NAME = regex.compile(r"[A-Za-z_][A-Za-z0-9_]{0,63}")  # what an Action line can name
 
 
