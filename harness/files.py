@@ -15,6 +15,7 @@ import os
 import re
 import stat
 from pathlib import Path
+from typing import Any
 
 from harness.errors import HarnessError
 
@@ -44,6 +45,16 @@ def read_input(path: Path, error: type[HarnessError] = HarnessError, shown: str 
 
 
 _UTF16 = (b"\xff\xfe", b"\xfe\xff")  # the byte-order marks of UTF-16, little- and big-endian
+
+
+def load_toml(text: str) -> dict[str, Any]:
+    """TOML text as a dict (a scenario, a template's frames); a ValueError says what is wrong."""
+    import tomli  # (here: a run of a saved file reads no TOML)
+
+    try:
+        return tomli.loads(text)
+    except RecursionError:  # tomli reads nested arrays and tables by recursion
+        raise ValueError("arrays or tables nested too deeply") from None
 
 
 def not_a_file(path: Path, unreadable: str = "cannot be read") -> str:

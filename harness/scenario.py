@@ -38,13 +38,11 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
-import tomli
-
 from harness import prompts
 from harness.dialects import DIALECTS
 from harness.entry import redaction
 from harness.errors import HarnessError, ScenarioError
-from harness.files import read_input
+from harness.files import load_toml, read_input
 from harness.limits import Limits
 from harness.prompts import data_dir
 from harness.tool_specs import ToolSpec, parse_tool
@@ -148,11 +146,9 @@ def load_scenario(path: Path, shown: str | None = None) -> Scenario:
     if text.startswith("\ufeff"):
         raise ScenarioError(shown or str(path), "the file begins with a byte-order mark; save it as UTF-8 without one")
     try:
-        data = tomli.loads(text)
-    except tomli.TOMLDecodeError as e:
+        data = load_toml(text)
+    except ValueError as e:
         raise ScenarioError(shown or str(path), f"malformed TOML: {e}") from None
-    except RecursionError:  # tomli reads nested arrays and tables by recursion
-        raise ScenarioError(shown or str(path), "malformed TOML: arrays or tables nested too deeply") from None
     scenario = _parse(data, shown or str(path), path.parent.absolute())  # absolute: a tool's os.chdir cannot move it
     return replace(scenario, file=path.absolute(), loaded=plain(scenario.to_meta()))
 
