@@ -111,8 +111,7 @@ def why_not(dialect: Dialect, tools: Registry | None, number: int, line: str) ->
     if tools is not None and len(line) <= ARGS_MAX:
         named = inner_call(dialect, tools, line)
         tool = tools[named[0]] if named else next((t for t in tools if t.example), None)
-        if tool is not None:
-            example = dialect.signature(tool.name, (tool.example,)) if tool.example else f"{tool.name}(...)"
+        example = example_call(dialect, tool) if tool is not None else None
     return notices.tool_call_invalid(number, line, dialect.expected_action, dialect.expected, ARGS_MAX, example)
 
 
@@ -170,6 +169,10 @@ def why_failed(dialect: Dialect, tools: Registry, number: int, action: Action) -
     given = [*zip(tool.params, action.args), *action.kwargs.items()]
     for param, value in given:
         if isinstance(value, str) and value.strip(" <>{}[]'\"`").casefold() == param.casefold():
-            example = dialect.signature(tool.name, (tool.example,)) if tool.example else f"{tool.name}(...)"
-            return notices.placeholder(number, tool.name, param, example)
+            return notices.placeholder(number, tool.name, param, example_call(dialect, tool))
     return None
+
+
+def example_call(dialect: Dialect, tool: Tool) -> str:
+    """A call of `tool` to copy, written the dialect's way: its example, else `name(...)`."""
+    return dialect.signature(tool.name, (tool.example,)) if tool.example else f"{tool.name}(...)"
