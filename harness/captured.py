@@ -31,13 +31,6 @@ _proxies: tuple[_Proxy, _Proxy] | None = None  # (sys.stdout, sys.stderr) while 
 _channel: tuple[TextIO, TextIO] | None = None  # the command's own (stdout, stderr), once contain() has run
 
 
-class _Nowhere(io.TextIOBase):
-    """Where a thread that is not harness's writes in the command."""
-
-    def write(self, text: str) -> int:
-        return len(text)
-
-
 class _Proxy:
     """sys.stdout (or sys.stderr) for every thread: a thread calling a tool writes to its
     call's buffer, one of harness's to `own`, any other to `other`. No tool can close it."""
@@ -97,7 +90,7 @@ def contain() -> None:
         null = os.open(os.devnull, os.O_WRONLY)
         os.dup2(null, 1)
         os.close(null)
-    nowhere = _Nowhere()
+    nowhere = open(os.devnull, "w", encoding="utf-8", errors="replace")  # where threads not harness's write
     with _lock:
         _channel, _proxies = (out, err), (_Proxy(out, nowhere), _Proxy(err, nowhere))
         sys.stdout, sys.stderr = _proxies

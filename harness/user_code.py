@@ -78,7 +78,8 @@ def import_function(spec: str, folder: Path, field: str) -> Callable[..., Any]:
         if path.is_file():
             module = _from_file(path, package, module_name, field)
         else:
-            module = _importable(module_name, field, f"no module {module_name!r}: no {relative} in {folder}, and none importable")
+            missing = f"no module {module_name!r}: no {relative} in {folder}, and none importable"
+            module = _contained(lambda: importlib.import_module(module_name), module_name, field, missing)
     fn = _contained(lambda: getattr(module, function, None), module_name, field)  # a module __getattr__ is user code too
     if not callable(fn):
         raise HarnessError(field, f"{module_name!r} has no function {function!r}")
@@ -156,7 +157,8 @@ def import_object(ref: str, root: Path, field: str) -> Any:
         if added:
             sys.path.insert(0, str(root))
         try:
-            module = _importable(module_name, field, f"no module {module_name!r} can be imported (from {root} or the environment)")
+            missing = f"no module {module_name!r} can be imported (from {root} or the environment)"
+            module = _contained(lambda: importlib.import_module(module_name), module_name, field, missing)
         finally:
             if added:
                 sys.path.remove(str(root))
@@ -167,19 +169,9 @@ def import_object(ref: str, root: Path, field: str) -> Any:
     return value
 
 
-def _importable(module_name: str, field: str, missing: str) -> Any:
-    try:
-        return _contained(lambda: importlib.import_module(module_name), module_name, field)
-    except _Missing:
-        raise HarnessError(field, missing) from None
-
-
-class _Missing(Exception):
-    """The module itself (or a package above it) does not exist."""
-
-
-def _contained(load: Callable[[], Any], module_name: str, field: str) -> Any:
-    """Import user code: what it prints is dropped, whatever it raises is one HarnessError."""
+def _contained(load: Callable[[], Any], module_name: str, field: str, missing: str = "") -> Any:
+    """Import user code: what it prints is dropped, whatever it raises is one HarnessError
+    (`missing` when the module itself, or a package above it, does not exist)."""
     try:
         call = captured.start()  # this thread's prints, dropped
         try:
@@ -188,11 +180,9 @@ def _contained(load: Callable[[], Any], module_name: str, field: str) -> Any:
             captured.stop(call)
     except KeyboardInterrupt:
         raise
-    except ModuleNotFoundError as e:
-        if e.name and (module_name == e.name or module_name.startswith(e.name + ".")):
-            raise _Missing from None
-        raise HarnessError(field, f"the module {module_name!r} failed to import ({_said(e)})") from None
     except BaseException as e:
+        if missing and isinstance(e, ModuleNotFoundError) and e.name and (module_name + ".").startswith(e.name + "."):
+            raise HarnessError(field, missing) from None
         raise HarnessError(field, f"the module {module_name!r} failed to import ({_said(e)})") from None
 
 
