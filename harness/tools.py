@@ -86,9 +86,8 @@ class Registry:
         return list(self._tools)
 
     def render(self, signature: Callable[[str, tuple[str, ...]], str]) -> str:
-        """The tool list for the prompt: one line per tool, calls written the dialect's way,
-        each with a concrete call to copy where there is one (a small model copies what it
-        sees: `calculator(expression)` alone gets `expression` as the argument)."""
+        """The tool list for the prompt, calls written the dialect's way, each with a call to
+        copy where there is one (a small model given `calculator(expression)` copies it)."""
         return "\n".join(
             f"- {signature(t.name, t.shown_params)}: {t.description}"
             + ("" if t.example is None else f" (example: {signature(t.name, (t.example,))})")
@@ -96,8 +95,7 @@ class Registry:
         )
 
     def run(self, name: str, args: tuple[Any, ...], kwargs: Mapping[str, Any]) -> tuple[str, bool]:
-        """(observation text, ok). A failing tool is an observation, never a crash; what it
-        prints goes into the observation, never onto harness's own output."""
+        """(observation text, ok): what the tool returned or raised, after what it printed."""
         tool = self._tools[name]
         call = captured.start()  # this call's own prints, whatever other runs' tools print
         try:
@@ -127,9 +125,8 @@ _DEFAULT_WIDTH = 40  # characters of a default shown; a longer one is shown as `
 
 
 def _shown(name: str, param: inspect.Parameter | None) -> str:
-    """`daily=0.25` for a parameter with a default, else its name. A default that is not a
-    plain value (an object whose repr holds an address, which no replay would match) or a
-    long one is shown as `daily=…`: the model learns it is optional, never a changing text."""
+    """`daily=0.25` for a parameter with a default, else its name; a default that is long or
+    not a plain value (a repr holding an address would change every run) is `daily=…`."""
     if param is None or param.default is param.empty:
         return name
     value = param.default  # (nan and inf are no literal the model could write back)
@@ -212,9 +209,8 @@ def calculator() -> Tool:
 
 
 def canned_key(args: tuple[Any, ...], kwargs: Mapping[str, Any], params: tuple[str, ...] = ()) -> str:
-    """The lookup key: the one argument as text ('nimbus', '4.2'), or the arguments as JSON.
-    Keyword arguments that name the parameters count as those positions: `city="Paris"` is
-    `"Paris"` for a tool of one parameter `city`."""
+    """The lookup key: the one argument as text ('nimbus', '4.2'), or the arguments as JSON;
+    keywords that name the next parameters count as those positions (`city="Paris"`)."""
     rest = params[len(args) : len(args) + len(kwargs)]
     if kwargs and set(rest) == set(kwargs):
         args, kwargs = (*args, *(kwargs[p] for p in rest)), {}
@@ -252,14 +248,7 @@ KEY_SHOWN = 120  # characters of the key it was given, quoted back
 EXAMPLE_MAX = 200  # characters of a call's arguments shown as a tool's example (as a scenario's `example`)
 
 
-def canned(
-    name: str,
-    description: str,
-    results: Mapping[str, str],
-    params: tuple[str, ...] = ("input",),
-    default: str | None = None,
-    trait: str = "unknown",
-) -> Tool:
+def canned(name: str, description: str, results: Mapping[str, str], params: tuple[str, ...] = ("input",), default: str | None = None, trait: str = "unknown") -> Tool:
     """A tool whose answers are written down in advance, one per argument. A key matches as
     a person would match it (see _loose) when exactly one key matches that way."""
     loose: dict[str, list[str]] = {}

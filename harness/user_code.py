@@ -32,8 +32,7 @@ from harness.files import resolved
 
 
 def plain(text: str) -> str:
-    """`text` as an exact str: a str subclass's own methods (__str__, __format__, __eq__,
-    __radd__, ...) are never called on it again. A TypeError if it is no str at all."""
+    """`text` as an exact str, so a str subclass's own methods are never called on it again."""
     return str.__str__(text)
 
 
@@ -63,7 +62,7 @@ def describe(e: BaseException) -> str:
 
 def import_function(spec: str, folder: Path, field: str) -> Callable[..., Any]:
     """'module:function': a module file in `folder` if there is one (loaded afresh), else an
-    importable module. A module that is missing or fails to import is one HarnessError naming it."""
+    importable module."""
     module_name, _, function = spec.partition(":")
     relative = module_name.replace(".", "/") + ".py"
     path = folder / relative
@@ -86,9 +85,9 @@ def import_function(spec: str, folder: Path, field: str) -> Callable[..., Any]:
     return fn
 
 
-# sys.path and sys.modules are the whole process's, and runs build in threads (a batch):
-# one load at a time puts a folder on sys.path and takes it off, so that no import finds
-# another folder's helpers. Re-entrant: a tool module may build a registry as it loads.
+# sys.path and sys.modules are the whole process's, and a batch builds runs in threads: one
+# load at a time, so that no import finds another folder's helpers (re-entrant: a tool
+# module may build a scenario's tools as it loads).
 _ON_PATH = threading.RLock()
 _loads = itertools.count()
 _load: ContextVar[tuple[Path, str] | None] = ContextVar("harness_load", default=None)  # (folder, its package)
@@ -136,9 +135,8 @@ def _from_file(path: Path, package: str, module_name: str, field: str) -> Any:
 
 
 def _beside(name: str, folder: Path) -> bool:
-    """Was the module `name` found at the top of `folder` by its top name: a file or a package
-    (a folder without __init__.py too)? As found, links not followed: a helpers.py that links
-    elsewhere is this folder's, an installed module in a virtual environment under it is not."""
+    """Was the module `name` found at the top of `folder` by its top name (as found, links
+    not followed)? An installed module in a virtual environment under the folder is not."""
     try:  # its own names, asking no module __getattr__ of user code (sys.modules may hold anything)
         own = object.__getattribute__(sys.modules[name], "__dict__")
     except Exception:
@@ -194,9 +192,8 @@ _PACKAGE = regex.compile(r"harness_tools_[0-9]+\.?")
 
 
 def as_text(value: Any) -> str | None:
-    """What a function returned, as text that is the same on every run: a str as it is (a
-    plain one), a number (or None) as Python writes it, a list or dict as JSON (as the finish
-    tool writes one); None for anything else. What fails on the way is the caller's to catch."""
+    """What a function returned, as text that is the same on every run: a str, a number or
+    None as Python writes it, a list or dict as JSON; None for anything else."""
     if isinstance(value, str):
         return plain(value)
     if value is None or isinstance(value, (bool, int, float)):
@@ -216,8 +213,7 @@ TOOL_NAME = regex.compile(r"[A-Za-z_][A-Za-z0-9_]{0,63}")  # what an Action line
 
 def tool_function(fn: Any, name: str | None, where: str) -> str:
     """The name a function is called by as a tool (`name`, else its own), once it is one
-    harness can call: a plain function, not async (harness never awaits: its coroutine
-    would be the result, and Python's warning about it would land in the observation)."""
+    harness can call: a plain function, not async (harness never awaits a coroutine)."""
     if not callable(fn):
         raise HarnessError(where, f"must be a function, not {type(fn).__name__}")
     shown = getattr(fn, "__qualname__", None) or type(fn).__name__
