@@ -27,15 +27,7 @@ def trait_of(tools: Registry | None, tool: str) -> str:
     return tools[tool].trait if tools is not None else "unknown"
 
 
-def judge_action(
-    dialect: Dialect,
-    tools: Registry | None,
-    accepted: Accepted,
-    number: int,
-    action: Action | None,
-    line: str,
-    question: str = "",
-) -> Rejection | None:
+def judge_action(dialect: Dialect, tools: Registry | None, accepted: Accepted, number: int, action: Action | None, line: str, question: str = "") -> Rejection | None:
     """It must parse, name a known tool, fit the reply's actions, call one tool, and not depend on an unseen result."""
     if action is None:
         return why_not(dialect, tools, number, line)

@@ -93,13 +93,7 @@ class Workspace:
         return [
             Tool("read_file", "Read a file of the workspace", ("path",), self.read_file, "exploration"),
             Tool("write_file", "Create a file, or overwrite it", ("path", "content"), self.write_file, "exploitation"),
-            Tool(
-                "patch_file",
-                "Replace old_str, which must occur exactly once, with new_str",
-                ("path", "old_str", "new_str"),
-                self.patch_file,
-                "exploitation",
-            ),
+            Tool("patch_file", "Replace old_str, which must occur exactly once, with new_str", ("path", "old_str", "new_str"), self.patch_file, "exploitation"),
             Tool("finish", "End the task with a message", ("message",), finish, "neutral", ends_run=True),
         ]
 
