@@ -44,8 +44,7 @@ _DEPTH = 20  # nesting of lists and dicts in one argument
 
 
 def _python_args(text: str) -> tuple[tuple[Any, ...], dict[str, Any]] | None:
-    """The arguments of `f(text)` if they are all plain literals, else None. ast.parse only
-    reads (it runs nothing); its parser refuses deep nesting; the text is at most ARGS_MAX."""
+    """The arguments of `f(text)` if they are all plain literals, else None (ast.parse runs nothing)."""
     source = f"f({text})"
     try:
         with warnings.catch_warnings():  # model text is not ours to warn about ('C:\data')
@@ -69,8 +68,7 @@ class Written(str):
 
 
 def _keyword_value(node: ast.AST, encoded: bytes) -> Any:
-    """A literal, or else the expression's own text: sliced by the node's offsets (bytes of
-    UTF-8, on the one line there is), once per keyword, never re-reading the whole text."""
+    """A literal, or else the expression's own text (the node's offsets count bytes of UTF-8)."""
     try:
         return _literal(node)
     except ValueError:

@@ -46,8 +46,7 @@ def judge_action(dialect: Dialect, tools: Registry | None, accepted: Accepted, n
 
 
 def judge_idle(dialect: Dialect, tools: Registry | None, number: int, tool: str | None, line: str, answered: bool) -> Rejection:
-    """An Action line that cannot run (its reply's actions are used up, or its answer came
-    first) is judged by its tool alone: its arguments are not worth reading."""
+    """An Action line that cannot run (its reply's actions are used up, or its answer came first), by its tool alone."""
     if answered:
         return notices.action_after_answer(number, tool)
     if tool is None:
@@ -133,11 +132,9 @@ def _plain(text: object) -> str:
 
 
 def copied(dialect: Dialect, tool: Tool, number: int, action: Action, question: str) -> Rejection | None:
-    """The tool list's example call, copied, for a question that never mentions its value
-    (`calculator((2 + 3) * 4)` for the price of four lamps): a small model copies what it
-    sees. However the value is written (quoted or not, by keyword, spaced or not) it is the
-    same copy; an example the question does name (`(2 + 3) * 4`, asked about) runs, and so
-    does a real one (a canned tool's first key: looking each key up may be the task)."""
+    """The tool list's example call, copied (however it is written) for a question that never
+    mentions its value: `calculator((2 + 3) * 4)` for the price of four lamps. A real example
+    (a canned tool's first key) runs: looking each key up may be the task."""
     example = tool.example
     if example is None or tool.example_is_real:
         return None  # (the usual tool: nothing to copy)
@@ -150,10 +147,9 @@ def copied(dialect: Dialect, tool: Tool, number: int, action: Action, question: 
 
 
 def why_failed(dialect: Dialect, tools: Registry, number: int, action: Action) -> Rejection | None:
-    """A call that ran and failed, with a parameter's name where its value belongs (copied
-    from the tool list: `calculator(expression)`), or wrapped around the value
-    (`capital(country("Freedonia"))`): the notice writes the call as it should be. Only after
-    a failure: a value may be equal to a parameter's name and be right (a file's content)."""
+    """A call that failed with a parameter's name where its value belongs (`calculator(expression)`)
+    or wrapped around it (`capital(country("Freedonia"))`); only after a failure, since a
+    value equal to a parameter's name may be right (a file's content)."""
     tool = tools[action.tool]
     names = {p.casefold() for p in tool.params}
     if bare(action) and (m := _WRAPPED.fullmatch(action.raw.strip())) and m[1].casefold() in names:

@@ -1,14 +1,10 @@
-"""Where a run came from: one line of a saved transcript, so a replay can rebuild the run
-from that source as it is *now* and feed it the recorded model turns.
+"""Where a run came from: the `# source:` line of a saved transcript (harness.transcript), so
+a replay can rebuild the run from that source as it is *now* and feed it the recorded turns.
 
     # source: {"scenario": "../../scenarios/weather.toml", "from": "transcript", "sha256": "…"}
-    # source: {"agent": "mypkg.agents:desk", "question": "Where is order 42?", "sha256": "…"}
 
-`from`: the scenario's path is relative to the saved file's folder (`transcript`), the
-project root (`root`), or is a shipped scenario's name (`shipped`). `overrides`: the fields
-the run changed (RUN_CHANGES). `sha256` is of everything the run was built from; an edit
-that changed nothing the run shows is *only* that drift (`only_rehashed`), which a replay
-check passes unless asked to be strict.
+An edit of the source that changed nothing the run shows is *only* drift of its sha256
+(`only_rehashed`), which a replay check passes unless asked to be strict.
 """
 
 from __future__ import annotations
@@ -100,8 +96,7 @@ def module_bytes(fn: Any) -> bytes:
 
 
 def only_rehashed(saved: str, fresh: str) -> bool:
-    """Whether two saved files are the same, byte for byte, but for the sha256 of their
-    `# source:` line: the source was edited since the recording, and the run is the same."""
+    """Whether two saved files are the same, byte for byte, but for their source's sha256."""
     old, new = saved.split("\n"), fresh.split("\n")
     if len(old) != len(new):
         return False
@@ -129,7 +124,7 @@ def resolve(source: Source, where: str, transcript_folder: Path, root: Path, shi
 
 
 def from_meta(value: Any, where: str) -> Source:
-    """The `source` line of a saved file, every field checked (a saved file is untrusted)."""
+    """The `source` line of a saved file (untrusted), every field checked."""
 
     def fail(message: str) -> TranscriptFormatError:
         return TranscriptFormatError(f"{where}: metadata source", message)
