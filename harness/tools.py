@@ -99,23 +99,18 @@ class Registry:
         tool = self._tools[name]
         call = captured.start()  # this call's own prints, whatever other runs' tools print
         try:
-            result, ok = _outcome(tool, args, kwargs)
+            result, ok = tool.call(args, kwargs), True
+        except ToolError as e:
+            result, ok = "Error: " + message(e), False
+        except KeyboardInterrupt:  # a real Ctrl-C: the loop cancels the run
+            raise
+        except BaseException as e:  # user code may raise anything, SystemExit too: the model reads it
+            result, ok = "Error: " + describe(e), False
         finally:
             printed = captured.stop(call)
         if printed:
             result = printed + ("" if printed.endswith("\n") else "\n") + result
         return result, ok
-
-
-def _outcome(tool: Tool, args: tuple[Any, ...], kwargs: Mapping[str, Any]) -> tuple[str, bool]:
-    try:
-        return tool.call(args, kwargs), True
-    except ToolError as e:
-        return "Error: " + message(e), False
-    except KeyboardInterrupt:  # a real Ctrl-C: the loop cancels the run
-        raise
-    except BaseException as e:  # user code may raise anything, SystemExit too: the model reads it
-        return "Error: " + describe(e), False
 
 
 # --- tools written as Python functions ---------------------------------------------------

@@ -181,11 +181,8 @@ def _contained(load: Callable[[], Any], module_name: str, field: str, missing: s
     except BaseException as e:
         if missing and isinstance(e, ModuleNotFoundError) and e.name and (module_name + ".").startswith(e.name + "."):
             raise HarnessError(field, missing) from None
-        raise HarnessError(field, f"the module {module_name!r} failed to import ({_said(e)})") from None
-
-
-def _said(e: BaseException) -> str:
-    return _PACKAGE.sub("", describe(e))  # the folder's package is harness's name, not the user's
+        said = _PACKAGE.sub("", describe(e))  # the folder's package is harness's name, not the user's
+        raise HarnessError(field, f"the module {module_name!r} failed to import ({said})") from None
 
 
 _PACKAGE = regex.compile(r"harness_tools_[0-9]+\.?")
