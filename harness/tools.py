@@ -38,6 +38,10 @@ class Tool:
     example: str | None = None  # the arguments of a concrete call, as the model should type them
     example_is_real: bool = False  # the example is a call that truly answers (a canned tool's key), not made up
 
+    @property
+    def signature(self) -> str:
+        return f"{self.name}({', '.join(self.shown_params)})"
+
     @cached_property
     def shown_params(self) -> tuple[str, ...]:
         """The parameters as the tool list shows them: one with a default says so
@@ -54,8 +58,8 @@ class Tool:
         try:
             self._params.bind(*args, **kwargs)
         except TypeError as e:
-            signature = f"{self.name}({', '.join(self.shown_params)})"
-            raise ToolError(f"{signature} was called with bad arguments ({e}); call it as {f'{self.name}({self.example})' if self.example else signature}") from None
+            example = self.signature if self.example is None else f"{self.name}({self.example})"
+            raise ToolError(f"{self.signature} was called with bad arguments ({e}); call it as {example}") from None
         result = self.fn(*args, **kwargs)
         if (text := as_text(result)) is None:  # a repr would hold an address: no replay would match
             if inspect.iscoroutine(result):
