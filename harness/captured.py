@@ -86,11 +86,9 @@ def contain() -> None:
     sys.stderr are proxies for good, and fd 1 points at /dev/null. The calling thread is harness's."""
     global _channel, _proxies
     out, err = _copy(sys.stdout), _copy(sys.stderr)
-    if out is not sys.stdout and sys.stdout.fileno() == 1:
-        null = os.open(os.devnull, os.O_WRONLY)
-        os.dup2(null, 1)
-        os.close(null)
     nowhere = open(os.devnull, "w", encoding="utf-8", errors="replace")  # where threads not harness's write
+    if out is not sys.stdout and sys.stdout.fileno() == 1:
+        os.dup2(nowhere.fileno(), 1)
     with _lock:
         _channel, _proxies = (out, err), (_Proxy(out, nowhere), _Proxy(err, nowhere))
         sys.stdout, sys.stderr = _proxies
@@ -107,8 +105,7 @@ def flush() -> None:
 
 
 def ours() -> None:
-    """Mark the calling thread as harness's own (the command's, a batch's workers): what it
-    prints is harness's output."""
+    """Mark the calling thread as harness's own (the command's, a batch's workers)."""
     _here.ours = True
 
 
