@@ -41,8 +41,7 @@ class ToolSpec:
     def to_meta(self) -> dict[str, Any]:
         fields = {"trait": self.trait, "python": self.python, "example": self.example}
         if self.results is not None:
-            fields |= {"description": self.description, "params": list(self.params), "results": self.results}
-            fields["default"] = self.default
+            fields |= {"description": self.description, "params": list(self.params), "results": self.results, "default": self.default}
         return {k: v for k, v in fields.items() if v is not None}
 
     def build(self, workspace: Workspace | None, base: Path | None, source: str = "") -> Tool:
