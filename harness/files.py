@@ -136,6 +136,7 @@ def write_file(path: Path, text: str, header: str, option: str) -> None:
         if tmp is not None:
             Path(tmp).unlink(missing_ok=True)
 
+
 def resolved(path: Path) -> Path:
     """path.resolve(), whose symlink loop is an OSError (ELOOP) as on later Pythons, not
     Python 3.11's RuntimeError: every caller that handles a bad path handles a loop too."""
