@@ -52,23 +52,20 @@ class Agent:
             raise HarnessError("Agent.source", f"{self.source!r} must read 'module:attribute' (an importable name of the Agent)")
 
     def setup(self, question: str) -> Setup:
-        dialect, tools = get_dialect(self.dialect), self.registry()
+        dialect = get_dialect(self.dialect)
+        tools = Registry(t if isinstance(t, Tool) else from_function(t) for t in self.tools)
         variables = {"question": question, "tools": tools.render(dialect.signature)}
         filled = prompts.fill(self.prompt, variables, "Agent.prompt")
         buffer = Transcript()
         buffer.append(Author.DEVELOPER, filled.text)
-        source = None if self.source is None else sources.Source(agent=self.source, question=question, sha256=self.fingerprint())
+        source = None if self.source is None else sources.Source(agent=self.source, question=question, sha256=self.fingerprint(tools))
         return Setup(buffer, dialect, tools, self.limits, frames=filled.frames, question=question, source=source)
-
-    def registry(self) -> Registry:
-        return Registry(t if isinstance(t, Tool) else from_function(t) for t in self.tools)
 
     def run(self, question: str, model: Model, emit: Emit = nobody) -> RunRecord:
         return run(self.setup(question), model, emit)
 
-    def fingerprint(self) -> str:
+    def fingerprint(self, tools: Registry) -> str:
         """sha256 of what a run is built from: the prompt, dialect, limits, and each tool with its module."""
-        tools = list(self.registry())
         lines = sources.canonical([[t.name, t.description, t.params, t.trait] for t in tools])
         modules = [sources.module_bytes(t.fn) for t in tools]
         return sources.fingerprint([self.prompt, self.dialect, sources.canonical(asdict(self.limits)), lines, *modules])

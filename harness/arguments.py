@@ -24,8 +24,7 @@ ARGS_MAX = 100_000  # characters of arguments on one Action line (a file written
 
 
 def parse_args(raw: str) -> tuple[tuple[Any, ...], dict[str, Any]]:
-    """'' -> no args; '{"a": 1}' -> kwargs; '"x"' or '42' -> one arg; '1, "b"' -> two;
-    "'x'" -> one arg; 'city="Paris"' -> kwargs; else the text."""
+    """(args, kwargs) from the text between a call's brackets (see the module's docstring)."""
     text = raw.strip()
     if not text:
         return (), {}
@@ -45,8 +44,7 @@ _DEPTH = 20  # nesting of lists and dicts in one argument
 
 
 def _python_args(text: str) -> tuple[tuple[Any, ...], dict[str, Any]] | None:
-    """The arguments of `f(text)` if they are all plain literals, else None. ast.parse only
-    reads (it runs nothing); its parser refuses deep nesting; the text is at most ARGS_MAX."""
+    """The arguments of `f(text)` if they are all plain literals, else None (ast.parse runs nothing)."""
     source = f"f({text})"
     try:
         with warnings.catch_warnings():  # model text is not ours to warn about ('C:\data')
@@ -57,7 +55,7 @@ def _python_args(text: str) -> tuple[tuple[Any, ...], dict[str, Any]] | None:
         if any(isinstance(a, ast.Starred) for a in call.args) or any(k.arg is None for k in call.keywords):
             return None
         args = tuple(_literal(a) for a in call.args)
-        encoded = source.encode("utf-8") if any(not _is_literal(k.value) for k in call.keywords) else b""
+        encoded = source.encode("utf-8") if call.keywords else b""
         return args, {k.arg: _keyword_value(k.value, encoded) for k in call.keywords}
     except (SyntaxError, ValueError, TypeError, RecursionError, MemoryError):
         return None
@@ -69,17 +67,8 @@ class Written(str):
     written inside it is still told apart from a quoted string (harness.judge)."""
 
 
-def _is_literal(node: ast.AST) -> bool:
-    try:
-        _literal(node)
-        return True
-    except ValueError:
-        return False
-
-
 def _keyword_value(node: ast.AST, encoded: bytes) -> Any:
-    """A literal, or else the expression's own text: sliced by the node's offsets (bytes of
-    UTF-8, on the one line there is), once per keyword, never re-reading the whole text."""
+    """A literal, or else the expression's own text (the node's offsets count bytes of UTF-8)."""
     try:
         return _literal(node)
     except ValueError:

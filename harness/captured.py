@@ -31,13 +31,6 @@ _proxies: tuple[_Proxy, _Proxy] | None = None  # (sys.stdout, sys.stderr) while 
 _channel: tuple[TextIO, TextIO] | None = None  # the command's own (stdout, stderr), once contain() has run
 
 
-class _Nowhere(io.TextIOBase):
-    """Where a thread that is not harness's writes in the command."""
-
-    def write(self, text: str) -> int:
-        return len(text)
-
-
 class _Proxy:
     """sys.stdout (or sys.stderr) for every thread: a thread calling a tool writes to its
     call's buffer, one of harness's to `own`, any other to `other`. No tool can close it."""
@@ -93,11 +86,9 @@ def contain() -> None:
     sys.stderr are proxies for good, and fd 1 points at /dev/null. The calling thread is harness's."""
     global _channel, _proxies
     out, err = _copy(sys.stdout), _copy(sys.stderr)
+    nowhere = open(os.devnull, "w", encoding="utf-8", errors="replace")  # where threads not harness's write
     if out is not sys.stdout and sys.stdout.fileno() == 1:
-        null = os.open(os.devnull, os.O_WRONLY)
-        os.dup2(null, 1)
-        os.close(null)
-    nowhere = _Nowhere()
+        os.dup2(nowhere.fileno(), 1)
     with _lock:
         _channel, _proxies = (out, err), (_Proxy(out, nowhere), _Proxy(err, nowhere))
         sys.stdout, sys.stderr = _proxies
@@ -114,8 +105,7 @@ def flush() -> None:
 
 
 def ours() -> None:
-    """Mark the calling thread as harness's own (the command's, a batch's workers): what it
-    prints is harness's output."""
+    """Mark the calling thread as harness's own (the command's, a batch's workers)."""
     _here.ours = True
 
 

@@ -1,11 +1,9 @@
 """The files a user names: reading an input, and writing an output without ever losing a
 file they had.
 
-harness reads only a regular file (or a link to one): a FIFO or a device is refused by its
-kind, looked at before and after it is opened (non-blocking), so nothing hangs. It replaces
-a file only if it is a regular file that begins with harness's own header for that kind of
-output, checked before a run and again right before the rename; the text goes to a short
-temporary name beside the target first, so the target is written whole or not at all.
+harness reads only a regular file (or a link to one), so a FIFO or a device never hangs it.
+It replaces only a regular file that begins with harness's own header for that output,
+checked before a run and again right before the rename of a temporary file beside it.
 """
 
 from __future__ import annotations
@@ -15,6 +13,7 @@ import os
 import re
 import stat
 from pathlib import Path
+from typing import Any
 
 from harness.errors import HarnessError
 
@@ -46,23 +45,28 @@ def read_input(path: Path, error: type[HarnessError] = HarnessError, shown: str 
 _UTF16 = (b"\xff\xfe", b"\xfe\xff")  # the byte-order marks of UTF-16, little- and big-endian
 
 
+def load_toml(text: str) -> dict[str, Any]:
+    """TOML text as a dict (a scenario, a template's frames); a ValueError says what is wrong."""
+    import tomli  # (here: a run of a saved file reads no TOML)
+
+    try:
+        return tomli.loads(text)
+    except RecursionError:  # tomli reads nested arrays and tables by recursion
+        raise ValueError("arrays or tables nested too deeply") from None
+
+
 def not_a_file(path: Path, unreadable: str = "cannot be read") -> str:
     """Why `path` names no regular file ("" if it does); a link to one is one."""
     try:
         mode = os.stat(path).st_mode
     except FileNotFoundError:
-        return _missing(path)
+        try:
+            return f"is a link to {os.readlink(path)!r}, which does not exist"
+        except OSError:  # not a link: nothing is there
+            return "no such file"
     except OSError as e:
         return f"{unreadable} ({e.strerror})"
     return "" if stat.S_ISREG(mode) else "is a folder, not a file" if stat.S_ISDIR(mode) else _NOT_REGULAR
-
-
-def _missing(path: Path) -> str:
-    """Why a path that names no file names none: nothing is there, or a link to nothing."""
-    try:
-        return f"is a link to {os.readlink(path)!r}, which does not exist"
-    except OSError:  # not a link: nothing is there
-        return "no such file"
 
 
 HEADER_LINE = rb"# harness transcript v[0-9]{1,9}\r?(\n|\Z)"  # any version's (compiled by re when first matched)
@@ -132,6 +136,7 @@ def write_file(path: Path, text: str, header: str, option: str) -> None:
         if tmp is not None:
             Path(tmp).unlink(missing_ok=True)
 
+
 def resolved(path: Path) -> Path:
     """path.resolve(), whose symlink loop is an OSError (ELOOP) as on later Pythons, not
     Python 3.11's RuntimeError: every caller that handles a bad path handles a loop too."""
@@ -144,6 +149,6 @@ def resolved(path: Path) -> Path:
 def same_file(path: Path) -> Path:
     """The key two names of one file share (`a.txt`, `../r/a.txt`, a symlink to it)."""
     try:
-        return path.resolve()
-    except (OSError, RuntimeError):  # a symlink loop: its own name, then
+        return resolved(path)
+    except OSError:  # a symlink loop: its own name, then
         return path.absolute()

@@ -27,15 +27,7 @@ def trait_of(tools: Registry | None, tool: str) -> str:
     return tools[tool].trait if tools is not None else "unknown"
 
 
-def judge_action(
-    dialect: Dialect,
-    tools: Registry | None,
-    accepted: Accepted,
-    number: int,
-    action: Action | None,
-    line: str,
-    question: str = "",
-) -> Rejection | None:
+def judge_action(dialect: Dialect, tools: Registry | None, accepted: Accepted, number: int, action: Action | None, line: str, question: str = "") -> Rejection | None:
     """It must parse, name a known tool, fit the reply's actions, call one tool, and not depend on an unseen result."""
     if action is None:
         return why_not(dialect, tools, number, line)
@@ -54,8 +46,7 @@ def judge_action(
 
 
 def judge_idle(dialect: Dialect, tools: Registry | None, number: int, tool: str | None, line: str, answered: bool) -> Rejection:
-    """An Action line that cannot run (its reply's actions are used up, or its answer came
-    first) is judged by its tool alone: its arguments are not worth reading."""
+    """An Action line that cannot run (its reply's actions are used up, or its answer came first), by its tool alone."""
     if answered:
         return notices.action_after_answer(number, tool)
     if tool is None:
@@ -111,8 +102,7 @@ def why_not(dialect: Dialect, tools: Registry | None, number: int, line: str) ->
     if tools is not None and len(line) <= ARGS_MAX:
         named = inner_call(dialect, tools, line)
         tool = tools[named[0]] if named else next((t for t in tools if t.example), None)
-        if tool is not None:
-            example = dialect.signature(tool.name, (tool.example,)) if tool.example else f"{tool.name}(...)"
+        example = example_call(dialect, tool) if tool is not None else None
     return notices.tool_call_invalid(number, line, dialect.expected_action, dialect.expected, ARGS_MAX, example)
 
 
@@ -142,11 +132,9 @@ def _plain(text: object) -> str:
 
 
 def copied(dialect: Dialect, tool: Tool, number: int, action: Action, question: str) -> Rejection | None:
-    """The tool list's example call, copied, for a question that never mentions its value
-    (`calculator((2 + 3) * 4)` for the price of four lamps): a small model copies what it
-    sees. However the value is written (quoted or not, by keyword, spaced or not) it is the
-    same copy; an example the question does name (`(2 + 3) * 4`, asked about) runs, and so
-    does a real one (a canned tool's first key: looking each key up may be the task)."""
+    """The tool list's example call, copied (however it is written) for a question that never
+    mentions its value: `calculator((2 + 3) * 4)` for the price of four lamps. A real example
+    (a canned tool's first key) runs: looking each key up may be the task."""
     example = tool.example
     if example is None or tool.example_is_real:
         return None  # (the usual tool: nothing to copy)
@@ -159,10 +147,9 @@ def copied(dialect: Dialect, tool: Tool, number: int, action: Action, question: 
 
 
 def why_failed(dialect: Dialect, tools: Registry, number: int, action: Action) -> Rejection | None:
-    """A call that ran and failed, with a parameter's name where its value belongs (copied
-    from the tool list: `calculator(expression)`), or wrapped around the value
-    (`capital(country("Freedonia"))`): the notice writes the call as it should be. Only after
-    a failure: a value may be equal to a parameter's name and be right (a file's content)."""
+    """A call that failed with a parameter's name where its value belongs (`calculator(expression)`)
+    or wrapped around it (`capital(country("Freedonia"))`); only after a failure, since a
+    value equal to a parameter's name may be right (a file's content)."""
     tool = tools[action.tool]
     names = {p.casefold() for p in tool.params}
     if bare(action) and (m := _WRAPPED.fullmatch(action.raw.strip())) and m[1].casefold() in names:
@@ -170,6 +157,10 @@ def why_failed(dialect: Dialect, tools: Registry, number: int, action: Action) -
     given = [*zip(tool.params, action.args), *action.kwargs.items()]
     for param, value in given:
         if isinstance(value, str) and value.strip(" <>{}[]'\"`").casefold() == param.casefold():
-            example = dialect.signature(tool.name, (tool.example,)) if tool.example else f"{tool.name}(...)"
-            return notices.placeholder(number, tool.name, param, example)
+            return notices.placeholder(number, tool.name, param, example_call(dialect, tool))
     return None
+
+
+def example_call(dialect: Dialect, tool: Tool) -> str:
+    """A call of `tool` to copy, written the dialect's way: its example, else `name(...)`."""
+    return dialect.signature(tool.name, (tool.example,)) if tool.example else f"{tool.name}(...)"

@@ -1,14 +1,8 @@
 """Prompt templates: the developer's text that starts the buffer, the first stage of a run.
 
-A template is a text file with `$question` and `$tools` (string.Template syntax; `$$` is a
-dollar sign). It is found in one of two ways, and no other:
-
-    prompt = "default"                 by name, in the prompts/ folder that ships with harness
-    prompt_file = "prompts/mine.txt"   by path, relative to the scenario's own folder, and
-                                       inside it (no absolute path, no `..` that leaves it)
-
-so a scenario or a saved transcript can never make harness read any other file. A
-variable nobody supplies is an error, never left as it is.
+A template (string.Template syntax, harness.scenario) is found by name in the prompts/ that
+ship with harness or by a path inside the scenario's own folder, and no other way: a
+scenario or a saved transcript can never make harness read any other file.
 
 A template for a chat model may begin with its turn frames, TOML between two `+++` lines:
 
@@ -32,10 +26,9 @@ from pathlib import Path
 from typing import NamedTuple
 
 import regex
-import tomli
 
 from harness.errors import TemplateError
-from harness.files import not_a_file, read_input, resolved
+from harness.files import load_toml, not_a_file, read_input, resolved
 from harness.transcript import Frames  # (the buffer's: the loop writes them)
 
 NAME = regex.compile(r"[A-Za-z0-9][A-Za-z0-9_.-]{0,63}")
@@ -61,7 +54,6 @@ def check_name(name: str, field: str = "prompt") -> None:
 
 
 def by_name(name: str, field: str = "prompt") -> Path:
-    """prompts/NAME.txt; a name with a path in it is refused."""
     check_name(name, field)
     path = data_dir("prompts") / f"{name}.txt"
     if not path.is_file():
@@ -101,7 +93,6 @@ def _quoted(name: str) -> str:
 
 
 def render(path: Path, variables: dict[str, str]) -> Filled:
-    """The template at `path` with its $variables filled in, and its frames."""
     return fill(read_input(path, TemplateError), variables, str(path))  # only a regular file
 
 
@@ -129,11 +120,9 @@ def split_frames(text: str, where: str) -> tuple[str, Frames]:
     if end < 0:
         raise TemplateError(where, "the frames begin with a line '+++' but no line '+++' ends them")
     try:
-        data = tomli.loads("\n" + text[4:end])  # (a blank first line: errors name the file's lines)
-    except tomli.TOMLDecodeError as e:
+        data = load_toml("\n" + text[4:end])  # (a blank first line: errors name the file's lines)
+    except ValueError as e:
         raise TemplateError(where, f"the frames are not TOML ({e})") from None
-    except RecursionError:  # tomli reads nested arrays and tables by recursion
-        raise TemplateError(where, "the frames are not TOML (arrays or tables nested too deeply)") from None
     for key, value in data.items():
         if key not in FRAME_KEYS:
             raise TemplateError(where, f"frames: unknown key {key!r} (known: {', '.join(FRAME_KEYS)})")

@@ -38,13 +38,11 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
-import tomli
-
 from harness import prompts
 from harness.dialects import DIALECTS
 from harness.entry import redaction
 from harness.errors import HarnessError, ScenarioError
-from harness.files import read_input
+from harness.files import load_toml, read_input
 from harness.limits import Limits
 from harness.prompts import data_dir
 from harness.tool_specs import ToolSpec, parse_tool
@@ -84,19 +82,17 @@ class Scenario:
 
     @classmethod
     def from_dict(cls, data: dict[str, Any], where: str, base: Path | None = None) -> Scenario:
-        """The fields as a saved transcript records them; no file is looked for (showing a
-        saved run never needs its template or tools: building the run checks them)."""
+        """The fields as a saved transcript records them; no file is looked for (building the run checks them)."""
         return _parse(data, where, base, check_files=False)
 
     def to_meta(self) -> dict[str, Any]:
         """Everything a replay needs except the completions (those are the model's spans)."""
-        # Field by field, not asdict: that would deep-copy the completions and `loaded` only to drop them.
-        data = {name: getattr(self, name) for name in _META_FIELDS}
+        data = {name: getattr(self, name) for name in _META_FIELDS}  # (not asdict: it would deep-copy the completions)
+        for key, default in _UNSET:  # files written before these fields existed stay the same
+            if data[key] == default:
+                del data[key]
         if self.workspace is not None:
             data["workspace"] = dict(self.workspace)
-        unset = (("prompt_file", None), ("endpoint", "completions"), ("expect", None), ("expect_regex", None), ("redact", ()))
-        for key in [k for k, default in unset if data[k] == default]:
-            del data[key]  # files written before these fields existed stay the same
         data["tools"] = {spec.name: spec.to_meta() for spec in self.tools}
         return data
 
@@ -111,7 +107,7 @@ class Scenario:
         tools work on `workspace`, by default a fresh one holding the scenario's files."""
         if workspace is None and self.workspace is not None:
             workspace = Workspace(self.workspace)
-        with loading():  # its Python tools' modules, loaded once for all of them (harness.user_code)
+        with loading(self.base or Path.cwd()):  # its Python tools' modules, loaded together (harness.user_code)
             return tuple(spec.build(workspace, self.base, self.source) for spec in self.tools)
 
     def but(self, **changes: Any) -> Scenario:
@@ -120,7 +116,7 @@ class Scenario:
 
     @property
     def limits(self) -> Limits:
-        return Limits(self.max_steps, self.unknown_tool_limit, self.format_error_limit, self.repeat_limit)
+        return Limits(**{key: getattr(self, key) for key in _LIMIT_FIELDS})
 
     @property
     def overrides(self) -> dict[str, Any]:
@@ -148,11 +144,9 @@ def load_scenario(path: Path, shown: str | None = None) -> Scenario:
     if text.startswith("\ufeff"):
         raise ScenarioError(shown or str(path), "the file begins with a byte-order mark; save it as UTF-8 without one")
     try:
-        data = tomli.loads(text)
-    except tomli.TOMLDecodeError as e:
+        data = load_toml(text)
+    except ValueError as e:
         raise ScenarioError(shown or str(path), f"malformed TOML: {e}") from None
-    except RecursionError:  # tomli reads nested arrays and tables by recursion
-        raise ScenarioError(shown or str(path), "malformed TOML: arrays or tables nested too deeply") from None
     scenario = _parse(data, shown or str(path), path.parent.absolute())  # absolute: a tool's os.chdir cannot move it
     return replace(scenario, file=path.absolute(), loaded=plain(scenario.to_meta()))
 
@@ -170,6 +164,8 @@ def shipped_scenarios() -> list[Path]:
 
 _FIELDS = {f for f in Scenario.__dataclass_fields__ if f not in ("source", "base", "file", "loaded")}
 _META_FIELDS = [f for f in Scenario.__dataclass_fields__ if f in _FIELDS and f != "completions"]  # in order
+_UNSET = (("prompt_file", None), ("endpoint", "completions"), ("expect", None), ("expect_regex", None), ("redact", ()))
+_LIMIT_FIELDS = ("max_steps", "unknown_tool_limit", "format_error_limit", "repeat_limit")
 
 
 def _parse(data: dict[str, Any], where: str, base: Path | None, check_files: bool = True) -> Scenario:
@@ -186,10 +182,7 @@ def _parse(data: dict[str, Any], where: str, base: Path | None, check_files: boo
         title=read.text("title", ""),
         **_template(read, check_files),
         tools=_tools(read, workspace is not None),
-        max_steps=read.count("max_steps", _LIMITS.max_steps),
-        unknown_tool_limit=read.count("unknown_tool_limit", _LIMITS.unknown_tool_limit),
-        format_error_limit=read.count("format_error_limit", _LIMITS.format_error_limit),
-        repeat_limit=read.count("repeat_limit", _LIMITS.repeat_limit),
+        **{key: read.count(key, getattr(_LIMITS, key)) for key in _LIMIT_FIELDS},
         chunk_size=read.count("chunk_size", 8, least=1),
         interrupt=read.pair("interrupt", ("step", "at"), int),
         model_error=read.pair("model_error", ("step", "message"), str),

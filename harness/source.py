@@ -1,20 +1,14 @@
-"""Where a run came from: one line of a saved transcript, so a replay can rebuild the run
-from that source as it is *now* and feed it the recorded model turns.
+"""Where a run came from: the `# source:` line of a saved transcript (harness.transcript), so
+a replay can rebuild the run from that source as it is *now* and feed it the recorded turns.
 
     # source: {"scenario": "../../scenarios/weather.toml", "from": "transcript", "sha256": "…"}
-    # source: {"agent": "mypkg.agents:desk", "question": "Where is order 42?", "sha256": "…"}
 
-`from` says what a scenario's path is relative to: `transcript` (the saved file's folder),
-`root` (the project root) or `shipped` (a scenario that comes with harness, by name).
-`overrides` are the fields the run changed (`--max-steps`, `--no-stop`, `harness_redact`, a
-live run's Ctrl-C or model error). `sha256` is of everything the run was built from, so an
-edit anywhere shows; an edit that changed nothing the run shows is *only* that drift
+An edit of the source that changed nothing the run shows is *only* drift of its sha256
 (`only_rehashed`), which a replay check passes unless asked to be strict.
 """
 
 from __future__ import annotations
 
-import hashlib
 import json
 import os
 import sys
@@ -27,16 +21,15 @@ import regex
 
 from harness.errors import HarnessError, TranscriptFormatError
 from harness.files import not_a_file
+from harness.prompts import NAME  # a shipped scenario is named as a template is: a file name, no path
 
 ORIGINS = ("transcript", "root", "shipped")
 SOURCE_LINE = "# source: "  # how the line begins in a saved file (harness.transcript writes it)
-# What a run may change of its scenario (--max-steps, --no-stop, the endpoint it reached, a
-# live run's Ctrl-C or model error): all a saved file's overrides may hold. Anything else
-# (a tool, a prompt) would be the file's own code or text, put over the scenario it names.
+# What a run may change of its scenario: all a saved file's overrides may hold (a tool or a
+# prompt there would be the file's own code, put over the scenario it names).
 RUN_CHANGES = ("max_steps", "use_stop", "endpoint", "interrupt", "model_error", "redact")
 AGENT_REF = regex.compile(r"[A-Za-z_][\w.]{0,199}:[A-Za-z_]\w{0,99}")  # module:attribute
 _SHA = regex.compile(r"[0-9a-f]{64}")
-_SHIPPED = regex.compile(r"[A-Za-z0-9][A-Za-z0-9_.-]{0,63}")  # a shipped scenario's name: a file name, no path
 
 
 @dataclass(frozen=True, slots=True)
@@ -52,10 +45,8 @@ class Source:
     def to_meta(self) -> dict[str, Any]:
         if self.agent is not None:
             return {"agent": self.agent, "question": self.question, "sha256": self.sha256}
-        out: dict[str, Any] = {"scenario": self.scenario, "from": self.origin, "sha256": self.sha256}
-        if self.overrides:
-            out["overrides"] = self.overrides
-        return out
+        out = {"scenario": self.scenario, "from": self.origin, "sha256": self.sha256}
+        return out | {"overrides": self.overrides} if self.overrides else out
 
     def placed(self, target: Path) -> Source:
         """The same source named relative to the folder of the file it will be saved in."""
@@ -79,10 +70,12 @@ def for_scenario(file: Path, sha256: str, overrides: dict[str, Any], shipped: Pa
 
 def fingerprint(parts: Iterable[str | bytes]) -> str:
     """sha256 of the parts, each length-prefixed (so ("ab", "c") and ("a", "bc") differ)."""
-    data = [part.encode("utf-8") if isinstance(part, str) else part for part in parts]
+    import hashlib  # (here: only a source line needs a hash)
+
     digest = hashlib.sha256()
-    for part in data:
-        digest.update(b"%d:" % len(part) + part)
+    for part in parts:
+        data = part.encode("utf-8") if isinstance(part, str) else part
+        digest.update(b"%d:" % len(data) + data)
     return digest.hexdigest()
 
 
@@ -97,17 +90,13 @@ def module_bytes(fn: Any) -> bytes:
         own = getattr(sys.modules.get(getattr(fn, "__module__", "") or ""), "__dict__", {})
     path = own.get("__file__")
     try:
-        text = Path(path).read_bytes() if path else b""
+        return Path(path).read_bytes() if path else b""
     except OSError:
-        text = b""
-    return text
+        return b""
 
 
 def only_rehashed(saved: str, fresh: str) -> bool:
-    """Whether two saved files are the same, byte for byte, but for the sha256 of their
-    `# source:` line: the source was edited since the recording, and the run is the same."""
-    if saved == fresh:
-        return False
+    """Whether two saved files are the same, byte for byte, but for their source's sha256."""
     old, new = saved.split("\n"), fresh.split("\n")
     if len(old) != len(new):
         return False
@@ -118,9 +107,7 @@ def only_rehashed(saved: str, fresh: str) -> bool:
         a, b = (json.loads(line[len(SOURCE_LINE) :]) for line in differ[0])
     except ValueError:
         return False
-    if not (isinstance(a, dict) and isinstance(b, dict)):
-        return False
-    return {**a, "sha256": ""} == {**b, "sha256": ""}
+    return isinstance(a, dict) and isinstance(b, dict) and {**a, "sha256": ""} == {**b, "sha256": ""}
 
 
 def resolve(source: Source, where: str, transcript_folder: Path, root: Path, shipped: Path) -> Path:
@@ -137,7 +124,7 @@ def resolve(source: Source, where: str, transcript_folder: Path, root: Path, shi
 
 
 def from_meta(value: Any, where: str) -> Source:
-    """The `source` line of a saved file, every field checked (a saved file is untrusted)."""
+    """The `source` line of a saved file (untrusted), every field checked."""
 
     def fail(message: str) -> TranscriptFormatError:
         return TranscriptFormatError(f"{where}: metadata source", message)
@@ -159,7 +146,7 @@ def from_meta(value: Any, where: str) -> Source:
         raise fail(f"from must be one of {', '.join(ORIGINS)}")
     if not isinstance(scenario, str) or not 0 < len(scenario) <= 1000 or "\x00" in scenario:
         raise fail("scenario must be a path or a name")
-    if origin == "shipped" and not _SHIPPED.fullmatch(scenario):
+    if origin == "shipped" and not NAME.fullmatch(scenario):
         raise fail("a shipped scenario is named without a path")
     if origin != "shipped" and (Path(scenario).is_absolute() or not scenario.endswith(".toml") or scenario.startswith(("/", "\\"))):
         raise fail("scenario must be a relative path to a .toml file")

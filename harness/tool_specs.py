@@ -24,7 +24,6 @@ from harness.tools import BUILTINS, TRAITS, Tool, canned, from_function
 from harness.user_code import import_function
 from harness.workspace import TOOL_NAMES, Workspace
 
-_TOOL_FIELDS = {"description", "params", "results", "default", "trait", "python", "example"}
 _PYTHON_REF = regex.compile(r"[A-Za-z_]\w{0,63}(?:\.[A-Za-z_]\w{0,63}){0,7}:[A-Za-z_]\w{0,63}")  # a Python tool: module:function
 
 
@@ -42,8 +41,7 @@ class ToolSpec:
     def to_meta(self) -> dict[str, Any]:
         fields = {"trait": self.trait, "python": self.python, "example": self.example}
         if self.results is not None:
-            fields |= {"description": self.description, "params": list(self.params), "results": self.results}
-            fields["default"] = self.default
+            fields |= {"description": self.description, "params": list(self.params), "results": self.results, "default": self.default}
         return {k: v for k, v in fields.items() if v is not None}
 
     def build(self, workspace: Workspace | None, base: Path | None, source: str = "") -> Tool:
@@ -79,12 +77,11 @@ def parse_tool(name: str, spec: Any, where: str) -> ToolSpec:
     if not isinstance(spec, dict):
         raise ScenarioError(where, "must be a table")
     for key, given in spec.items():
-        if key not in _TOOL_FIELDS:
-            raise ScenarioError(f"{where}.{key}", f"unknown field (known: {', '.join(sorted(_TOOL_FIELDS))})")
+        if key not in _KINDS:
+            raise ScenarioError(f"{where}.{key}", f"unknown field (known: {', '.join(sorted(_KINDS))})")
         kind, must = _KINDS[key]
-        if not isinstance(given, kind):
-            raise ScenarioError(f"{where}.{key}", must)
-        if not all(isinstance(item, str) for item in (given if key == "params" else given.values() if key == "results" else ())):
+        items = () if not isinstance(given, (list, dict)) else given.values() if isinstance(given, dict) else given  # (params, results)
+        if not isinstance(given, kind) or not all(isinstance(item, str) for item in items):
             raise ScenarioError(f"{where}.{key}", must)
     trait, example, python, results = (spec.get(k) for k in ("trait", "example", "python", "results"))
     if trait is not None and trait not in TRAITS:

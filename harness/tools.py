@@ -1,12 +1,9 @@
 """Tools: a registry of what the model may call, and the built-ins.
 
-The registry owns which tools exist; the prompt's tool list is rendered from it. A tool is
-a plain function returning text; when it raises ToolError (or is called with arguments
-that do not fit), the error becomes the observation, so the model can try again. A tool of
-the user's own is contained (harness.captured): whatever it raises (but a Ctrl-C) or
-returns, and what it prints, becomes its observation. Built-ins: `calculator` (arithmetic
-by walking the syntax tree) and canned tools, whose results a scenario writes per argument.
-"""
+A tool is a plain function returning text. Whatever it raises (but a Ctrl-C), returns or
+prints becomes its observation (harness.captured), so the model can try again. Built-ins:
+`calculator` (arithmetic by walking the syntax tree) and canned tools, whose results a
+scenario writes per argument."""
 
 from __future__ import annotations
 
@@ -21,7 +18,7 @@ from functools import cached_property
 from typing import Any
 
 from harness import captured
-from harness.user_code import as_text, describe, loading, message, name_of, tool_function, what_it_holds
+from harness.user_code import as_text, describe, message, name_of, tool_function
 
 TRAITS = ("exploration", "exploitation", "neutral", "unknown")
 
@@ -52,11 +49,6 @@ class Tool:
         found = self._params.parameters
         return tuple(_shown(name, found.get(name)) for name in self.params)
 
-    @property
-    def call_example(self) -> str:
-        """`price("lamp")`: a call to copy (or the signature, for a tool without an example)."""
-        return self.signature if self.example is None else f"{self.name}({self.example})"
-
     @cached_property
     def _params(self) -> inspect.Signature:
         return inspect.signature(self.fn)
@@ -66,19 +58,20 @@ class Tool:
         try:
             self._params.bind(*args, **kwargs)
         except TypeError as e:
-            raise ToolError(f"{self.signature} was called with bad arguments ({e}); call it as {self.call_example}") from None
+            example = self.signature if self.example is None else f"{self.name}({self.example})"
+            raise ToolError(f"{self.signature} was called with bad arguments ({e}); call it as {example}") from None
         result = self.fn(*args, **kwargs)
         if (text := as_text(result)) is None:  # a repr would hold an address: no replay would match
             if inspect.iscoroutine(result):
                 result.close()  # never awaited: closed now, or Python's warning of it (naming this file) joins the observation
-            raise ToolError(f"it returned {name_of(type(result))} {what_it_holds(result)}, which is not text; return a str (or a number, a list or a dict of them)")
+            holds = "holding something that is not JSON" if isinstance(result, (list, tuple, dict)) else "(an object)"
+            raise ToolError(f"it returned {name_of(type(result))} {holds}, which is not text; return a str (or a number, a list or a dict of them)")
         return text
 
 
 class Registry:
     def __init__(self, tools: Iterable[Tool] = ()) -> None:
-        with loading():  # the Python tools made as it is built are one load of their modules (harness.user_code)
-            self._tools = {tool.name: tool for tool in tools}
+        self._tools = {tool.name: tool for tool in tools}
 
     def __contains__(self, name: object) -> bool:
         return name in self._tools
@@ -97,9 +90,8 @@ class Registry:
         return list(self._tools)
 
     def render(self, signature: Callable[[str, tuple[str, ...]], str]) -> str:
-        """The tool list for the prompt: one line per tool, calls written the dialect's way,
-        each with a concrete call to copy where there is one (a small model copies what it
-        sees: `calculator(expression)` alone gets `expression` as the argument)."""
+        """The tool list for the prompt, calls written the dialect's way, each with a call to
+        copy where there is one (a small model given `calculator(expression)` copies it)."""
         return "\n".join(
             f"- {signature(t.name, t.shown_params)}: {t.description}"
             + ("" if t.example is None else f" (example: {signature(t.name, (t.example,))})")
@@ -107,29 +99,22 @@ class Registry:
         )
 
     def run(self, name: str, args: tuple[Any, ...], kwargs: Mapping[str, Any]) -> tuple[str, bool]:
-        # (str, bool) -> the text code splices in, and whether the tool succeeded
-        """(observation text, ok). A failing tool is an observation, never a crash; what it
-        prints goes into the observation, never onto harness's own output."""
+        """(observation text, ok): what the tool returned or raised, after what it printed."""
         tool = self._tools[name]
         call = captured.start()  # this call's own prints, whatever other runs' tools print
         try:
-            result, ok = _outcome(tool, args, kwargs)
+            result, ok = tool.call(args, kwargs), True
+        except ToolError as e:
+            result, ok = "Error: " + message(e), False
+        except KeyboardInterrupt:  # a real Ctrl-C: the loop cancels the run
+            raise
+        except BaseException as e:  # user code may raise anything, SystemExit too: the model reads it
+            result, ok = "Error: " + describe(e), False
         finally:
             printed = captured.stop(call)
         if printed:
             result = printed + ("" if printed.endswith("\n") else "\n") + result
         return result, ok
-
-
-def _outcome(tool: Tool, args: tuple[Any, ...], kwargs: Mapping[str, Any]) -> tuple[str, bool]:
-    try:
-        return tool.call(args, kwargs), True
-    except ToolError as e:
-        return "Error: " + message(e), False
-    except KeyboardInterrupt:  # a real Ctrl-C: the loop cancels the run
-        raise
-    except BaseException as e:  # user code may raise anything, SystemExit too: the model reads it
-        return "Error: " + describe(e), False
 
 
 # --- tools written as Python functions ---------------------------------------------------
@@ -139,16 +124,13 @@ _DEFAULT_WIDTH = 40  # characters of a default shown; a longer one is shown as `
 
 
 def _shown(name: str, param: inspect.Parameter | None) -> str:
-    """`daily=0.25` for a parameter with a default, else its name. A default that is not a
-    plain value (an object whose repr holds an address, which no replay would match) or a
-    long one is shown as `daily=…`: the model learns it is optional, never a changing text."""
-    if param is None or param.default is param.empty or param.kind in (param.VAR_POSITIONAL, param.VAR_KEYWORD):
+    """`daily=0.25` for a parameter with a default, else its name; a default that is long or
+    not a plain value (a repr holding an address would change every run) is `daily=…`."""
+    if param is None or param.default is param.empty:
         return name
-    text = repr(param.default) if type(param.default) in _PLAIN else "…"
-    if type(param.default) is float and not math.isfinite(param.default):
-        text = "…"  # (nan and inf are no literal the model could write back)
+    value = param.default  # (nan and inf are no literal the model could write back)
+    text = repr(value) if type(value) in _PLAIN and not (type(value) is float and not math.isfinite(value)) else "…"
     return f"{name}={text if len(text) <= _DEFAULT_WIDTH else '…'}"
-
 
 
 def from_function(fn: Callable[..., Any], name: str | None = None, trait: str = "unknown", example: str | None = None) -> Tool:
@@ -226,13 +208,11 @@ def calculator() -> Tool:
 
 
 def canned_key(args: tuple[Any, ...], kwargs: Mapping[str, Any], params: tuple[str, ...] = ()) -> str:
-    """The lookup key: the one argument as text ('nimbus', '4.2'), or the arguments as JSON.
-    Keyword arguments that name the parameters count as those positions: `city="Paris"` is
-    `"Paris"` for a tool of one parameter `city`."""
-    if kwargs and len(kwargs) + len(args) <= len(params) and set(kwargs) <= set(params[len(args) :]):
-        rest = params[len(args) : len(args) + len(kwargs)]
-        if set(rest) == set(kwargs):
-            args, kwargs = (*args, *(kwargs[p] for p in rest)), {}
+    """The lookup key: the one argument as text ('nimbus', '4.2'), or the arguments as JSON;
+    keywords that name the next parameters count as those positions (`city="Paris"`)."""
+    rest = params[len(args) : len(args) + len(kwargs)]
+    if kwargs and set(rest) == set(kwargs):
+        args, kwargs = (*args, *(kwargs[p] for p in rest)), {}
     if not kwargs and len(args) == 1:
         return args[0].strip() if isinstance(args[0], str) else json.dumps(args[0], ensure_ascii=False)
     return json.dumps(list(args) if not kwargs else dict(kwargs), sort_keys=True, ensure_ascii=False)
@@ -267,14 +247,7 @@ KEY_SHOWN = 120  # characters of the key it was given, quoted back
 EXAMPLE_MAX = 200  # characters of a call's arguments shown as a tool's example (as a scenario's `example`)
 
 
-def canned(
-    name: str,
-    description: str,
-    results: Mapping[str, str],
-    params: tuple[str, ...] = ("input",),
-    default: str | None = None,
-    trait: str = "unknown",
-) -> Tool:
+def canned(name: str, description: str, results: Mapping[str, str], params: tuple[str, ...] = ("input",), default: str | None = None, trait: str = "unknown") -> Tool:
     """A tool whose answers are written down in advance, one per argument. A key matches as
     a person would match it (see _loose) when exactly one key matches that way."""
     loose: dict[str, list[str]] = {}

@@ -3,11 +3,11 @@ returned as text.
 
 Importing a Python tool (or an Agent a saved file names) may print, raise anything or fail
 in its exception's own __str__: each is one HarnessError naming the field and the module,
-and what it prints is dropped. A tool module in a scenario's folder is loaded afresh on
-every build, from its text, so an edit is seen by the next run of a long pytest session.
-The folder is a package of harness's own (`harness_tools_<hash>`), so a module imports its
-neighbours relatively; while a load runs the folder is on sys.path, and what it gave
-sys.modules leaves it when the load ends. One load is one registry's tools.
+and what it prints is dropped. A scenario's tool modules are loaded afresh on every build,
+from their text, so an edit is seen by the next run of a long pytest session. While a
+build loads them, the scenario's folder is on sys.path and is a package of harness's own
+(so a module imports its neighbours absolutely or relatively); what the build found in
+the folder leaves sys.modules as it ends.
 """
 
 from __future__ import annotations
@@ -15,7 +15,7 @@ from __future__ import annotations
 import importlib
 import importlib.util
 import inspect
-import json
+import itertools
 import sys
 import threading
 from collections.abc import Callable, Iterator
@@ -32,8 +32,7 @@ from harness.files import resolved
 
 
 def plain(text: str) -> str:
-    """`text` as an exact str: a str subclass's own methods (__str__, __format__, __eq__,
-    __radd__, ...) are never called on it again. A TypeError if it is no str at all."""
+    """`text` as an exact str, so a str subclass's own methods are never called on it again."""
     return str.__str__(text)
 
 
@@ -63,7 +62,7 @@ def describe(e: BaseException) -> str:
 
 def import_function(spec: str, folder: Path, field: str) -> Callable[..., Any]:
     """'module:function': a module file in `folder` if there is one (loaded afresh), else an
-    importable module. A module that is missing or fails to import is one HarnessError naming it."""
+    importable module."""
     module_name, _, function = spec.partition(":")
     relative = module_name.replace(".", "/") + ".py"
     path = folder / relative
@@ -74,21 +73,78 @@ def import_function(spec: str, folder: Path, field: str) -> Callable[..., Any]:
             raise HarnessError(field, f"{relative} in {folder} is a link that loops or leads nowhere")
     except OSError as e:
         raise HarnessError(field, f"{relative} in {folder} cannot be looked up ({e.strerror or e})") from None
-    with loading():
+    with loading(folder) as package:
         if path.is_file():
-            module = _from_file(path, module_name, field, resolved(folder))
+            module = _from_file(path, package, module_name, field)
         else:
-            module = _importable(module_name, field, f"no module {module_name!r}: no {relative} in {folder}, and none importable")
+            missing = f"no module {module_name!r}: no {relative} in {folder}, and none importable"
+            module = _contained(lambda: importlib.import_module(module_name), module_name, field, missing)
     fn = _contained(lambda: getattr(module, function, None), module_name, field)  # a module __getattr__ is user code too
     if not callable(fn):
         raise HarnessError(field, f"{module_name!r} has no function {function!r}")
     return fn
 
 
-# sys.path and sys.modules are the whole process's, and runs build in threads (a batch):
-# one load at a time puts a folder on sys.path and takes it off, so that no import finds
-# another folder's helpers. Re-entrant: a tool module may build a registry as it loads.
+# sys.path and sys.modules are the whole process's, and a batch builds runs in threads: one
+# load at a time, so that no import finds another folder's helpers (re-entrant: a tool
+# module may build a scenario's tools as it loads).
 _ON_PATH = threading.RLock()
+_loads = itertools.count()
+_load: ContextVar[tuple[Path, str] | None] = ContextVar("harness_load", default=None)  # (folder, its package)
+
+
+@contextmanager
+def loading(folder: Path) -> Iterator[str]:
+    """One build's tool modules from `folder`, loaded together: two tools of one module, or
+    two modules importing one neighbour, share it. Yields the folder's package's name."""
+    folder = resolved(folder)
+    if (load := _load.get()) is not None and load[0] == folder:
+        yield load[1]
+        return
+    with _ON_PATH:
+        package, before = f"harness_tools_{next(_loads)}", set(sys.modules)
+        spec = importlib.util.spec_from_loader(package, None, is_package=True)
+        spec.submodule_search_locations = [str(folder)]
+        sys.modules[package] = importlib.util.module_from_spec(spec)
+        sys.path.insert(0, str(folder))
+        token = _load.set((folder, package))
+        try:
+            yield package
+        finally:
+            _load.reset(token)
+            if str(folder) in sys.path:  # (a tool module may have taken it off itself)
+                sys.path.remove(str(folder))
+            for name in set(sys.modules) - before:
+                if name.partition(".")[0] == package or _beside(name, folder):
+                    del sys.modules[name]
+
+
+def _from_file(path: Path, package: str, module_name: str, field: str) -> Any:
+    name, parent = f"{package}.{module_name}", module_name.rpartition(".")[0]
+    if name in sys.modules:  # two tools of one module, in one load
+        return sys.modules[name]
+    if parent:  # its packages (pkg/__init__.py), imported as Python imports them
+        _contained(lambda: importlib.import_module(f"{package}.{parent}"), module_name, field)
+    module = importlib.util.module_from_spec(importlib.util.spec_from_file_location(name, path))
+    # Compiled from its text, never a cached .pyc (an edit in the same second would pass for
+    # it); as an import does: its own __future__ imports, its file's name, in sys.modules.
+    code = _contained(lambda: compile(path.read_bytes(), module.__file__, "exec", dont_inherit=True), module_name, field)
+    sys.modules[name] = module
+    _contained(lambda: exec(code, module.__dict__), module_name, field)
+    return module
+
+
+def _beside(name: str, folder: Path) -> bool:
+    """Was the module `name` found at the top of `folder` by its top name (as found, links
+    not followed)? An installed module in a virtual environment under the folder is not."""
+    try:  # its own names, asking no module __getattr__ of user code (sys.modules may hold anything)
+        own = object.__getattribute__(sys.modules[name], "__dict__")
+    except Exception:
+        return False
+    found = own.get("__file__") or next(iter(own.get("__path__") or ()), None)
+    if not isinstance(found, str) or not Path(found).is_relative_to(folder):
+        return False
+    return Path(found).relative_to(folder).parts[0].partition(".")[0] == name.partition(".")[0]
 
 
 def import_object(ref: str, root: Path, field: str) -> Any:
@@ -99,7 +155,8 @@ def import_object(ref: str, root: Path, field: str) -> Any:
         if added:
             sys.path.insert(0, str(root))
         try:
-            module = _importable(module_name, field, f"no module {module_name!r} can be imported (from {root} or the environment)")
+            missing = f"no module {module_name!r} can be imported (from {root} or the environment)"
+            module = _contained(lambda: importlib.import_module(module_name), module_name, field, missing)
         finally:
             if added:
                 sys.path.remove(str(root))
@@ -110,122 +167,9 @@ def import_object(ref: str, root: Path, field: str) -> Any:
     return value
 
 
-class _Load:
-    """One load: each folder's package made anew for it, and sys.modules as it began."""
-
-    def __init__(self) -> None:
-        self.packages: dict[Path, str] = {}  # folder (resolved) -> its package's name
-        self.before: set[str] = set()  # the names in sys.modules when its first folder was put on sys.path
-
-
-_load: ContextVar[_Load | None] = ContextVar("harness_load", default=None)
-
-
-@contextmanager
-def loading() -> Iterator[None]:
-    """Tool modules imported inside are one load (see the module's docstring)."""
-    if _load.get() is not None:
-        yield
-        return
-    with _ON_PATH:
-        load = _Load()
-        token = _load.set(load)
-        try:
-            yield
-        finally:
-            _load.reset(token)
-            if load.packages:
-                _leave(load)
-
-
-def _leave(load: _Load) -> None:
-    """A load's end: what its folders gave sys.modules leaves it (first: a namespace
-    package's __path__ is worked out anew from sys.path), then the folders leave sys.path."""
-    for name in set(sys.modules) - load.before:
-        if any(_beside(name, folder, load.before) for folder in load.packages):
-            sys.modules.pop(name, None)
-    for folder in load.packages:
-        if str(folder) in sys.path:  # (a tool module may have taken it off itself)
-            sys.path.remove(str(folder))
-
-
-def _from_file(path: Path, module_name: str, field: str, where: Path) -> Any:
-    load = _load.get()
-    assert load is not None  # (import_function opened one)
-    root = load.packages.get(where) or _new_package(load, where)
-    name, parent = f"{root}.{module_name}", module_name.rpartition(".")[0]
-    if name in sys.modules:  # two tools of one module, in one load
-        return sys.modules[name]
-    if parent:  # its packages (pkg/__init__.py), imported as Python imports them
-        _contained(lambda: importlib.import_module(f"{root}.{parent}"), module_name, field)
-    module = importlib.util.module_from_spec(importlib.util.spec_from_file_location(name, path))
-    # Compiled from its text, never a cached .pyc (an edit in the same second would pass for
-    # it); as an import does: its own __future__ imports, its file's name, in sys.modules.
-    code = _contained(lambda: compile(path.read_bytes(), module.__file__, "exec", dont_inherit=True), module_name, field)
-    sys.modules[name] = module
-    try:
-        _contained(lambda: exec(code, module.__dict__), module_name, field)
-    except BaseException:
-        del sys.modules[name]
-        raise
-    return module
-
-
-def _new_package(load: _Load, where: Path) -> str:
-    """The folder's package, made anew for this load (the last load's modules leave
-    sys.modules), and the folder on sys.path until the load ends."""
-    import hashlib
-    import importlib.machinery
-    import types
-
-    root = "harness_tools_" + hashlib.sha256(str(where).encode()).hexdigest()[:16]
-    for name in [n for n in sys.modules if n == root or n.startswith(root + ".")]:
-        del sys.modules[name]
-    package = types.ModuleType(root)
-    package.__spec__ = importlib.machinery.ModuleSpec(root, None, is_package=True)
-    package.__spec__.submodule_search_locations = package.__path__ = [str(where)]
-    package.__package__ = root
-    sys.modules[root] = package
-    if not load.packages:
-        load.before = set(sys.modules)
-    load.packages[where] = root
-    sys.path.insert(0, str(where))
-    return root
-
-
-def _beside(name: str, where: Path, before: set[str]) -> bool:
-    """Was the module `name`, new in this load as was its top package, found in `where`: a
-    file or a package (a folder without __init__.py too) at the top of it, by that name? As
-    found, links not followed: a helpers.py that links elsewhere is this folder's."""
-    top, known = name.partition(".")[0], _own(sys.modules.get(name))
-    found = known.get("__file__") or next(iter(known.get("__path__") or ()), None)
-    if top in before or not isinstance(found, str):
-        return False
-    place = Path(found)
-    return place.is_relative_to(where) and place.relative_to(where).parts[0].partition(".")[0] == top
-
-
-def _own(module: Any) -> dict:
-    """A module's own names (its __dict__), asking no module __getattr__ of user code."""
-    try:
-        return object.__getattribute__(module, "__dict__") if module is not None else {}
-    except Exception:  # (sys.modules may hold anything)
-        return {}
-
-
-def _importable(module_name: str, field: str, missing: str) -> Any:
-    try:
-        return _contained(lambda: importlib.import_module(module_name), module_name, field)
-    except _Missing:
-        raise HarnessError(field, missing) from None
-
-
-class _Missing(Exception):
-    """The module itself (or a package above it) does not exist."""
-
-
-def _contained(load: Callable[[], Any], module_name: str, field: str) -> Any:
-    """Import user code: what it prints is dropped, whatever it raises is one HarnessError."""
+def _contained(load: Callable[[], Any], module_name: str, field: str, missing: str = "") -> Any:
+    """Import user code: what it prints is dropped, whatever it raises is one HarnessError
+    (`missing` when the module itself, or a package above it, does not exist)."""
     try:
         call = captured.start()  # this thread's prints, dropped
         try:
@@ -234,30 +178,26 @@ def _contained(load: Callable[[], Any], module_name: str, field: str) -> Any:
             captured.stop(call)
     except KeyboardInterrupt:
         raise
-    except ModuleNotFoundError as e:
-        if e.name and (module_name == e.name or module_name.startswith(e.name + ".")):
-            raise _Missing from None
-        raise HarnessError(field, f"the module {module_name!r} failed to import ({_said(e)})") from None
     except BaseException as e:
-        raise HarnessError(field, f"the module {module_name!r} failed to import ({_said(e)})") from None
+        if missing and isinstance(e, ModuleNotFoundError) and e.name and (module_name + ".").startswith(e.name + "."):
+            raise HarnessError(field, missing) from None
+        said = _PACKAGE.sub("", describe(e))  # the folder's package is harness's name, not the user's
+        raise HarnessError(field, f"the module {module_name!r} failed to import ({said})") from None
 
 
-def _said(e: BaseException) -> str:
-    return _PACKAGE.sub("", describe(e))  # the folder's package is harness's name, not the user's
-
-
-_PACKAGE = regex.compile(r"harness_tools_[0-9a-f]{16}\.?")
+_PACKAGE = regex.compile(r"harness_tools_[0-9]+\.?")
 
 
 def as_text(value: Any) -> str | None:
-    """What a function returned, as text that is the same on every run: a str as it is (a
-    plain one), a number (or None) as Python writes it, a list or dict as JSON (as the finish
-    tool writes one); None for anything else. What fails on the way is the caller's to catch."""
+    """What a function returned, as text that is the same on every run: a str, a number or
+    None as Python writes it, a list or dict as JSON; None for anything else."""
     if isinstance(value, str):
         return plain(value)
     if value is None or isinstance(value, (bool, int, float)):
         return plain(str(value))
     if isinstance(value, (list, tuple, dict)):
+        import json  # (only a tool that returns a list or a dict needs it)
+
         try:
             return json.dumps(value, ensure_ascii=False)
         except (TypeError, ValueError, RecursionError):
@@ -265,17 +205,12 @@ def as_text(value: Any) -> str | None:
     return None
 
 
-def what_it_holds(value: Any) -> str:
-    return "holding something that is not JSON" if isinstance(value, (list, tuple, dict)) else "(an object)"
-
-
 TOOL_NAME = regex.compile(r"[A-Za-z_][A-Za-z0-9_]{0,63}")  # what an Action line can name
 
 
 def tool_function(fn: Any, name: str | None, where: str) -> str:
     """The name a function is called by as a tool (`name`, else its own), once it is one
-    harness can call: a plain function, not async (harness never awaits: its coroutine
-    would be the result, and Python's warning about it would land in the observation)."""
+    harness can call: a plain function, not async (harness never awaits a coroutine)."""
     if not callable(fn):
         raise HarnessError(where, f"must be a function, not {type(fn).__name__}")
     shown = getattr(fn, "__qualname__", None) or type(fn).__name__

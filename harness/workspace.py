@@ -10,15 +10,9 @@ name: an absolute path, a `..`, an empty part or a control character is refused.
 from __future__ import annotations
 
 import heapq
-import json
-
-import regex
 
 from harness.tools import Tool, ToolError
 
-_DRIVE = regex.compile(r"[A-Za-z]:")
-_CONTROL = regex.compile(r"[\x00-\x1f\x7f]")
-_SEPARATOR = regex.compile(r"[/\\]")
 _LISTED = 10  # file names a missing-file observation lists
 _NAME_SHOWN = 100  # characters of one name it shows
 
@@ -31,14 +25,14 @@ def check_path(path: object) -> str:
     """The path, if it is a relative file name; else a ToolError saying why not (scenarios check theirs too)."""
     if not isinstance(path, str) or not path.strip():
         raise ToolError("path must be a non-empty string")
-    if path.startswith(("/", "\\")) or _DRIVE.match(path):
+    if path.startswith(("/", "\\")) or (path[1:2] == ":" and path[:1].isascii() and path[:1].isalpha()):  # C:
         raise ToolError(f"{path!r} is absolute; use a path relative to the workspace")
-    parts = _SEPARATOR.split(path)
+    parts = path.replace("\\", "/").split("/")
     if ".." in parts:
         raise ToolError(f"{path!r} has a '..' segment; paths must stay inside the workspace")
     if any(part in ("", ".") for part in parts):
         raise ToolError(f"{path!r} is not a file name: every part between slashes must be a name (no '.', no trailing '/')")
-    if _CONTROL.search(path):
+    if any(ord(c) < 32 or ord(c) == 127 for c in path):
         raise ToolError(f"{path!r} holds a control character (NUL, newline, ...); file names cannot")
     return path
 
@@ -93,19 +87,15 @@ class Workspace:
         return [
             Tool("read_file", "Read a file of the workspace", ("path",), self.read_file, "exploration"),
             Tool("write_file", "Create a file, or overwrite it", ("path", "content"), self.write_file, "exploitation"),
-            Tool(
-                "patch_file",
-                "Replace old_str, which must occur exactly once, with new_str",
-                ("path", "old_str", "new_str"),
-                self.patch_file,
-                "exploitation",
-            ),
+            Tool("patch_file", "Replace old_str, which must occur exactly once, with new_str", ("path", "old_str", "new_str"), self.patch_file, "exploitation"),
             Tool("finish", "End the task with a message", ("message",), finish, "neutral", ends_run=True),
         ]
 
 
 def finish(message: str) -> str:
     """The message, or a message that is not a string as JSON text (never Python's repr)."""
+    import json  # (only a message that is not a string needs it)
+
     return message if isinstance(message, str) else json.dumps(message, ensure_ascii=False)
 
 
