@@ -126,13 +126,18 @@ def read_bounded(client: Any, method: str, url: str, seconds: float, limit: int,
     """One request that is not a model call (a token count, "are you up?"), bounded as a call
     is: its status and at most `limit` bytes of its body within `seconds`, or an httpx error."""
     with CALLS.until(time.monotonic() + seconds), client.stream(method, url, timeout=seconds, **request) as response:
-        body = bytearray()
-        if limit > 0:
-            for chunk in response.iter_raw():
-                body += chunk
-                if len(body) > limit:
-                    break
-        return response.status_code, bytes(body[:limit])
+        return response.status_code, read_raw(response, limit)
+
+
+def read_raw(response: httpx.Response, limit: int) -> bytes:
+    """At most `limit` bytes of an answer's body, as they came."""
+    body = bytearray()
+    if limit > 0:
+        for chunk in response.iter_raw():
+            body += chunk
+            if len(body) >= limit:
+                break
+    return bytes(body[:limit])
 
 
 def shut(sockets: weakref.WeakSet[socket.socket]) -> None:
