@@ -4,13 +4,10 @@
     server = serve(proxy)                       # on 127.0.0.1, a free port: proxy.url
     server.shutdown(); proxy.close()            # the runs saved as transcripts (harness.cassette)
 
-The modes are VCR's: `once` replays the cassette if there is one, else records one;
-`new_episodes` replays what was recorded and records what is new; `all` records again;
-`none` only replays. A request that was not recorded fails closed: HTTP 400 holding a diff
-of the agent's buffer against the nearest recording. Recording forwards each call
-unstreamed, bounded as every call harness makes; an upstream failure is HTTP 502, its run
-saved as model_error, and never changes a cassette that exists. The agent's key (the
-KEY_HEADERS, a body's `api_key`) is forwarded and scrubbed from all that is kept.
+The modes are VCR's (cli_proxy.MODES_HELP). A request that was not recorded fails closed:
+HTTP 400 with a diff of the agent's buffer against the nearest recording. Recording forwards
+each call unstreamed and bounded; an upstream failure is HTTP 502 and a run saved as
+model_error. The agent's key is forwarded, and scrubbed from all that is kept.
 """
 
 from __future__ import annotations
@@ -52,11 +49,9 @@ PIECE = 32  # characters of text per streamed event
 
 
 class Refused(HarnessError):
-    """A request the proxy answers with HTTP `status` and the message."""
-
     def __init__(self, status: int, where: str, message: str) -> None:
         super().__init__(where, message)
-        self.status = status
+        self.status = status  # the HTTP answer
 
 
 class Proxy:
@@ -80,10 +75,8 @@ class Proxy:
         self.lock = threading.Lock()
         self.url = ""
 
-    def handle(self, endpoint: str, request: dict[str, Any], keys: dict[str, str] | None = None) -> Call:
-        """The answer to one request, as a Call (an upstream failure: a Call with `error`);
-        `keys`: the request's KEY_HEADERS, forwarded as they came."""
-        keys = keys or {}
+    def handle(self, endpoint: str, request: dict[str, Any], keys: dict[str, str]) -> Call:
+        """The answer to one request (an upstream failure: a Call with `error`); `keys`: its KEY_HEADERS."""
         sent = [*keys.values(), *(v.removeprefix("Bearer ").strip() for v in keys.values()), str(request.get("api_key") or "")]
         entry = Entry([*url_secrets(self.upstream), *filter(is_secret_key, sent)])
         call = _call(endpoint, request, entry)
@@ -137,8 +130,8 @@ class Proxy:
         return said
 
     def close(self, save: bool = True) -> list[Path]:
-        """Save what was recorded: `new_episodes` adds the runs that hold a new call, the other
-        modes replace the cassette; a recording with a failed call keeps one that exists."""
+        """Save the runs that hold a new call: added (`new_episodes`) or in the cassette's place,
+        unless a call failed and there is a cassette to keep."""
         if self.client is not None:
             self.client.close()
         with self.lock:
@@ -191,24 +184,21 @@ def _scrubbed(entry: Entry, value: Any) -> Any:
 def _answered(call: Call, data: dict[str, Any], entry: Entry, bounds: Bounds) -> Call:
     """The call with the upstream's answer, every field read checked."""
     choices = data.get("choices")
-    if not isinstance(choices, list) or not choices or not isinstance(choices[0], dict):
-        raise ModelError(f"the upstream's answer has no choices: {entry.detail(json.dumps(data)[:200])}")
-    choice, calls = choices[0], ()
-    try:
-        if call.endpoint == "chat":
-            message = choice.get("message")
-            if not isinstance(message, dict):
-                raise HarnessError("choices[0].message", f"is {wire.kind(message)}, not an object")
-            text, calls = body(message, "choices[0].message"), tuple(_scrubbed(entry, message.get("tool_calls") or []))
-        elif not isinstance(text := choice.get("text"), str):
-            raise HarnessError("choices[0].text", f"is {wire.kind(text)}, not a string")
-    except HarnessError as e:
-        raise ModelError(f"the upstream's {e.where} {e.message}") from None
+    choice = choices[0] if isinstance(choices, list) and choices else None
+    answer = choice.get("message" if call.endpoint == "chat" else "text") if isinstance(choice, dict) else None
+    if call.endpoint == "chat" and isinstance(answer, dict):
+        try:
+            text, calls = body(answer, "choices[0].message"), tuple(_scrubbed(entry, answer.get("tool_calls") or []))
+        except HarnessError as e:
+            raise ModelError(f"the upstream's {e.where} {e.message}") from None
+    elif call.endpoint != "chat" and isinstance(answer, str):
+        text, calls = answer, ()
+    else:
+        raise ModelError(f"the upstream's answer holds no choices[0].{'message' if call.endpoint == 'chat' else 'text'}: {entry.detail(json.dumps(data))}")
     if len(text) > bounds.max_chars:
         raise ModelError(f"the completion passed {bounds.max_chars:,} characters; the call was stopped (raise --max-chars)")
-    used = wire.usage(data.get("usage"), [])
+    used, reason = wire.usage(data.get("usage"), []), choice.get("finish_reason")
     tokens = None if used is None else {"prompt_tokens": used.prompt_tokens, "completion_tokens": used.completion_tokens}
-    reason = choice.get("finish_reason")
     return call.but(completion=entry.scrub(text), tool_calls=calls, finish_reason=reason if isinstance(reason, str) else "stop", tokens=tokens)
 
 
@@ -324,7 +314,7 @@ class Handler(BaseHTTPRequestHandler):
             self.wfile.flush()
 
     def log_message(self, format: str, *args: Any) -> None:
-        pass  # the proxy speaks only of what it records and refuses
+        pass  # the proxy speaks only of what it refuses
 
 
 def _error(message: str, kind: str = "invalid_request_error") -> dict[str, Any]:
