@@ -1,10 +1,8 @@
 """A proxy's cassette: a folder of ordinary transcripts, one per run, read back as calls.
 
-Each run-NNN.txt is save format v1 (harness show, step, export read it) with one key of its
-own, `proxy`: per call what replaying needs besides the text (params, rewritten,
-finish_reason, tool_calls). Prompts come from the transcript (harness.traffic.prompts) and
-completions are its model turns, so an edited model turn is what a replay answers. A run
-whose last call failed ends in model_error, any other in agent_stopped.
+Each run-NNN.txt is save format v1 with one key of its own, `proxy`: per call what a replay
+needs besides the text. Prompts and completions come from the transcript, so an edited model
+turn is what a replay answers.
 """
 
 from __future__ import annotations
@@ -70,8 +68,7 @@ def release(folder: Path, held: int) -> None:
 
 
 def save(runs: Sequence[Sequence[Call]], folder: Path, replace: bool) -> list[Path]:
-    """The runs written as run-NNN.txt: after the files already there, or (`replace`) in
-    their place, the old ones beyond the new count removed."""
+    """The runs written as run-NNN.txt, after the files already there or (`replace`) in their place."""
     old = sorted(folder.glob("run-*.txt"))
     start = 1 if replace else len(old) + 1
     written = []

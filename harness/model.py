@@ -43,7 +43,7 @@ class TokenUsage:
 
 @dataclass(frozen=True, slots=True)
 class Sent:
-    """A chat backend's first item: it sent the buffer as this many messages (recorded per call)."""
+    """A chat backend's first item: how many messages it sent."""
 
     messages: int
 
@@ -249,8 +249,7 @@ class FailingModel(Around):
 
 
 class InterruptedModel(Around):
-    """Passes calls through to `model`; call number `step` raises KeyboardInterrupt once
-    `at` characters have streamed, as Ctrl-C does."""
+    """Passes calls through to `model`; call `step` raises KeyboardInterrupt after `at` characters."""
 
     def __init__(self, model: Model, step: int, at: int) -> None:
         super().__init__(model)

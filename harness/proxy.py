@@ -323,11 +323,7 @@ def _error(message: str, kind: str = "invalid_request_error") -> dict[str, Any]:
 
 class ProxyServer(ThreadingHTTPServer):
     daemon_threads = True
-
-    def __init__(self, proxy: Proxy, port: int = 0) -> None:
-        super().__init__(("127.0.0.1", port), Handler)
-        self.proxy = proxy
-        proxy.url = f"http://127.0.0.1:{self.server_address[1]}/v1"
+    proxy: Proxy
 
     def handle_error(self, request: Any, client_address: Any) -> None:
         """A request that broke off is one line on stderr, never a traceback; the proxy goes on."""
@@ -339,8 +335,9 @@ class ProxyServer(ThreadingHTTPServer):
 def serve(proxy: Proxy, port: int = 0) -> ProxyServer:
     """The proxy listening on 127.0.0.1 (`port` 0: a free one), served from a thread."""
     try:
-        server = ProxyServer(proxy, port)
+        server = ProxyServer(("127.0.0.1", port), Handler)
     except OSError as e:
         raise HarnessError("--port", f"cannot listen on 127.0.0.1:{port} ({e.strerror})") from None
+    server.proxy, proxy.url = proxy, f"http://127.0.0.1:{server.server_address[1]}/v1"
     threading.Thread(target=server.serve_forever, name="harness-proxy", daemon=True).start()
     return server

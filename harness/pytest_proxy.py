@@ -4,10 +4,9 @@
         agent = build_my_agent(base_url=harness_proxy)
         assert agent.run("What is 7 times 6?") == "42"
 
-One cassette per test, `cassettes/NAME/` beside its file (`folder_name`), in `--harness-proxy MODE`
-(`once` by default: it records from `--harness-proxy-base-url` or $HARNESS_BASE_URL, then
-replays). Drift is an HTTP error the agent raises; if it swallows it, the test fails with
-the diff after its end. A test that fails while recording leaves its cassette as it was.
+One cassette per test beside its file (`folder_name`), in `--harness-proxy MODE`. Drift is
+an HTTP error the agent raises; if it swallows it, the test fails with the diff after its
+end. A test that fails while recording leaves its cassette as it was.
 """
 
 from __future__ import annotations

@@ -99,8 +99,7 @@ class ServerModel(Model):
         self._counter = PromptCounter(self._client, self.base_url, model, max_seconds)  # (a chat model never asks it)
 
     def another(self) -> ServerModel:
-        """A model for another run of a batch: its own notes and first wait, sharing this
-        one's client (httpx's may be shared between threads) and token counter."""
+        """A model for another run of a batch: its own notes, sharing the client and token counter."""
         twin = copy.copy(self)
         twin.notes = []
         return twin
@@ -142,14 +141,12 @@ class ServerModel(Model):
         self._client.close()
 
     def interrupt(self) -> None:
-        """End every call in flight of this model and its others now (every connection's
-        socket is shut down), and any wait for the server: a batch's Ctrl-C."""
+        """End every call in flight of this model and its others, and any wait: a batch's Ctrl-C."""
         self._interrupted.set()
         shut(self._sockets)
 
     def wait(self, seconds: float) -> bool:
-        """Until the server answers anything at all (GET /models), or `seconds` pass: True if
-        it did (`--wait-for-server`; the call after it says what is wrong)."""
+        """Until the server answers anything (GET /models) or `seconds` pass: whether it did."""
         deadline = time.monotonic() + seconds
         while True:
             try:
@@ -294,8 +291,7 @@ class PromptCounter:
 
 
 def refused(response: httpx.Response, model: ServerModel) -> ModelError | None:
-    """What is wrong with an answer that is not an uncompressed stream of events: a refusal,
-    said with the server's own message and what to check, or the wrong server or endpoint."""
+    """What is wrong with an answer that is not an uncompressed stream of events, and what to check."""
     status = response.status_code
     if status != 200:
         try:
