@@ -4,10 +4,12 @@
     server = serve(proxy)                       # on 127.0.0.1, a free port: proxy.url
     server.shutdown(); proxy.close()            # the runs saved as transcripts (harness.cassette)
 
-The modes are VCR's (cli_proxy.MODES_HELP). A request that was not recorded fails closed:
-HTTP 400 with a diff of the agent's buffer against the nearest recording. Recording forwards
-each call unstreamed and bounded; an upstream failure is HTTP 502 and a run saved as
-model_error. The agent's key is forwarded, and scrubbed from all that is kept.
+The modes are VCR's: `once` replays a cassette if there is one, else records one;
+`new_episodes` replays and records what is new; `all` records again; `none` only replays.
+A request that was not recorded fails closed: HTTP 400 with a diff of the agent's buffer
+against the nearest recording. Recording forwards each call unstreamed and bounded; an
+upstream failure is HTTP 502 and a run saved as model_error. The agent's key is forwarded,
+and scrubbed from all that is kept.
 """
 
 from __future__ import annotations
