@@ -28,7 +28,7 @@ import httpx
 from harness import captured, cassette
 from harness.backends import wire
 from harness.backends.connection import new_client, read_bounded
-from harness.backends.urls import check_base_url, hidden, url_secrets
+from harness.backends.urls import hidden, server_url, url_secrets
 from harness.diff import transcript_diff
 from harness.entry import Entry, is_secret_key
 from harness.errors import HarnessError
@@ -66,9 +66,9 @@ class Proxy:
         self.old = cassette.load(folder) if mode != "all" and folder.is_dir() else []
         self.recording = mode in ("all", "new_episodes") or (mode == "once" and not self.old)
         self.answers = {call.key(): call for run in self.old for call in run}
-        if self.recording and not upstream:
+        self.upstream = server_url(upstream) if self.recording else ""  # --base-url, else $HARNESS_BASE_URL
+        if self.recording and not self.upstream:
             raise HarnessError("--base-url", f"mode {mode} records {'new calls' if self.old else 'a new cassette'}: name the upstream server")
-        self.upstream = check_base_url(upstream.rstrip("/")) if self.recording and upstream else ""
         self.held = cassette.claim(folder) if self.recording else None  # no other proxy records here meanwhile
         self.client = new_client(self.upstream, headers={"Accept-Encoding": "identity"}) if self.upstream else None
         self.calls: list[Call] = []  # this session's, in the order they ended

@@ -11,7 +11,6 @@ end. A test that fails while recording leaves its cassette as it was.
 
 from __future__ import annotations
 
-import os
 from collections.abc import Iterator
 
 import pytest
@@ -52,9 +51,8 @@ def harness_proxy(request: pytest.FixtureRequest) -> Iterator[str]:
     from harness.proxy import Proxy, serve  # (only a test that uses it loads the proxy)
 
     folder = request.path.parent / "cassettes" / folder_name(request.node.nodeid)
-    upstream = request.config.getoption("harness_proxy_base_url") or os.environ.get("HARNESS_BASE_URL")
     try:
-        proxy = Proxy(folder, request.config.getoption("harness_proxy"), upstream)
+        proxy = Proxy(folder, request.config.getoption("harness_proxy"), request.config.getoption("harness_proxy_base_url"))
     except HarnessError as e:
         pytest.fail(f"harness_proxy: {e}", pytrace=False)
     server = serve(proxy)

@@ -28,7 +28,7 @@ import httpx
 from harness.backends import wire
 from harness.backends.connection import CALLS, certificate_refused, drain, handshake_failed, new_client, proxied, read_bounded, read_raw, shut
 from harness.backends.messages import messages, with_count
-from harness.backends.urls import check_base_url, hidden, url_secrets
+from harness.backends.urls import hidden, server_url, url_secrets
 from harness.entry import Entry
 from harness.errors import HarnessError
 from harness.model import DEFAULTS, Bounds, Budget, Model, ModelError, Sent, TokenUsage
@@ -68,9 +68,7 @@ class ServerModel(Model):
         connections: int | None = None,  # calls at once over this model and its others (default: httpx's)
     ) -> None:
         self.model = model
-        # A bad URL's message names where it came from: the flag, or the environment.
-        where = "--base-url" if base_url else "HARNESS_BASE_URL" if os.environ.get("HARNESS_BASE_URL") else "the default base URL"
-        self.base_url = check_base_url((base_url or os.environ.get("HARNESS_BASE_URL") or DEFAULT_BASE_URL).rstrip("/"), where)
+        self.base_url = server_url(base_url, DEFAULT_BASE_URL)
         self.where = hidden(self.base_url)  # the base URL as messages show it: no user:password
         host = urlsplit(self.base_url).hostname or ""
         self.strict = strict if strict is not None else host == "api.openai.com" or host.endswith(".openai.com")

@@ -8,6 +8,7 @@ refused, quoting none of it. user:password is sent as Basic auth, and scrubbed l
 from __future__ import annotations
 
 import base64
+import os
 from urllib.parse import SplitResult, unquote, urlsplit
 
 from harness.errors import HarnessError
@@ -36,6 +37,15 @@ def check_base_url(url: str, where: str = "--base-url") -> str:
     if any(c.isspace() or ord(c) < 32 for c in url):
         raise HarnessError(where, f"{shown!r} holds a space or a control character")
     return url
+
+
+def server_url(given: str | None, default: str = "") -> str:
+    """The server's URL: `given` (--base-url), else $HARNESS_BASE_URL, else `default` (or "");
+    checked, a bad one named by where it came from."""
+    env = os.environ.get("HARNESS_BASE_URL")
+    where = "--base-url" if given else "HARNESS_BASE_URL" if env else "the default base URL"
+    url = given or env or default
+    return check_base_url(url.rstrip("/"), where) if url else ""
 
 
 def check_proxy_url(value: str, name: str) -> None:
