@@ -1,10 +1,8 @@
 """A proxy's cassette: a folder of ordinary transcripts, one per run, read back as calls.
 
-Each run-NNN.txt is save format v1 (harness show, step, export read it) with one key of its
-own, `proxy`: per call what replaying needs besides the text (params, rewritten,
-finish_reason, tool_calls). Prompts come from the transcript (harness.traffic.prompts) and
-completions are its model turns, so an edited model turn is what a replay answers. A run
-whose last call failed ends in model_error, any other in agent_stopped.
+Each run-NNN.txt is save format v1 with one key of its own, `proxy`: per call what a replay
+needs besides the text. Prompts and completions come from the transcript, so an edited model
+turn is what a replay answers.
 """
 
 from __future__ import annotations
@@ -16,39 +14,35 @@ from pathlib import Path
 from typing import Any
 
 from harness.errors import HarnessError, TranscriptFormatError
+from harness.events import StopReason
 from harness.files import read_input, write_file
-from harness.run_record import CallRecord
+from harness.run_record import CallRecord, RunRecord
 from harness.saved import load_record
 from harness.traffic import Call, body, prompts, transcript
 from harness.transcript import HEADER, Author, dumps, loads
 
 
 def run_text(run: Sequence[Call]) -> str:
-    """One run in the save format."""
+    """One run in the save format: its record's metadata, and the proxy's own key."""
     buffer, rewritten = transcript(run)
-    done = [call for call in run if not call.error]
-    meta: dict[str, Any] = {"stop_reason": "model_error" if run[-1].error else "agent_stopped", "final_answer": None, "steps": len(done)}
-    if run[-1].error:
-        meta["detail"] = run[-1].error
-    meta["model"] = str(run[0].params.get("model", ""))
-    meta["cuts"] = {}
-    meta["calls"] = [CallRecord(tokens=call.tokens).to_meta() for call in done]
+    failed, done = run[-1].error, [call for call in run if not call.error]
+    reason = StopReason.MODEL_ERROR if failed else StopReason.AGENT_STOPPED
+    calls = tuple(CallRecord(tokens=call.tokens) for call in done)
+    record = RunRecord(buffer, reason, steps=len(done), detail=failed, calls=calls, model=str(run[0].params.get("model", "")))
     per_call = [{"params": c.params, "rewritten": r, "finish_reason": c.finish_reason, "tool_calls": list(c.tool_calls)} for c, r in zip(run, rewritten)]
-    meta["proxy"] = {"endpoint": run[0].endpoint, "calls": per_call}
-    return dumps(buffer, meta)
+    return dumps(buffer, record.meta() | {"proxy": {"endpoint": run[0].endpoint, "calls": per_call}})
 
 
 def claim(folder: Path) -> int:
-    """The folder, made if need be, held for one recording proxy until `release` (the hold
-    ends with the process too): two recording into one folder would overwrite each other."""
+    """The folder, made if need be and tried with a file, held for one recording proxy until
+    `release` (or the process ends): two recording into one folder would overwrite each other."""
+    import tempfile  # (only a recording proxy needs it)
+
     try:
         folder.mkdir(parents=True, exist_ok=True)
-    except FileExistsError:
-        pass  # a file in its place: opening it as a folder says so
-    except OSError as e:
-        raise HarnessError(str(folder), f"cannot make the cassette folder ({e.strerror})") from None
-    try:
         held = os.open(folder, os.O_RDONLY | os.O_DIRECTORY)
+    except FileExistsError:
+        raise HarnessError(str(folder), "cannot record a cassette into it (Not a directory)") from None
     except OSError as e:
         raise HarnessError(str(folder), f"cannot record a cassette into it ({e.strerror})") from None
     try:
@@ -56,6 +50,11 @@ def claim(folder: Path) -> int:
     except OSError:
         os.close(held)
         raise HarnessError(str(folder), "another harness proxy is recording into this cassette; stop it first") from None
+    try:
+        tempfile.TemporaryFile(dir=folder).close()  # the runs are written at the end: find out now that they can be
+    except OSError as e:
+        release(folder, held)
+        raise HarnessError(str(folder), f"cannot record a cassette into it ({e.strerror})") from None
     return held
 
 
@@ -69,8 +68,7 @@ def release(folder: Path, held: int) -> None:
 
 
 def save(runs: Sequence[Sequence[Call]], folder: Path, replace: bool) -> list[Path]:
-    """The runs written as run-NNN.txt: after the files already there, or (`replace`) in
-    their place, the old ones beyond the new count removed."""
+    """The runs written as run-NNN.txt, after the files already there or (`replace`) in their place."""
     old = sorted(folder.glob("run-*.txt"))
     start = 1 if replace else len(old) + 1
     written = []

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import os
 import signal
 import sys
 import threading
@@ -35,7 +34,7 @@ def proxy(
     from harness.proxy import Proxy, serve
 
     bounds = Bounds(max_tokens or DEFAULTS.max_tokens, max_chars or DEFAULTS.max_chars, max_seconds or DEFAULTS.max_seconds)
-    recorder = Proxy(cassette, mode, base_url or os.environ.get("HARNESS_BASE_URL"), bounds)
+    recorder = Proxy(cassette, mode, base_url, bounds)
     server = serve(recorder, port)
     done = threading.Event()
     for signum in (signal.SIGINT, signal.SIGTERM):  # Ctrl-C, or a kill: stop and save

@@ -4,13 +4,10 @@
         def stream(self, prompt, stop):        # the one method a backend writes
             yield "Final Answer: " + prompt[-20:]
 
-A model sees the whole prompt fresh on every call and yields text (and maybe a TokenUsage;
-the last one counts); its failures are ModelErrors. The loop calls `complete`, which
-sends the buffer (`send`: one text; a chat model splits it by author) and checks what
-comes back where it enters: only text or counts, made encodable and scrubbed of the
-model's secrets (harness.entry), bounded in characters and seconds (Bounds). What a
-model can do besides is declared, never probed: every model has `endpoint`,
-`serves_many`, `another()`, `reset()`, `interrupt()`, `close()` and `notes`.
+A model sees the whole prompt fresh on every call and yields text (and maybe a TokenUsage);
+its failures are ModelErrors. The loop calls `complete`, which checks what comes back where
+it enters: only text or counts, scrubbed of the model's secrets, bounded by Bounds. What
+else a model can do is declared on the base, never probed.
 """
 
 from __future__ import annotations
@@ -37,7 +34,7 @@ class ModelExhausted(ModelError):
 
 @dataclass(frozen=True)
 class TokenUsage:
-    """What a backend that can count reports about one call, as an item of its stream."""
+    """A call's token counts, as an item of its stream (the last one counts)."""
 
     prompt_tokens: int  # the whole prompt, in the model's own tokens
     evaluated_tokens: int | None = None  # of those, how many it had to process (the rest came from its cache)
@@ -46,16 +43,15 @@ class TokenUsage:
 
 @dataclass(frozen=True, slots=True)
 class Sent:
-    """A chat backend's first item: it sent the buffer as this many messages (recorded per call)."""
+    """A chat backend's first item: how many messages it sent."""
 
     messages: int
 
 
 @dataclass(frozen=True, slots=True)
 class Bounds:
-    """Bounds on every model call. `max_tokens` is asked of the model; the other two hold
-    whatever the model does: past them the call ends in a ModelError naming the bound and
-    its option (the run stops in model_error, saved; what was read of that reply is not kept)."""
+    """Bounds on every model call: past `max_chars` or `max_seconds` the call ends in a
+    ModelError naming its option (the run stops in model_error)."""
 
     max_tokens: int = 512  # asked of the model
     max_chars: int = 100_000  # characters of completion text read from one call
@@ -104,14 +100,14 @@ class Model:
         raise NotImplementedError(f"{type(self).__name__} must define stream(prompt, stop)")
 
     def send(self, buffer: Transcript, stop: Sequence[str]) -> Iterable[str | TokenUsage | Sent]:
-        """The buffer as this model reads it: one text (a chat model overrides this)."""
+        """The buffer as one text (a chat model sends messages)."""
         return self.stream(buffer.text, stop)
 
     def check(self, buffer: Transcript) -> None:
-        """Refuse, before the run's first call, a buffer this model cannot be sent (HarnessError)."""
+        """Refuse, before the first call, a buffer this model cannot be sent (HarnessError)."""
 
     def complete(self, buffer: Transcript, stop: Sequence[str]) -> Iterator[str | TokenUsage | Sent]:
-        """One call, sent and checked (see above); closed early, it closes the model's stream."""
+        """One call, sent and checked; closed early, it closes the model's stream."""
         return _checked(self.send(buffer, stop), self.bounds, self.entry)
 
     def another(self) -> Model:
@@ -119,13 +115,13 @@ class Model:
         return self
 
     def reset(self) -> None:
-        """Forget whatever an earlier run left (llama.cpp's cache): a run starts afresh."""
+        """Forget what an earlier run left (llama.cpp's cache)."""
 
     def interrupt(self) -> None:
-        """End the calls in flight now (a batch's Ctrl-C while a server stalls)."""
+        """End the calls in flight now (a batch's Ctrl-C)."""
 
     def close(self) -> None:
-        """Let go of connections and files."""
+        """Let go of connections and processes."""
 
 
 def _checked(chunks: Iterable[object], bounds: Bounds | None, entry: Entry) -> Iterator[str | TokenUsage | Sent]:
@@ -172,8 +168,7 @@ def as_model(model: object) -> Model:
 
 
 class Around(Model):
-    """Passes calls through to another model, with its bounds and scrub: a wrapper changes
-    what happens to a call, not what the model is."""
+    """Passes calls through to another model, keeping its name, bounds and scrub."""
 
     def __init__(self, model: Model) -> None:
         self.model = as_model(model)
@@ -200,11 +195,9 @@ LONG_CHUNK = 65_536  # characters a chunk past them: a 10 MB reply is not a mill
 
 
 class ScriptedModel(Model):
-    """Plays back `completions` in order, `chunk_size` characters at a time (past STREAMED,
-    LONG_CHUNK at a time), and `tokens[i]`, if given, after completion i (a replay's counts).
-    Like a server that ignores `stop`, it streams each completion whole: the loop's stop
-    scanner cuts it. It keeps each prompt's length, not its text; a subclass that reads
-    the text overrides `send`."""
+    """Plays back `completions` in order, `chunk_size` characters at a time, and `tokens[i]`,
+    if given, after completion i (a replay's counts). Like a server that ignores `stop`, it
+    streams each completion whole: the loop's stop scanner cuts it."""
 
     bounds = None  # canned text: nothing to bound
 
@@ -219,8 +212,7 @@ class ScriptedModel(Model):
         self.calls: list[Call] = []
 
     def send(self, buffer: Transcript, stop: Sequence[str]) -> Iterator[str | TokenUsage]:
-        """Only the prompt's length: the buffer is never joined into one text."""
-        return self._play(len(buffer), stop)
+        return self._play(len(buffer), stop)  # only the prompt's length: the buffer is never joined
 
     def stream(self, prompt: str, stop: Sequence[str]) -> Iterator[str | TokenUsage]:
         return self._play(len(prompt), stop)
@@ -257,8 +249,7 @@ class FailingModel(Around):
 
 
 class InterruptedModel(Around):
-    """Passes calls through to `model`; call number `step` raises KeyboardInterrupt once
-    `at` characters have streamed, as Ctrl-C does."""
+    """Passes calls through to `model`; call `step` raises KeyboardInterrupt after `at` characters."""
 
     def __init__(self, model: Model, step: int, at: int) -> None:
         super().__init__(model)

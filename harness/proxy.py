@@ -4,13 +4,12 @@
     server = serve(proxy)                       # on 127.0.0.1, a free port: proxy.url
     server.shutdown(); proxy.close()            # the runs saved as transcripts (harness.cassette)
 
-Each request is a Call (harness.traffic). The modes are VCR's: `once` replays the cassette
-if there is one, else records one; `new_episodes` replays what was recorded and records
-what is new; `all` records again; `none` only replays. A request that was not recorded
-fails closed: HTTP 400 holding a diff of the agent's buffer against the nearest recording.
-Recording forwards each call unstreamed, bounded as every call harness makes; an upstream
-failure is HTTP 502, its run saved as model_error, and never changes a cassette that exists.
-The agent's key (Authorization, a body's `api_key`) is forwarded and scrubbed from all kept.
+The modes are VCR's: `once` replays a cassette if there is one, else records one;
+`new_episodes` replays and records what is new; `all` records again; `none` only replays.
+A request that was not recorded fails closed: HTTP 400 with a diff of the agent's buffer
+against the nearest recording. Recording forwards each call unstreamed and bounded; an
+upstream failure is HTTP 502 and a run saved as model_error. The agent's key is forwarded,
+and scrubbed from all that is kept.
 """
 
 from __future__ import annotations
@@ -29,9 +28,9 @@ import httpx
 from harness import captured, cassette
 from harness.backends import wire
 from harness.backends.connection import new_client, read_bounded
-from harness.backends.urls import check_base_url, hidden, url_secrets
+from harness.backends.urls import hidden, server_url, url_secrets
 from harness.diff import transcript_diff
-from harness.entry import Entry
+from harness.entry import Entry, is_secret_key
 from harness.errors import HarnessError
 from harness.model import DEFAULTS, Bounds, ModelError
 from harness.traffic import Call, body, chat_text, group, transcript
@@ -44,15 +43,17 @@ PARAMS = (  # what a request may set that decides the answer: saved, and matched
     "presence_penalty", "frequency_penalty", "repeat_penalty", "logit_bias", "tool_choice", "parallel_tool_calls",
     "response_format", "suffix", "echo", "best_of", "logprobs", "top_logprobs", "grammar",
 )  # fmt: skip
+# The settings the proxy itself reads, and what each must be when it is not null.
+TYPES = {"n": int, "max_tokens": int, "max_completion_tokens": int, "seed": int, "stream": bool, "stream_options": dict}
+SAID = {int: "a whole number", bool: "true or false", dict: "an object"}
+KEY_HEADERS = ("Authorization", "api-key", "x-api-key")  # OpenAI's, Azure's and others' ways to send a key
 PIECE = 32  # characters of text per streamed event
 
 
 class Refused(HarnessError):
-    """A request the proxy answers with HTTP `status` and the message."""
-
     def __init__(self, status: int, where: str, message: str) -> None:
         super().__init__(where, message)
-        self.status = status
+        self.status = status  # the HTTP answer
 
 
 class Proxy:
@@ -65,9 +66,9 @@ class Proxy:
         self.old = cassette.load(folder) if mode != "all" and folder.is_dir() else []
         self.recording = mode in ("all", "new_episodes") or (mode == "once" and not self.old)
         self.answers = {call.key(): call for run in self.old for call in run}
-        if self.recording and not upstream:
+        self.upstream = server_url(upstream) if self.recording else ""  # --base-url, else $HARNESS_BASE_URL
+        if self.recording and not self.upstream:
             raise HarnessError("--base-url", f"mode {mode} records {'new calls' if self.old else 'a new cassette'}: name the upstream server")
-        self.upstream = check_base_url(upstream.rstrip("/")) if self.recording and upstream else ""
         self.held = cassette.claim(folder) if self.recording else None  # no other proxy records here meanwhile
         self.client = new_client(self.upstream, headers={"Accept-Encoding": "identity"}) if self.upstream else None
         self.calls: list[Call] = []  # this session's, in the order they ended
@@ -76,32 +77,30 @@ class Proxy:
         self.lock = threading.Lock()
         self.url = ""
 
-    # --- one request -------------------------------------------------------------------
-
-    def handle(self, endpoint: str, request: dict[str, Any], key: str) -> Call:
-        """The answer to one request, as a Call (an upstream failure: a Call with `error`)."""
-        entry = Entry([*url_secrets(self.upstream), str(request.get("api_key", ""))], key=key)
+    def handle(self, endpoint: str, request: dict[str, Any], keys: dict[str, str]) -> Call:
+        """The answer to one request (an upstream failure: a Call with `error`); `keys`: its KEY_HEADERS."""
+        sent = [*keys.values(), *(v.removeprefix("Bearer ").strip() for v in keys.values()), str(request.get("api_key") or "")]
+        entry = Entry([*url_secrets(self.upstream), *filter(is_secret_key, sent)])
         call = _call(endpoint, request, entry)
         recorded = self.answers.get(call.key())
         if recorded is None and not self.recording:
             raise Refused(400, "harness proxy", self._mismatch(call))
-        answer = recorded or self._forward(endpoint, request, call, entry, key)
+        answer = recorded or self._forward(request, call, entry, keys)
         with self.lock:
             if recorded is None:
                 self.live.add(id(answer))
             self.calls.append(answer)
         return answer
 
-    def _forward(self, endpoint: str, request: dict[str, Any], call: Call, entry: Entry, key: str) -> Call:
+    def _forward(self, request: dict[str, Any], call: Call, entry: Entry, keys: dict[str, str]) -> Call:
         body = {k: v for k, v in request.items() if k not in ("stream", "stream_options")} | {"stream": False}
-        asked = body.get("max_tokens")
-        if not isinstance(asked, int) or not 0 < asked <= self.bounds.max_tokens:
+        if not 0 < (body.get("max_tokens") or 0) <= self.bounds.max_tokens:
             body["max_tokens"] = self.bounds.max_tokens
-        url = f"{self.upstream}/{'chat/completions' if endpoint == 'chat' else 'completions'}"
+        url = f"{self.upstream}/{'chat/completions' if call.endpoint == 'chat' else 'completions'}"
         limit = self.bounds.max_chars * 8 + 65536
         try:
             sent = json.dumps(body).encode()  # ASCII: what the agent sent, even a lone surrogate, as it sent it
-            headers = {"Content-Type": "application/json"} | ({"Authorization": f"Bearer {key}"} if key else {})
+            headers = {"Content-Type": "application/json", **keys}
             status, raw = read_bounded(self.client, "POST", url, self.bounds.max_seconds, limit + 1, content=sent, headers=headers)
             if status != 200:
                 raise ModelError(f"{hidden(self.upstream)} answered HTTP {status}: {wire.error_text(raw, entry) or '(no message)'}")
@@ -116,28 +115,25 @@ class Proxy:
     def _mismatch(self, call: Call) -> str:
         """Why a request cannot be replayed: a diff of its buffer against the nearest recording."""
         same = [(run, k) for run in self.old for k, c in enumerate(run) if c.endpoint == call.endpoint]
-        head = f"this {call.endpoint} request was not recorded in {self.folder} (mode {self.mode})"
+        said = f"this {call.endpoint} request was not recorded in {self.folder} (mode {self.mode})"
         if not same:
-            said = head + "; the cassette holds no such call"
+            said += "; the cassette holds no such call"
         else:
             run, k = max(same, key=lambda at: (len(os.path.commonprefix([at[0][at[1]].prompt, call.prompt])), -same.index(at)))
-            nearest = run[k]
-            if nearest.prompt == call.prompt:
-                changed = sorted(k for k in {**nearest.params, **call.params} if nearest.params.get(k) != call.params.get(k))
-                said = head + "; the prompt is the same, the settings differ: " + ", ".join(
-                    f"{k} {json.dumps(nearest.params.get(k))} -> {json.dumps(call.params.get(k))}" for k in changed)
+            if run[k].prompt == call.prompt:
+                old, new = run[k].params, call.params
+                changed = sorted(p for p in {**old, **new} if old.get(p) != new.get(p))
+                said += "; the prompt is the same, the settings differ: " + ", ".join(f"{p} {json.dumps(old.get(p))} -> {json.dumps(new.get(p))}" for p in changed)
             else:
-                said = head + "\n" + transcript_diff(_buffer(run[:k], nearest), _buffer(run[:k], call), "the agent's buffer", ("recorded", "sent"))
+                said += "\n" + transcript_diff(_buffer(run[:k], run[k]), _buffer(run[:k], call), "the agent's buffer", ("recorded", "sent"))
         with self.lock:
             self.mismatches.append(said)
         print(f"harness proxy: {said}", file=sys.stderr, flush=True)
         return said
 
-    # --- the end of a session -------------------------------------------------------------
-
     def close(self, save: bool = True) -> list[Path]:
-        """Save what was recorded: `new_episodes` adds the runs that hold a new call, the other
-        modes replace the cassette; a recording with a failed call keeps one that exists."""
+        """Save the runs that hold a new call: added (`new_episodes`) or in the cassette's place,
+        unless a call failed and there is a cassette to keep."""
         if self.client is not None:
             self.client.close()
         with self.lock:
@@ -163,9 +159,12 @@ def _buffer(before: list[Call], call: Call) -> str:
 
 def _call(endpoint: str, request: dict[str, Any], entry: Entry) -> Call:
     """A request as a Call without its answer, scrubbed; malformed input is Refused, named."""
-    if request.get("n", 1) != 1:
-        raise Refused(400, "n", "harness proxy records one answer per call: n must be 1")
     try:
+        for name, kind in TYPES.items():
+            if request.get(name) is not None and type(request[name]) is not kind:  # `true` is no number here
+                raise HarnessError(name, f"must be {SAID[kind]}, not {wire.kind(request[name])}")
+        if request.get("n", 1) not in (1, None):
+            raise HarnessError("n", "harness proxy records one answer per call: n must be 1")
         if endpoint == "chat":
             prompt = chat_text(request.get("messages"), request.get("tools"))
         else:
@@ -187,72 +186,58 @@ def _scrubbed(entry: Entry, value: Any) -> Any:
 def _answered(call: Call, data: dict[str, Any], entry: Entry, bounds: Bounds) -> Call:
     """The call with the upstream's answer, every field read checked."""
     choices = data.get("choices")
-    if not isinstance(choices, list) or not choices or not isinstance(choices[0], dict):
-        raise ModelError(f"the upstream's answer has no choices: {entry.detail(json.dumps(data)[:200])}")
-    choice, calls = choices[0], ()
-    if call.endpoint == "chat":
-        message = choice.get("message")
-        if not isinstance(message, dict):
-            raise ModelError(f"the upstream's choices[0].message is {wire.kind(message)}, not an object")
+    choice = choices[0] if isinstance(choices, list) and choices else None
+    answer = choice.get("message" if call.endpoint == "chat" else "text") if isinstance(choice, dict) else None
+    if call.endpoint == "chat" and isinstance(answer, dict):
         try:
-            text = body(message, "choices[0].message")
+            text, calls = body(answer, "choices[0].message"), tuple(_scrubbed(entry, answer.get("tool_calls") or []))
         except HarnessError as e:
             raise ModelError(f"the upstream's {e.where} {e.message}") from None
-        calls = tuple(_scrubbed(entry, message.get("tool_calls") or []))
+    elif call.endpoint != "chat" and isinstance(answer, str):
+        text, calls = answer, ()
     else:
-        text = choice.get("text")
-        if not isinstance(text, str):
-            raise ModelError(f"the upstream's choices[0].text is {wire.kind(text)}, not a string")
+        raise ModelError(f"the upstream's answer holds no choices[0].{'message' if call.endpoint == 'chat' else 'text'}: {entry.detail(json.dumps(data))}")
     if len(text) > bounds.max_chars:
         raise ModelError(f"the completion passed {bounds.max_chars:,} characters; the call was stopped (raise --max-chars)")
-    notes: list[str] = []
-    used = wire.usage(data.get("usage"), notes)
+    used, reason = wire.usage(data.get("usage"), []), choice.get("finish_reason")
     tokens = None if used is None else {"prompt_tokens": used.prompt_tokens, "completion_tokens": used.completion_tokens}
-    reason = choice.get("finish_reason")
     return call.but(completion=entry.scrub(text), tool_calls=calls, finish_reason=reason if isinstance(reason, str) else "stop", tokens=tokens)
 
 
 # --- what the agent is answered ---------------------------------------------------------------
 
 
-def _head(call: Call) -> dict[str, Any]:
-    return {"id": "harness-proxy", "created": 0, "model": call.params.get("model", "")}
-
-
-def reply(call: Call) -> dict[str, Any]:
-    """The call's answer as the server's JSON (not streamed)."""
-    head = _head(call)
-    if call.endpoint == "chat":
+def reply(call: Call, event: str = "", **choice: Any) -> dict[str, Any]:
+    """The call's answer as the server's JSON; with `event`, one event of its stream holding `choice`."""
+    chat = call.endpoint == "chat"
+    head = {"id": "harness-proxy", "created": 0, "model": call.params.get("model", "")}
+    if event:
+        return head | {"object": "chat.completion.chunk" if chat else "text_completion", "choices": [{"index": 0, "finish_reason": None, **choice}]}
+    prompt, completion = ((call.tokens or {}).get(k) or 0 for k in ("prompt_tokens", "completion_tokens"))
+    usage = {"prompt_tokens": prompt, "completion_tokens": completion, "total_tokens": prompt + completion}
+    if chat:
         message = {"role": "assistant", "content": cassette.content(call, "the answer")} | ({"tool_calls": list(call.tool_calls)} if call.tool_calls else {})
-        choice: dict[str, Any] = {"index": 0, "message": message, "finish_reason": call.finish_reason}
-        return head | {"object": "chat.completion", "choices": [choice], "usage": _usage(call)}
+        return head | {"object": "chat.completion", "choices": [{"index": 0, "message": message, "finish_reason": call.finish_reason}], "usage": usage}
     choice = {"index": 0, "text": call.completion, "finish_reason": call.finish_reason, "logprobs": None}
-    return head | {"object": "text_completion", "choices": [choice], "usage": _usage(call)}
+    return head | {"object": "text_completion", "choices": [choice], "usage": usage}
 
 
 def events(call: Call, usage: bool) -> Iterator[dict[str, Any] | str]:
     """The same answer as a stream's events, its text in pieces; then [DONE]."""
-    head, chat = _head(call), call.endpoint == "chat"
-    text = (cassette.content(call, "the answer") or "") if chat else call.completion
-
-    def event(**choice: Any) -> dict[str, Any]:
-        return head | {"object": "chat.completion.chunk" if chat else "text_completion", "choices": [{"index": 0, "finish_reason": None, **choice}]}
-
-    if chat:
-        yield event(delta={"role": "assistant", "content": ""})
-    for start in range(0, len(text), PIECE):
-        yield event(delta={"content": text[start : start + PIECE]}) if chat else event(text=text[start : start + PIECE], logprobs=None)
-    if call.tool_calls:
-        yield event(delta={"tool_calls": [{"index": i, **c} for i, c in enumerate(call.tool_calls)]})
-    yield event(delta={}, finish_reason=call.finish_reason) if chat else event(text="", finish_reason=call.finish_reason, logprobs=None)
+    if call.endpoint == "chat":
+        text = cassette.content(call, "the answer") or ""
+        yield reply(call, "chunk", delta={"role": "assistant", "content": ""})
+        yield from (reply(call, "chunk", delta={"content": text[i : i + PIECE]}) for i in range(0, len(text), PIECE))
+        if call.tool_calls:
+            yield reply(call, "chunk", delta={"tool_calls": [{"index": i, **c} for i, c in enumerate(call.tool_calls)]})
+        yield reply(call, "chunk", delta={}, finish_reason=call.finish_reason)
+    else:
+        text = call.completion
+        yield from (reply(call, "chunk", text=text[i : i + PIECE], logprobs=None) for i in range(0, len(text), PIECE))
+        yield reply(call, "chunk", text="", finish_reason=call.finish_reason, logprobs=None)
     if usage:
-        yield head | {"object": "chat.completion.chunk" if chat else "text_completion", "choices": [], "usage": _usage(call)}
+        yield reply(call, "chunk") | {"choices": [], "usage": reply(call)["usage"]}
     yield "[DONE]"
-
-
-def _usage(call: Call) -> dict[str, int]:
-    prompt, completion = ((call.tokens or {}).get(k) or 0 for k in ("prompt_tokens", "completion_tokens"))
-    return {"prompt_tokens": prompt, "completion_tokens": completion, "total_tokens": prompt + completion}
 
 
 # --- HTTP -------------------------------------------------------------------------------------
@@ -285,15 +270,14 @@ class Handler(BaseHTTPRequestHandler):
             if endpoint not in ("completions", "chat"):
                 raise Refused(404, "harness proxy", f"serves no {self.path[:100]!r}: POST /v1/completions or /v1/chat/completions")
             request = self._body()
-            auth = self.headers.get("Authorization", "")
-            call = self.server.proxy.handle(endpoint, request, auth.removeprefix("Bearer ").strip())
+            keys = {name: self.headers[name] for name in KEY_HEADERS if name in self.headers}
+            call = self.server.proxy.handle(endpoint, request, keys)
         except Refused as e:
             return self._json(e.status, _error(str(e), "harness_proxy"))
         if call.error:
             return self._json(502, _error(call.error, "upstream_error"))
         if request.get("stream") is True:
-            options = request.get("stream_options")
-            return self._stream(events(call, isinstance(options, dict) and options.get("include_usage") is True))
+            return self._stream(events(call, (request.get("stream_options") or {}).get("include_usage") is True))
         self._json(200, reply(call))
 
     def _body(self) -> dict[str, Any]:
@@ -332,7 +316,7 @@ class Handler(BaseHTTPRequestHandler):
             self.wfile.flush()
 
     def log_message(self, format: str, *args: Any) -> None:
-        pass  # the proxy speaks only of what it records and refuses
+        pass  # the proxy speaks only of what it refuses
 
 
 def _error(message: str, kind: str = "invalid_request_error") -> dict[str, Any]:
@@ -341,11 +325,7 @@ def _error(message: str, kind: str = "invalid_request_error") -> dict[str, Any]:
 
 class ProxyServer(ThreadingHTTPServer):
     daemon_threads = True
-
-    def __init__(self, proxy: Proxy, port: int = 0) -> None:
-        super().__init__(("127.0.0.1", port), Handler)
-        self.proxy = proxy
-        proxy.url = f"http://127.0.0.1:{self.server_address[1]}/v1"
+    proxy: Proxy
 
     def handle_error(self, request: Any, client_address: Any) -> None:
         """A request that broke off is one line on stderr, never a traceback; the proxy goes on."""
@@ -357,8 +337,9 @@ class ProxyServer(ThreadingHTTPServer):
 def serve(proxy: Proxy, port: int = 0) -> ProxyServer:
     """The proxy listening on 127.0.0.1 (`port` 0: a free one), served from a thread."""
     try:
-        server = ProxyServer(proxy, port)
+        server = ProxyServer(("127.0.0.1", port), Handler)
     except OSError as e:
         raise HarnessError("--port", f"cannot listen on 127.0.0.1:{port} ({e.strerror})") from None
+    server.proxy, proxy.url = proxy, f"http://127.0.0.1:{server.server_address[1]}/v1"
     threading.Thread(target=server.serve_forever, name="harness-proxy", daemon=True).start()
     return server

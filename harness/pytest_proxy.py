@@ -4,19 +4,16 @@
         agent = build_my_agent(base_url=harness_proxy)
         assert agent.run("What is 7 times 6?") == "42"
 
-One cassette per test, `cassettes/TEST_NAME/` beside its file, in `--harness-proxy MODE`
-(`once` by default: it records from `--harness-proxy-base-url` or $HARNESS_BASE_URL, then
-replays). Drift is an HTTP error the agent raises; if it swallows it, the test fails with
-the diff after its end. A test that fails while recording leaves its cassette as it was.
+One cassette per test beside its file (`folder_name`), in `--harness-proxy MODE`. Drift is
+an HTTP error the agent raises; if it swallows it, the test fails with the diff after its
+end. A test that fails while recording leaves its cassette as it was.
 """
 
 from __future__ import annotations
 
-import os
 from collections.abc import Iterator
 
 import pytest
-import regex
 
 from harness.errors import HarnessError
 
@@ -37,15 +34,25 @@ def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo) -> Itera
     return report
 
 
+def folder_name(nodeid: str) -> str:
+    """A test's cassette folder: its file's name and test id (parameters too), readable, then
+    a hash of them, so that no two tests share one, not even on a file system that ignores case."""
+    import hashlib
+
+    path, _, test = nodeid.partition("::")
+    name = f"{path.rpartition('/')[2]}::{test}"
+    shown = "".join(c if c.isascii() and (c.isalnum() or c in "._-[]") else "_" for c in name)
+    return f"{shown[:80]}-{hashlib.sha256(name.encode()).hexdigest()[:16]}"
+
+
 @pytest.fixture
 def harness_proxy(request: pytest.FixtureRequest) -> Iterator[str]:
     """The base URL of a proxy that records this test's calls or replays them."""
     from harness.proxy import Proxy, serve  # (only a test that uses it loads the proxy)
 
-    folder = request.path.parent / "cassettes" / regex.sub(r"[^\w.-]", "_", request.node.name)[:100]
-    upstream = request.config.getoption("harness_proxy_base_url") or os.environ.get("HARNESS_BASE_URL")
+    folder = request.path.parent / "cassettes" / folder_name(request.node.nodeid)
     try:
-        proxy = Proxy(folder, request.config.getoption("harness_proxy"), upstream)
+        proxy = Proxy(folder, request.config.getoption("harness_proxy"), request.config.getoption("harness_proxy_base_url"))
     except HarnessError as e:
         pytest.fail(f"harness_proxy: {e}", pytrace=False)
     server = serve(proxy)

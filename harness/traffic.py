@@ -1,19 +1,11 @@
 """An agent's model traffic as runs: which calls belong together, and who wrote each byte.
 
-Seen from the wire, an agent is a list of calls, each (prompt, completion). A call whose
-prompt extends a run's last prompt continues that run (the longest such run); any other
-starts a run of its own, so concurrent runs stay apart. Authors go by position, as
-harness's own loop writes them: the first prompt `developer`, each completion `model`,
-what the agent's next prompt adds after it `code`.
-
-Where the next prompt does not hold the completion verbatim (a framework rewrote the
-model's words), the transcript keeps the model's words, then the REWRITTEN line and what
-the agent sent instead, as code; `prompts` undoes that and gives back each call's prompt.
-
-A chat call's messages become one text (`chat_text`): `[tools]`, then each message under
-a `[role]` line with its tool calls as `[call ID] name(arguments)` lines, then `[assistant]`.
-The assistant's replies are `model`; the rest is `developer` before the first, `code` after
-(the inverse of harness.backends.messages' rule).
+A call whose prompt extends a run's last prompt continues that run; any other starts one,
+so concurrent runs stay apart. The first prompt is `developer`, each completion `model`,
+what the agent's next prompt adds after it `code`. Where that prompt does not hold the
+completion verbatim (a framework rewrote the model's words), the REWRITTEN line and what
+the agent sent instead follow the model's words. A chat call's messages are one text
+(`chat_text`), its assistant's replies `model` (the inverse of harness.backends.messages).
 """
 
 from __future__ import annotations
@@ -50,8 +42,7 @@ class Call:
 
 
 def group(calls: Sequence[Call]) -> list[list[Call]]:
-    """The calls, in the order they ended, as runs (the rule above). A call that repeats a
-    failed call's prompt is the agent's retry: it takes the failed call's place."""
+    """The calls, in the order they ended, as runs; a retry of a failed call takes its place."""
     runs: list[list[Call]] = []
     for call in calls:
         retried = [run for run in runs if run[-1].error and run[-1].prompt == call.prompt and run[-1].endpoint == call.endpoint]
@@ -71,8 +62,7 @@ def _continues(last: Call, call: Call) -> bool:
 
 
 def transcript(run: Sequence[Call]) -> tuple[Transcript, list[bool]]:
-    """A run's transcript, authored by the rule above, and for each call whether the agent
-    sent its completion back rewritten (then the transcript marks it)."""
+    """A run's transcript, and for each call whether the agent sent its completion back rewritten."""
     buffer, rewritten = Transcript(), []
     for i, call in enumerate(run):
         if i == 0:
@@ -89,9 +79,7 @@ def transcript(run: Sequence[Call]) -> tuple[Transcript, list[bool]]:
 
 
 def prompts(buffer: Transcript, rewritten: Sequence[bool], where: str) -> list[str]:
-    """What each call of a saved run was sent: the transcript before its model turn, without
-    the model's words the agent rewrote and the REWRITTEN mark after them (the inverse of
-    `transcript`)."""
+    """What each call of a saved run was sent: the inverse of `transcript`."""
     out, sent, drop = [], [], False
     for span in buffer.spans:
         if span.author is Author.MODEL:
@@ -113,7 +101,7 @@ def prompts(buffer: Transcript, rewritten: Sequence[bool], where: str) -> list[s
 
 
 def chat_text(messages: Any, tools: Any = None) -> str:
-    """A chat request as the text the proxy records (each field checked: it is untrusted)."""
+    """A chat request as one text: `[tools]`, then each message under its `[role]` line, then `[assistant]`."""
     if not isinstance(messages, list) or not messages:
         raise HarnessError("messages", "must be a non-empty list of messages")
     out = []
@@ -130,7 +118,7 @@ def chat_text(messages: Any, tools: Any = None) -> str:
 
 
 def body(message: dict[str, Any], where: str = "message") -> str:
-    """A message's text: its content (text parts of a list joined), then its tool calls."""
+    """A message's text: its content, then each tool call as `[call ID] name(arguments)`."""
     content = message.get("content")
     if isinstance(content, list):
         content = "".join(p.get("text", "") if isinstance(p, dict) and isinstance(p.get("text", ""), str) else f"[{_kind(p)}]" for p in content)

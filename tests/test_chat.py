@@ -112,7 +112,7 @@ def test_a_scripted_scenario_can_go_through_the_chat_rule(tmp_path):
 
 
 def test_a_strict_server_gets_no_llama_cpp_knobs_and_at_most_four_stops():
-    from harness.backends.chat import ChatModel
+    from harness.backends.server import ChatModel
     from harness.backends.server import ServerModel
 
     stops = [f"S{i}:" for i in range(6)]

@@ -28,7 +28,7 @@ LAYERS = [  # bottom to top
     ("the run record", "run_record"),
     ("the loop", "loop"),
     ("sources: files, user code, tools, scenarios", "files captured user_code tools workspace tool_specs prompts scenario source saved"),
-    ("live models", "backends backends.urls backends.wire backends.connection backends.counts backends.server backends.chat backends.messages backends.local backends.spec"),
+    ("live models", "backends backends.urls backends.wire backends.connection backends.messages backends.server backends.local backends.spec"),
     ("runs from sources", "agent record batch protocol cassette proxy"),
     ("views", "render render.keys render.styled render.wrap render.json render.frames render.sent render.live render.markdown render.html render.stepper batch_report"),
     ("the command", "cli_io cli_batch cli_show cli_replay cli_run cli_proxy cli pytest_proxy pytest_plugin __main__"),

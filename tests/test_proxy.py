@@ -202,10 +202,25 @@ def test_an_api_key_in_the_header_or_the_body_never_reaches_a_file(tmp_path, ups
     assert KEY not in text and "(key ***)" in text and "the key is ***" in text
 
 
+def test_a_key_in_an_api_key_or_x_api_key_header_is_forwarded_and_never_reaches_a_file(tmp_path, upstream):
+    upstream.serve(answer(f" the key is {KEY}"), answer(f" the key is {KEY}"))
+    session = Session(tmp_path / "c", "once", upstream.url)
+    for header in ("api-key", "x-api-key"):
+        r = httpx.post(f"{session.url}/completions", json={"model": "m", "prompt": f"{header} {KEY}"}, headers={header: KEY})
+        assert r.status_code == 200
+    sent = [{k.lower(): v for k, v in headers.items()} for headers, _ in upstream.requests]
+    assert [sent[0].get("api-key"), sent[1].get("x-api-key")] == [KEY, KEY]  # forwarded: the upstream needs it
+    paths = session.close()
+    assert len(paths) == 2 and all(KEY not in path.read_text() and "the key is ***" in path.read_text() for path in paths)
+
+
 @pytest.mark.parametrize(
     "raw, status, said",
     [(b"{not json", 400, "not JSON"), (b"[1, 2]", 400, "a list, not a JSON object"),
-     (b'{"prompt": 5}', 400, "prompt: must be one text"), (b'{"messages": "hi"}', 400, "messages: must be a non-empty list")],
+     (b'{"prompt": 5}', 400, "prompt: must be one text"), (b'{"messages": "hi"}', 400, "messages: must be a non-empty list"),
+     (b'{"prompt": "hi", "n": true}', 400, "n: must be a whole number, not a boolean (true)"),
+     (b'{"prompt": "hi", "max_tokens": "9"}', 400, "max_tokens: must be a whole number, not a string"),
+     (b'{"prompt": "hi", "stream": 1}', 400, "stream: must be true or false, not a number (1)")],
 )  # fmt: skip
 def test_malformed_requests_get_one_line_naming_what_is_wrong(tmp_path, upstream, raw, status, said):
     session = Session(tmp_path / "c", "once", upstream.url)
@@ -327,6 +342,19 @@ def test_a_file_where_the_cassette_folder_should_be_is_one_line_before_anything_
     done = subprocess.run([sys.executable, "-m", "harness", "proxy", str(tmp_path / "c"), "--base-url", upstream.url], capture_output=True, text=True, timeout=30)
     assert (done.returncode, done.stderr.count("\n")) == (2, 1) and "cannot record a cassette into it (Not a directory)" in done.stderr
     assert (tmp_path / "c").read_text() == "notes"
+
+
+def test_a_cassette_folder_that_cannot_be_written_is_one_line_and_exit_2_before_serving(tmp_path, upstream):
+    folder = tmp_path / "c"
+    folder.mkdir()
+    folder.chmod(0o555)
+    if os.access(folder, os.W_OK):  # root writes anywhere: a read-only file system's folder then
+        folder = Path("/sys/kernel")
+        if not folder.is_dir():
+            pytest.skip("no folder this user cannot write into")
+    done = subprocess.run([sys.executable, "-m", "harness", "proxy", str(folder), "--base-url", upstream.url], capture_output=True, text=True, timeout=30)
+    assert (done.returncode, done.stdout, done.stderr.count("\n")) == (2, "", 1)  # no URL: it never served
+    assert f"{folder}: cannot record a cassette into it (" in done.stderr
 
 
 def test_a_second_proxy_recording_into_the_same_folder_is_refused_and_the_first_keeps_its_runs(tmp_path, upstream):

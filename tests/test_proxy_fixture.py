@@ -8,6 +8,7 @@ import json
 
 import pytest
 
+from harness.pytest_proxy import folder_name
 from tests.loopback import FakeServer, Reply
 
 pytest_plugins = ["pytester"]
@@ -43,7 +44,7 @@ def upstream():
 def test_record_once_then_replay_offline_then_fail_on_a_changed_prompt(pytester, upstream):
     pytester.makepyfile(test_proxied_agent=AGENT)
     pytester.runpytest("--harness-proxy-base-url", upstream.url).assert_outcomes(passed=1)
-    saved = pytester.path / "cassettes" / "test_agent" / "run-001.txt"
+    saved = pytester.path / "cassettes" / folder_name("test_proxied_agent.py::test_agent") / "run-001.txt"
     assert "model     \\  done" in saved.read_text()
     upstream.close()
     pytester.runpytest("--harness-proxy-base-url", upstream.url).assert_outcomes(passed=1)  # replayed
@@ -56,7 +57,7 @@ def test_record_once_then_replay_offline_then_fail_on_a_changed_prompt(pytester,
 def test_a_test_that_fails_while_recording_writes_no_cassette(pytester, upstream):
     pytester.makepyfile(test_proxied_agent=AGENT.replace('" done\\n', '" other\\n'))
     pytester.runpytest("--harness-proxy-base-url", upstream.url).assert_outcomes(failed=1)
-    assert not (pytester.path / "cassettes" / "test_agent").exists()
+    assert not (pytester.path / "cassettes" / folder_name("test_proxied_agent.py::test_agent")).exists()
 
 
 def test_mode_none_without_a_cassette_fails_every_call_offline(pytester):
@@ -71,3 +72,15 @@ def test_a_mode_that_is_not_one_fails_the_test_in_one_line(pytester):
     result = pytester.runpytest("--harness-proxy", "sometimes")
     result.assert_outcomes(errors=1)
     result.stdout.fnmatch_lines(["*harness_proxy: --mode: must be one of once, new_episodes, all, none*"])
+
+
+def test_parametrized_tests_whose_ids_differ_only_in_unsafe_characters_keep_a_cassette_each(pytester, upstream):
+    upstream.answer = lambda body: answer(" done" if "Observation" in body["prompt"] else " add.")
+    parametrized = AGENT.replace('QUESTION = "2+3?"\n\n\n', "import pytest\n\n\n@pytest.mark.parametrize('QUESTION', ['2/3?', '2_3?', '2:3?'])\n")
+    pytester.makepyfile(test_proxied_agent=parametrized.replace("def test_agent(harness_proxy)", "def test_agent(harness_proxy, QUESTION)"))
+    pytester.runpytest("--harness-proxy-base-url", upstream.url).assert_outcomes(passed=3)
+    folders = sorted((pytester.path / "cassettes").iterdir())
+    assert len(folders) == 3 and all(f.name.startswith("test_proxied_agent.py__test_agent[2_3_]-") for f in folders)
+    assert sorted("2/3?" in t or "2_3?" in t or "2:3?" in t for t in (f.joinpath("run-001.txt").read_text() for f in folders)) == [True] * 3
+    upstream.close()
+    pytester.runpytest("--harness-proxy", "none").assert_outcomes(passed=3)  # each replays its own

@@ -108,7 +108,7 @@ def test_token_counts_come_from_the_servers_own_tokenizer(server, vocab):
 
 
 def test_the_chat_endpoint_streams_the_messages_answer(server):
-    from harness.backends.chat import ChatModel
+    from harness.backends.server import ChatModel
     from harness.transcript import Author, Transcript
 
     chat = ChatModel("smollm2", server.base_url, max_tokens=32)

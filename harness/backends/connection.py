@@ -1,8 +1,6 @@
-"""How a server's client holds its connections: TLS only where needed, a stream read to its
-end so that its connection is kept, every socket within reach of Ctrl-C, and every read
-and write within its call's deadline. `new_client` is the one place a client is made, so
-where what the environment tells httpx is checked (PROXIES, NO_PROXY, CERTIFICATES): a
-bad variable is one HarnessError naming it, and an unreadable proxy URL is quoted nowhere.
+"""A server's client: made in one place (`new_client`), where the environment httpx reads is
+checked (a bad variable is one HarnessError naming it); every read and write within its
+call's deadline, and every socket within reach of Ctrl-C.
 """
 
 from __future__ import annotations
@@ -29,8 +27,7 @@ DRAIN_SECONDS = 0.5  # read after [DONE] for the connection's sake, at most
 
 
 def new_client(base_url: str, **options: Any) -> httpx.Client:
-    """An httpx client for the server at `base_url` (`options`: headers, timeout, limits),
-    under the calls' deadlines, the environment it reads checked first."""
+    """An httpx client for the server at `base_url` (`options`: httpx.Client's), under the calls' deadlines."""
     for name, value in proxies().items():
         check_proxy_url(value, name)
     try:
@@ -61,15 +58,13 @@ def proxied(url: str | None = None) -> bool:
 
 
 def tls(base_url: str) -> ssl.SSLContext:
-    """Checked TLS for an https:// server, or behind a proxy: the certificates `trusted()`
-    loads. A plain http:// server never needs TLS (and loading the bundle costs every start
-    time): its client gets a context with no certificates, which would refuse any peer."""
+    """Checked TLS for an https:// server or behind a proxy; a plain http:// server gets a
+    context with no certificates (loading them costs start-up), which would refuse any peer."""
     return trusted() if proxied() or base_url.lower().startswith("https:") else ssl.SSLContext(ssl.PROTOCOL_TLS_CLIENT)
 
 
 def trusted() -> ssl.SSLContext:
-    """The certificates httpx itself would trust (CERTIFICATES, else certifi's bundle), loaded
-    here so that a variable naming nothing usable is one error naming it."""
+    """The certificates httpx would trust (CERTIFICATES, else certifi's), a bad variable named."""
     from harness.escape import one_line
 
     for name, kind in CERTIFICATES:
@@ -89,9 +84,8 @@ def trusted() -> ssl.SSLContext:
 
 
 def drain(response: httpx.Response, raw: Iterator[bytes]) -> None:
-    """After [DONE] the answer is whole: read the stream's end (at most 4 KB, for at most
-    DRAIN_SECONDS), so that httpx keeps the connection for the next call. A server that
-    sends more, or stalls, only loses its connection; the answer stands."""
+    """After [DONE], read the stream's end (4 KB, DRAIN_SECONDS at most) so that httpx keeps the
+    connection for the next call; a server that sends more, or stalls, only loses it."""
     left = 4096
     try:
         with CALLS.until(time.monotonic() + DRAIN_SECONDS):  # each read ends by then
@@ -123,16 +117,21 @@ def _cause(error: BaseException, kind: type[BaseException]) -> Any:
 
 
 def read_bounded(client: Any, method: str, url: str, seconds: float, limit: int, **request: Any) -> tuple[int, bytes]:
-    """One request that is not a model call (a token count, "are you up?"), bounded as a call
-    is: its status and at most `limit` bytes of its body within `seconds`, or an httpx error."""
+    """A request that is not a model call (a token count, "are you up?"), bounded as a call is:
+    its status and at most `limit` bytes of its body within `seconds`, or an httpx error."""
     with CALLS.until(time.monotonic() + seconds), client.stream(method, url, timeout=seconds, **request) as response:
-        body = bytearray()
-        if limit > 0:
-            for chunk in response.iter_raw():
-                body += chunk
-                if len(body) > limit:
-                    break
-        return response.status_code, bytes(body[:limit])
+        return response.status_code, read_raw(response, limit)
+
+
+def read_raw(response: httpx.Response, limit: int) -> bytes:
+    """At most `limit` bytes of an answer's body, as they came."""
+    body = bytearray()
+    if limit > 0:
+        for chunk in response.iter_raw():
+            body += chunk
+            if len(body) >= limit:
+                break
+    return bytes(body[:limit])
 
 
 def shut(sockets: weakref.WeakSet[socket.socket]) -> None:
@@ -145,9 +144,8 @@ def shut(sockets: weakref.WeakSet[socket.socket]) -> None:
 
 
 class Deadlines(httpcore.NetworkBackend):
-    """httpcore's own sockets, each read and write of which ends by the deadline of the call
-    its thread is making (httpx's ReadTimeout / WriteTimeout), whatever the server sends or
-    withholds: a read timeout alone is for one read, which a server dripping a byte a second meets."""
+    """httpcore's sockets, each read and write of which ends by the deadline of its thread's call
+    (a read timeout alone is per read, which a server dripping a byte a second meets)."""
 
     def __init__(self) -> None:
         self._sockets = httpcore.SyncBackend()
@@ -166,8 +164,7 @@ class Deadlines(httpcore.NetworkBackend):
             self._call.deadline, self._call.sockets = outer
 
     def left(self, timeout: float | None, late: type[Exception] = httpcore.ReadTimeout) -> float | None:
-        """How long the next read or write may block; past the deadline it raises `late` at
-        once (a server that never stops sending is ended as surely as one that sends nothing)."""
+        """How long the next read or write may block; past the deadline it raises `late`."""
         deadline = getattr(self._call, "deadline", None)
         if deadline is None:
             return timeout
@@ -176,8 +173,8 @@ class Deadlines(httpcore.NetworkBackend):
         return left if timeout is None else min(timeout, left)
 
     def install(self, client: httpx.Client) -> httpx.Client:
-        """Under every connection pool of `client` (a proxy's too). httpx takes no backend, so
-        this sets its pools' own (tests/test_backends.py fails if httpcore renames it)."""
+        """Under every pool of `client`: httpx takes no backend, so this sets its pools' own
+        (tests/test_backends.py fails if httpcore renames it)."""
         for transport in [client._transport, *client._mounts.values()]:
             if (pool := getattr(transport, "_pool", None)) is not None:
                 pool._network_backend = self

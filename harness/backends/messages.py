@@ -4,10 +4,9 @@
     each model turn                                                ->  "assistant"
     code's and the developer's text after it                       ->  "user"
 
-Pieces side by side with the same role are one message: a call sends user, assistant,
-user, ..., and the contents joined are the buffer. "user", not "system": every chat
-template has a user turn. A control token (`<|im_start|>`) in the developer's text is
-refused: the server writes the frames, and a template's own would frame turns twice.
+Pieces side by side with the same role are one message, so the contents joined are the
+buffer. A control token (`<|im_start|>`) in the developer's text is refused: the server's
+template frames the turns.
 """
 
 from __future__ import annotations
@@ -35,9 +34,7 @@ def messages(spans: Iterable[Span]) -> list[dict[str, str]]:
 
 
 def _add(out: list[dict[str, str]], span: Span, sending: bool = True) -> None:
-    """The rule, one span at a time: a message of its own, or the end of the last one's
-    content. Only what is sent (`sending`) is refused a control token; a view of a saved
-    file shows one as the text it is."""
+    """The rule, one span at a time; only what is sent refuses a control token (a view shows it)."""
     if sending and span.author is Author.DEVELOPER and (token := PATTERN.search(span.text)):
         raise HarnessError(
             "--model chat:NAME",
@@ -52,9 +49,7 @@ def _add(out: list[dict[str, str]], span: Span, sending: bool = True) -> None:
 
 
 def sent_counts(spans: Iterable[Span]) -> tuple[list[dict[str, str]], list[int]]:
-    """The run's messages once, and how many of them each call was sent: call i was sent
-    `all[:counts[i]]` (a Transcript never has two model spans side by side, so a model turn
-    starts a message and the ones before it never change). For the views: nothing is sent."""
+    """For the views: the run's messages once, and how many each call was sent (call i: `all[:counts[i]]`)."""
     out: list[dict[str, str]] = []
     counts: list[int] = []
     for span in spans:
@@ -87,8 +82,7 @@ def with_count(sent: list[dict[str, str]], chunks: Iterable[Any]) -> Iterator[An
 
 
 class ChatScript(Around):
-    """A scripted model replaying a chat run, each call counted by the rule as it is now
-    (so a change of the rule is drift a replay shows)."""
+    """A script replaying a chat run, its calls counted by the rule as it is now (a change is drift)."""
 
     def __init__(self, model: Model) -> None:
         super().__init__(model)

@@ -1,16 +1,19 @@
-"""A model behind any OpenAI-compatible completions server (llama.cpp, vLLM, Ollama, ...).
+"""A model behind any OpenAI-compatible server (llama.cpp, vLLM, Ollama, ...): `openai:NAME`
+posts the buffer byte for byte to `{base_url}/completions`, `chat:NAME` posts it to
+`/chat/completions` split into messages by author (harness.backends.messages).
 
-One call is one POST to `{base_url}/completions` with `stream: true`: the buffer byte for
-byte, no template added. Every sampling parameter is sent, as servers' defaults differ,
-and so are llama.cpp's own knobs, set to "off", unless the server is strict (`--strict`,
-or api.openai.com: it rejects them and takes at most 4 stops; the loop's own scanner
-enforces all of them). The API key comes from HARNESS_API_KEY or OPENAI_API_KEY. Left
+Every sampling parameter is sent, as servers' defaults differ, and llama.cpp's own knobs
+set to "off", unless the server is strict (`--strict`, or api.openai.com: it rejects them
+and takes at most 4 stops; the loop's own scanner enforces all of them). The API key comes
+from HARNESS_API_KEY or OPENAI_API_KEY. A server whose streams carry no token counts is
+asked for the prompt's (llama-cpp-python's /extras/tokenize/count; PromptCounter). Left
 out: retries (a failed call ends the run: model_error), n > 1, logprobs, compressed answers.
 """
 
 from __future__ import annotations
 
 import copy
+import json
 import os
 import socket
 import threading
@@ -23,12 +26,13 @@ from urllib.parse import urlsplit
 import httpx
 
 from harness.backends import wire
-from harness.backends.connection import CALLS, certificate_refused, drain, handshake_failed, new_client, proxied, read_bounded, shut
-from harness.backends.counts import PromptCounter
-from harness.backends.urls import check_base_url, hidden, url_secrets
+from harness.backends.connection import CALLS, certificate_refused, drain, handshake_failed, new_client, proxied, read_bounded, read_raw, shut
+from harness.backends.messages import messages, with_count
+from harness.backends.urls import hidden, server_url, url_secrets
 from harness.entry import Entry
 from harness.errors import HarnessError
-from harness.model import DEFAULTS, Bounds, Budget, Model, ModelError, TokenUsage
+from harness.model import DEFAULTS, Bounds, Budget, Model, ModelError, Sent, TokenUsage
+from harness.transcript import Author, Span, Transcript
 
 DEFAULT_BASE_URL = "http://127.0.0.1:8080/v1"
 
@@ -64,9 +68,7 @@ class ServerModel(Model):
         connections: int | None = None,  # calls at once over this model and its others (default: httpx's)
     ) -> None:
         self.model = model
-        # A bad URL's message names where it came from: the flag, or the environment.
-        where = "--base-url" if base_url else "HARNESS_BASE_URL" if os.environ.get("HARNESS_BASE_URL") else "the default base URL"
-        self.base_url = check_base_url((base_url or os.environ.get("HARNESS_BASE_URL") or DEFAULT_BASE_URL).rstrip("/"), where)
+        self.base_url = server_url(base_url, DEFAULT_BASE_URL)
         self.where = hidden(self.base_url)  # the base URL as messages show it: no user:password
         host = urlsplit(self.base_url).hostname or ""
         self.strict = strict if strict is not None else host == "api.openai.com" or host.endswith(".openai.com")
@@ -95,8 +97,7 @@ class ServerModel(Model):
         self._counter = PromptCounter(self._client, self.base_url, model, max_seconds)  # (a chat model never asks it)
 
     def another(self) -> ServerModel:
-        """A model for another run of a batch: its own notes and first wait, sharing this
-        one's client (httpx's may be shared between threads) and token counter."""
+        """A model for another run of a batch: its own notes, sharing the client and token counter."""
         twin = copy.copy(self)
         twin.notes = []
         return twin
@@ -119,7 +120,7 @@ class ServerModel(Model):
         return self._counted(prompt, self._stream(self.request(prompt, stop), len(prompt)))
 
     def _counted(self, prompt: str, chunks: Iterator[str | TokenUsage]) -> Iterator[str | TokenUsage]:
-        """A server that streams no counts is asked for the prompt's (harness.backends.counts)."""
+        """A server that streams no counts is asked for the prompt's (PromptCounter)."""
         counter, usage, notes = self._counter, None, []
         if counter.state == "ask" and (usage := counter.count(prompt, notes)) is not None:
             yield usage  # before the text: a stream closed early keeps it
@@ -138,14 +139,12 @@ class ServerModel(Model):
         self._client.close()
 
     def interrupt(self) -> None:
-        """End every call in flight of this model and its others now (every connection's
-        socket is shut down), and any wait for the server: a batch's Ctrl-C."""
+        """End every call in flight of this model and its others, and any wait: a batch's Ctrl-C."""
         self._interrupted.set()
         shut(self._sockets)
 
     def wait(self, seconds: float) -> bool:
-        """Until the server answers anything at all (GET /models), or `seconds` pass: True if
-        it did (`--wait-for-server`; the call after it says what is wrong)."""
+        """Until the server answers anything (GET /models) or `seconds` pass: whether it did."""
         deadline = time.monotonic() + seconds
         while True:
             try:
@@ -224,20 +223,80 @@ class ServerModel(Model):
                 self.notes.append(note)
 
 
+class ChatModel(ServerModel):
+    """`chat:NAME`: each call sends the buffer as messages (harness.backends.messages), which the
+    server's template frames; its stream begins with a Sent, how many. `stream(prompt, stop)`
+    sends the prompt as one user message."""
+
+    path = "chat/completions"
+    chat = True  # the events carry choices[].delta.content
+    endpoint = "chat"
+
+    def request(self, prompt: str, stop: Sequence[str]) -> dict[str, Any]:
+        return self._body({"messages": messages([Span(Author.DEVELOPER, prompt)])}, stop)
+
+    def check(self, buffer: Transcript) -> None:
+        messages(buffer.spans)  # a template with control tokens is refused before the run shows a byte
+
+    def send(self, buffer: Transcript, stop: Sequence[str]) -> Iterator[str | TokenUsage | Sent]:
+        sent = messages(buffer.spans)
+        return with_count(sent, self._stream(self._body({"messages": sent}, stop), len(buffer)))
+
+    def stream(self, prompt: str, stop: Sequence[str]) -> Iterator[str | TokenUsage | Sent]:
+        body = self.request(prompt, stop)
+        return with_count(body["messages"], self._stream(body, len(prompt)))
+
+
+class PromptCounter:
+    """What one server counts, found out once and shared by a batch's runs. llama-cpp-python's
+    server streams no counts but answers `POST /extras/tokenize/count {"model", "input"}` with
+    `{"count": 412}`. A server whose first stream had no counts is asked there; if it answers,
+    for every later call; if it cannot, never again. A count not in time (the server is busy)
+    is dropped with a note, and the next call asks again. No count is made up."""
+
+    PATH = "/extras/tokenize/count"
+
+    def __init__(self, client: httpx.Client, base_url: str, model: str, seconds: float = 10.0) -> None:
+        self.url, self.model, self._client = base_url.removesuffix("/v1") + self.PATH, model, client
+        self.seconds = seconds  # one count's time, at most (its body: 64 KB at most)
+        self.state = "unknown"  # "server": its streams count; "ask": this endpoint does; "none"
+        self._finding = threading.Lock()  # held by the one call that finds out
+
+    def after(self, prompt: str, usage: TokenUsage | None, notes: list[str]) -> TokenUsage | None:
+        """After a stream, with what counted the call so far (see above; while nobody knows
+        yet, one call asks and the others wait)."""
+        if self.state == "unknown":
+            with self._finding:
+                if self.state == "unknown":
+                    if usage is not None:
+                        self.state = "server"
+                        return None
+                    return self.count(prompt, notes)
+        return self.count(prompt, notes) if usage is None and self.state == "ask" else None
+
+    def count(self, prompt: str, notes: list[str]) -> TokenUsage | None:
+        try:
+            status, body = read_bounded(self._client, "POST", self.url, self.seconds, 65536, json={"model": self.model, "input": prompt})
+            data: Any = json.loads(body) if status == 200 else None
+        except (httpx.TimeoutException, httpx.TransportError):  # busy or gone for now: not a "no"
+            notes.append(f"the server's token count ({self.PATH}) did not answer in {self.seconds:g} s; some of this run's calls are not counted")
+            return None
+        except (httpx.HTTPError, ValueError, RecursionError):
+            data = None
+        counted = wire.usage({"prompt_tokens": data.get("count")}, notes) if isinstance(data, dict) else None
+        self.state = "ask" if counted is not None else "none"
+        return counted
+
+
 def refused(response: httpx.Response, model: ServerModel) -> ModelError | None:
-    """What is wrong with an answer that is not an uncompressed stream of events: a refusal,
-    said with the server's own message and what to check, or the wrong server or endpoint."""
+    """What is wrong with an answer that is not an uncompressed stream of events, and what to check."""
     status = response.status_code
     if status != 200:
-        body = bytearray()
         try:
-            for chunk in response.iter_raw():
-                body += chunk
-                if len(body) >= ERROR_BODY:
-                    break
+            body = read_raw(response, ERROR_BODY)
         except httpx.HTTPError:
-            pass  # what came is enough to say what happened
-        detail = wire.error_text(bytes(body[:ERROR_BODY]), model.entry)
+            body = b""  # the server left before it said why
+        detail = wire.error_text(body, model.entry)
         hint = {
             401: "check HARNESS_API_KEY",
             403: "check HARNESS_API_KEY",

@@ -26,7 +26,7 @@ def model_from_spec(spec: str, base_url: str | None = None, **options: Any) -> M
         if not rest.strip():
             raise HarnessError("--model", f"{kind}:NAME needs the server's model name after the colon, e.g. {kind}:smollm2")
         if kind == "chat":
-            from harness.backends.chat import ChatModel as Server
+            from harness.backends.server import ChatModel as Server
         else:
             from harness.backends.server import ServerModel as Server
 

@@ -1,24 +1,21 @@
-"""Base URLs and proxy URLs: checked once, at the start, and shown without their user:password.
+"""Base URLs and proxy URLs: checked once, at the start, and never shown with a password.
 
-The rule that never leaks a password: everything from the `//` to the *last* `@` is
-user-info, and no message shows it (`hidden`). RFC 3986 ends the authority at the first
-`/`, `?` or `#` (`http://user:pa/ss@host/v1` has the path `ss@host/v1`), so a URL with an
-`@` after its host is refused, and one that cannot be parsed is quoted nowhere. A base
-URL's `?query` (often a key) or `#fragment` is refused too: the request's path is
-appended to it. user:password is kept: httpx sends it as Basic auth, scrubbed like the key.
+Everything from the `//` to the *last* `@` is user-info, which no message shows (`hidden`);
+a URL with an `@` after its host, a `?query` or `#fragment`, or that cannot be parsed is
+refused, quoting none of it. user:password is sent as Basic auth, and scrubbed like the key.
 """
 
 from __future__ import annotations
 
 import base64
+import os
 from urllib.parse import SplitResult, unquote, urlsplit
 
 from harness.errors import HarnessError
 
 
 def hidden(text: str) -> str:
-    """`text` (a URL, or a message holding one) without its user-info: everything from the
-    first `//` (or the start) to the last `@` after it."""
+    """`text` without its user-info: from the first `//` (or the start) to the last `@` after it."""
     start = text.find("//")
     start = 0 if start < 0 else start + 2
     at = text.rfind("@")
@@ -30,8 +27,7 @@ ENCODE = "percent-encode a `/`, `?`, `#` or `@` in a user name or password (%2F,
 
 
 def check_base_url(url: str, where: str = "--base-url") -> str:
-    """`url` if it is an http:// or https:// URL with a host (and a port, if any, of digits),
-    and no query or fragment; `where` names where it came from (a flag, a variable)."""
+    """`url`, if it is an http(s):// URL with a host and no query or fragment; `where` names its origin."""
     parts, shown = _parsed(url, where, "/v1")
     if parts.scheme not in ("http", "https") or not parts.hostname:
         raise HarnessError(where, f"{shown!r} is not an http:// or https:// URL with a host")
@@ -43,9 +39,17 @@ def check_base_url(url: str, where: str = "--base-url") -> str:
     return url
 
 
+def server_url(given: str | None, default: str = "") -> str:
+    """The server's URL: `given` (--base-url), else $HARNESS_BASE_URL, else `default` (or "");
+    checked, a bad one named by where it came from."""
+    env = os.environ.get("HARNESS_BASE_URL")
+    where = "--base-url" if given else "HARNESS_BASE_URL" if env else "the default base URL"
+    url = given or env or default
+    return check_base_url(url.rstrip("/"), where) if url else ""
+
+
 def check_proxy_url(value: str, name: str) -> None:
-    """A proxy variable's value as httpx reads it (`host:port` is http://host:port): a URL
-    it can use, or one HarnessError naming the variable."""
+    """A proxy variable's value as httpx reads it (`host:port` is http://), or a HarnessError naming it."""
     parts, shown = _parsed(value if "://" in value else f"http://{value}", name)
     scheme = parts.scheme.lower()
     if scheme not in ("http", "https", "socks5", "socks5h") or not parts.hostname:
@@ -58,8 +62,7 @@ def check_proxy_url(value: str, name: str) -> None:
 
 
 def _parsed(url: str, where: str, path: str = "") -> tuple[SplitResult, str]:
-    """`url` split, and as a message may show it; refused if it cannot be parsed (quoting
-    none of it, as its text may say which part is wrong) or has an `@` after its host."""
+    """`url` split, and as a message may show it; refused if it cannot be parsed or has an `@` after its host."""
     import httpx
 
     try:
@@ -81,9 +84,7 @@ def _without_query(url: str) -> str:
 
 
 def url_secrets(url: str) -> list[str]:
-    """The user:password of a URL and the password, as written and decoded, and as httpx
-    sends them (an `Authorization: Basic` header: base64 of the decoded pair), which a
-    server may echo back."""
+    """A URL's user:password and password, as written, decoded and as Basic auth sends them."""
     parts = urlsplit(url)
     userinfo = parts.netloc.rpartition("@")[0]
     if not userinfo:

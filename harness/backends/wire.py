@@ -1,13 +1,11 @@
-"""The wire format of OpenAI-compatible servers, read once and checked where it is read.
+"""The wire format of OpenAI-compatible servers, checked where it is read.
 
     data: {"choices": [{"text": "Thought:", "finish_reason": null}]}                 /completions
     data: {"choices": [{"delta": {"content": "Thought:"}, "finish_reason": null}]}   /chat/completions
     data: {"choices": [], "usage": {"prompt_tokens": 412, "completion_tokens": 31}}
     data: [DONE]
 
-A field of another shape is a ModelError naming it (`choices[0].text is a number (42),
-not a string`); a line is cut at `max_line` bytes. Token counts, which the run does not
-need, are the exception: a bad one is dropped with a note naming the field.
+A field of another shape is a ModelError naming it; a bad token count is dropped with a note.
 """
 
 from __future__ import annotations
@@ -24,8 +22,7 @@ MAX_COUNT = 10**12
 
 
 def data_lines(chunks: Iterator[bytes], max_line: int) -> Iterator[str]:
-    """The `data:` payloads of a server-sent event stream (comments and `event:` lines skipped),
-    decoded as UTF-8 (bad bytes: U+FFFD)."""
+    """The `data:` payloads of a server-sent event stream, as UTF-8 (bad bytes: U+FFFD)."""
     pending = bytearray()
     for chunk in chain(chunks, [b"\n"]):  # the stream's end ends its last line
         pending += chunk
@@ -60,7 +57,7 @@ class Piece(NamedTuple):
 
 
 def parse_event(data: str, entry: Entry) -> dict[str, Any]:
-    """One event's (or a whole answer's) JSON: an object, or a ModelError saying what it is."""
+    """One event's (or a whole answer's) JSON object."""
     try:
         event = json.loads(data)
     except (ValueError, RecursionError):

@@ -1,8 +1,7 @@
 """The child process that holds a local model (harness.backends.local starts and stops it).
 
-llama.cpp is native code: a crash takes its process with it. So it runs here, and its
-crash is the end of a stream, which the parent turns into a ModelError. It reads JSON
-Lines on stdin and answers on a channel of its own (a private copy of fd 1):
+llama.cpp is native code: a crash takes its process with it, and the parent sees the end of
+a stream. It reads JSON Lines on stdin and answers on a private copy of fd 1:
 
     -> {"load": {"path": ..., "n_ctx": ..., "n_threads": ..., "n_threads_batch": ..., "seed": ...}}
     <- {"ready": n_ctx}                               or {"error": "..."}
@@ -13,8 +12,7 @@ Lines on stdin and answers on a channel of its own (a private copy of fd 1):
     <- {"done": true}                                 or {"error": "..."}
     -> {"cancel": true}                               (any time during a completion: it stops)
 
-Fd 1 itself, and with it sys.stdout, goes where fd 2 goes: what llama.cpp or a library
-prints cannot reach the channel. The parent checks every message's shape anyway.
+Fd 1 itself goes where fd 2 goes: what llama.cpp prints cannot reach the channel.
 """
 
 from __future__ import annotations
@@ -27,15 +25,13 @@ from typing import Any
 
 
 class Lines:
-    """Lines read from a file descriptor, without blocking when asked not to (a file object
-    reads ahead, and select cannot see a line already in its buffer)."""
+    """Lines read from a file descriptor with a timeout (select cannot see a file object's read-ahead)."""
 
     def __init__(self, fd: int, limit: int = 1 << 26) -> None:
         self.fd, self.limit, self.held = fd, limit, b""
 
     def next(self, seconds: float | None) -> bytes | None:
-        """The next line, with its b"\\n"; None if none came within `seconds` (None: wait);
-        b"" at the end. A line longer than `limit` bytes is a ValueError."""
+        """The next line; None if none came within `seconds`; b"" at the end; ValueError past `limit`."""
         while b"\n" not in self.held:
             if len(self.held) > self.limit:
                 raise ValueError(f"a line longer than {self.limit:,} bytes")
