@@ -46,10 +46,14 @@ def one_line(value: object, limit: int = 200) -> str:
     return text if len(text) <= limit else text[: limit - 1] + "…"
 
 
+def is_secret_key(key: str) -> bool:
+    """Whether an API key is worth scrubbing: not a placeholder, nor shorter than MIN_KEY."""
+    return len(key) >= MIN_KEY and key.lower() not in PLACEHOLDER_KEYS
+
+
 class Entry:
     def __init__(self, secrets: Iterable[str] = (), key: str = "") -> None:
-        is_secret = len(key) >= MIN_KEY and key.lower() not in PLACEHOLDER_KEYS
-        secrets = [*secrets, *([key] if is_secret else [])]
+        secrets = [*secrets, *([key] if is_secret_key(key) else [])]
         # Longest first, so that "user:password" is replaced whole before "password".
         self.secrets = sorted({s for s in secrets if len(s) >= MIN_SECRET}, key=len, reverse=True)
 
