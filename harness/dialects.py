@@ -93,8 +93,7 @@ class Dialect:
         raise NotImplementedError
 
     def notice(self, step: int, payload: dict[str, Any]) -> str:
-        """A notice as the model reads it: one plain sentence that names the fix (the
-        structured fields go to the events and the record)."""
+        """A notice as the model reads it: the plain sentence (the fields go to the events)."""
         return f"Notice: {payload['message']}\n"
 
     def signature(self, name: str, params: tuple[str, ...]) -> str:
@@ -125,15 +124,14 @@ class Dialect:
     def read_action(self, line: str) -> Action | None:
         """The call on an Action line."""
         if m := _match(self._action, line):
-            tool, raw = m.groups()  # (tool, args): the only groups of every _action pattern
-            return Action(tool, *parse_args(raw), raw)
+            return Action(m["tool"], *parse_args(m["args"]), m["args"])
         return None
 
     def read_tool(self, line: str) -> str | None:
-        """The tool of a call on an Action line, its arguments left unread (a line that will
-        not run is judged by its tool alone)."""
+        """The tool of a call on an Action line, its arguments left unread (for a line that
+        will not run: it is judged by its tool alone)."""
         m = _match(self._action, line)
-        return m[1] if m else None
+        return m["tool"] if m else None
 
     def is_finish(self, tool: str) -> bool:
         """A dialect whose final answer is written as an action (Finish[...]) says so here."""

@@ -62,12 +62,12 @@ def read(chunks: Iterable[object], scanner: StopScanner, governor: Governor, pee
                 else:
                     if (shown := governor.feed(scanner.feed(chunk))) and emit is not None:
                         emit(TextDelta(shown))
-                    if governor.stopped or (scanner.stopped and peek == 0):
+                    if governor.prefix_rejected or (scanner.stopped and peek == 0):
                         break  # a server that ignored `stop`, or a reply already rejected, is not read further
         except ModelError:
             if not (peek > 0 and scanner.stopped):
                 raise
-        if not governor.stopped:  # the tail the scanner held back, then the last line, judged
+        if not governor.prefix_rejected:  # the tail the scanner held back, then the last line, judged
             shown = governor.feed(scanner.finish()) + governor.finish()
             if shown and emit is not None:
                 emit(TextDelta(shown))
