@@ -115,8 +115,6 @@ class Dialect:
 
     def loose_call(self, line: str) -> tuple[str, str] | None:
         """(tool, text after the opening bracket) of an Action line that names a tool, parsed or not."""
-        if "(" not in line and "[" not in line:
-            return None  # (_loose needs a bracket: a line of prose is not searched)
         if m := _match(self._loose, line):
             return m["tool"], m["rest"]
         return None

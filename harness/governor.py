@@ -93,16 +93,11 @@ class Governor:
                 self._reject_prefix(self._head)
                 return ""
             chunk, self._head = self._head, None
-        if "\n" not in chunk:  # part of one line
-            out = self._take(chunk, False) if chunk else ""
-        else:  # line by line, each piece ending with its newline (the last one may not)
-            outs, start = [], 0
-            while stop := chunk.find("\n", start) + 1:
-                outs.append(self._take(chunk[start:stop], True))
-                start = stop
-            if start < len(chunk):
-                outs.append(self._take(chunk[start:], False))
-            out = "".join(outs)
+        lines = chunk.split("\n")  # line by line, each ending with its newline (the last one may not)
+        outs = [self._take(line + "\n", True) for line in lines[:-1]]
+        if lines[-1]:
+            outs.append(self._take(lines[-1], False))
+        out = "".join(outs)
         if out:
             self.shown.append(out)
         return out
