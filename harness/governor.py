@@ -72,7 +72,6 @@ class Governor:
         self.actions: list[tuple[int, Action, str]] = []  # (number, action, trait), accepted
         self.action_lines = 0
         self.rejections: list[Rejection] = []
-        self.shown: list[str] = []
         self.fed: list[str] = []  # every chunk, as it came (`text` joins them once)
         self.read_chars = 0  # characters fed so far
         self.shown_end = 0  # position just after the last character the user saw
@@ -97,10 +96,7 @@ class Governor:
         outs = [self._take(line + "\n", True) for line in lines[:-1]]
         if lines[-1]:
             outs.append(self._take(lines[-1], False))
-        out = "".join(outs)
-        if out:
-            self.shown.append(out)
-        return out
+        return "".join(outs)
 
     @property
     def text(self) -> str:
@@ -114,9 +110,7 @@ class Governor:
         if self._head is not None:  # ended while it could still be the prefix
             self._reject_prefix(self._head)
             return ""
-        if tail := self._end_line():
-            self.shown.append(tail)
-        return tail
+        return self._end_line()
 
     def result(self) -> Round:
         lanes = tuple(g if isinstance(g, Lane) else g.lane(i) for i, g in enumerate(self.lanes))
@@ -130,7 +124,7 @@ class Governor:
             answer=self.dialect.answer_text(self.answer.text) if opened else None,
             answer_streamed=opened and self.answer.text != "",
             rejections=rejections,
-            shown="".join(self.shown),
+            shown="".join(lane.text for lane in lanes if lane.status == "allowed"),  # each allowed lane, whole
             prefix_rejected=self.prefix_rejected,
         )
 
