@@ -122,7 +122,8 @@ class Dialect:
     def read_action(self, line: str) -> Action | None:
         """The call on an Action line."""
         if m := _match(self._action, line):
-            return Action(m["tool"], *parse_args(m["args"]), m["args"])
+            tool, raw = m.groups()  # (tool, args): the only groups of every _action pattern
+            return Action(tool, *parse_args(raw), raw)
         return None
 
     def read_tool(self, line: str) -> str | None:

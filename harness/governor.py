@@ -92,10 +92,14 @@ class Governor:
                 self._reject_prefix(self._head)
                 return ""
             chunk, self._head = self._head, None
-        lines = chunk.split("\n")  # line by line, each ending with its newline (the last one may not)
-        outs = [self._take(line + "\n", True) for line in lines[:-1]]
-        if lines[-1]:
-            outs.append(self._take(lines[-1], False))
+        if "\n" not in chunk:  # part of one line
+            return self._take(chunk, False) if chunk else ""
+        outs, start = [], 0  # line by line, each piece ending with its newline (the last one may not)
+        while stop := chunk.find("\n", start) + 1:
+            outs.append(self._take(chunk[start:stop], True))
+            start = stop
+        if start < len(chunk):
+            outs.append(self._take(chunk[start:], False))
         return "".join(outs)
 
     @property
@@ -149,8 +153,8 @@ class Governor:
                 return self._judge(line)
             out = self._open(kind, self.line)
             self.line = ""
-        else:
-            out = self._seen(lane.push(piece))
+        elif out := lane.push(piece):
+            self.shown_end = self.read_chars
         return out + self._end_line() if ended else out
 
     def _seen(self, out: str) -> str:

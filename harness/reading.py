@@ -1,8 +1,5 @@
 """Reading one completion as it streams: the stop scanner, then the lanes' gates, then the user.
 
-    read(chunks, StopScanner(stops), Governor(dialect, tools, question), peek, emit)
-        -> Reply(text, cut, cut_by, decided, tokens, messages)
-
 Every chunk of text passes the stop scanner (harness.stop), then the Governor
 (harness.governor), which decides lane by lane what the user sees; what gets through
 reaches the user as a TextDelta. The same two objects read every reply of every dialect.
@@ -48,7 +45,6 @@ class Canceled(Exception):
 
 def read(chunks: Iterable[object], scanner: StopScanner, governor: Governor, peek: int, emit: Emit | None) -> Reply:
     """All of one completion (`emit` None: nobody listens, no TextDelta is made)."""
-
     tokens, sent = None, None
     try:
         try:

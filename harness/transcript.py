@@ -83,9 +83,6 @@ class Frames:
     after_code: str = ""  # after code's last line, before the model is called again
     cue: str = ""  # written after `after_code`: the start of the model's next turn
 
-    def __bool__(self) -> bool:
-        return bool(self.before_code or self.after_code or self.cue)
-
 
 class Transcript:
     """Append-only spans over one buffer: the pieces appended (joined when `text` is asked
