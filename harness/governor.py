@@ -64,7 +64,7 @@ class _Gate:
 class Governor:
     def __init__(self, dialect: Dialect, tools: Registry | None = None, question: str = "") -> None:
         self.dialect, self.tools, self.question = dialect, tools, question
-        self.lanes: list[_Gate | Lane] = []  # a judged Action line's gate becomes its Lane at once
+        self.lanes: list[_Gate] = []
         self.line = ""  # the start of the current line, while its kind cannot be told yet
         self.blanks: list[str] = []  # spaces and tabs that begin it, before anything else (see _take)
         self.lane: _Gate | None = None  # the lane the current line belongs to, once known
@@ -117,7 +117,7 @@ class Governor:
         return self._end_line()
 
     def result(self) -> Round:
-        lanes = tuple(g if isinstance(g, Lane) else g.lane(i) for i, g in enumerate(self.lanes))
+        lanes = tuple(gate.lane(i) for i, gate in enumerate(self.lanes))
         rejections = tuple(self.rejections)
         opened = self.answer is not None and self.answer.status == "allowed"
         if not self.actions and self.answer is None and not rejections:
@@ -200,12 +200,12 @@ class Governor:
         return out
 
     def _judge(self, line: str, gate: _Gate | None = None) -> str:
-        """A complete Action line (`gate`: its gate, if it came in pieces). Its Lane is made
-        now and the gate let go, so 100,000 Action lines keep 100,000 small values."""
+        """A complete Action line (`gate`: its lane, if it came in pieces; a whole line gets
+        one now). Returns what the user sees."""
+        if gate is None:
+            self.lanes.append(gate := _Gate("action", line, False))
         self.action_lines += 1
         number = self.action_lines
-        if gate is not None:
-            self.lanes.pop()  # (the line's Lane, or its answer's gate, takes its place)
         action = None
         # A line that cannot run (the reply's actions are used up, or its answer came first)
         # is judged by its tool alone: its arguments are not worth reading.
@@ -219,15 +219,14 @@ class Governor:
             rejection = None if finish else judge_action(self.dialect, self.tools, self.actions, number, action, line, self.question)
         if finish:  # Finish[...]: the final answer, written as an action
             self.action_lines -= 1
-            self.lanes.append(answer := gate or _Gate("answer", line, False))
-            answer.kind = "answer"
-            return self._open_answer(answer)
+            gate.kind = "answer"
+            return self._open_answer(gate)
         if rejection is not None:
             self.rejections.append(rejection)
-            self.lanes.append(Lane(len(self.lanes), "action", "denied", 0, line))
+            gate.status = "denied"
             return ""
         self.actions.append((number, action, trait_of(self.tools, action.tool)))
-        self.lanes.append(Lane(len(self.lanes), "action", "allowed", len(line), line))
+        gate.status = "allowed"
         return self._seen(line)
 
     def _reject_prefix(self, head: str) -> None:
