@@ -50,7 +50,8 @@ def no_action(expected_action: str) -> Rejection:
 
 def action_after_answer(number: int, tool: str | None) -> Rejection:
     message = "An Action line came after the final answer; it did not run. The final answer ends the run."
-    return _line("protocol_violation.action_after_answer", number, tool, message, "Action line after the final answer")
+    violation = "Action line after the final answer"
+    return _line("protocol_violation.action_after_answer", number, tool, message, violation)
 
 
 def tool_call_invalid(
