@@ -93,8 +93,7 @@ class Dialect:
         raise NotImplementedError
 
     def notice(self, step: int, payload: dict[str, Any]) -> str:
-        """A notice as the model reads it: one plain sentence that names the fix (the
-        structured fields go to the events and the record)."""
+        """A notice as the model reads it: the plain sentence (the fields go to the events)."""
         return f"Notice: {payload['message']}\n"
 
     def signature(self, name: str, params: tuple[str, ...]) -> str:
@@ -116,8 +115,6 @@ class Dialect:
 
     def loose_call(self, line: str) -> tuple[str, str] | None:
         """(tool, text after the opening bracket) of an Action line that names a tool, parsed or not."""
-        if "(" not in line and "[" not in line:
-            return None  # (_loose needs a bracket: a line of prose is not searched)
         if m := _match(self._loose, line):
             return m["tool"], m["rest"]
         return None
@@ -130,10 +127,10 @@ class Dialect:
         return None
 
     def read_tool(self, line: str) -> str | None:
-        """The tool of a call on an Action line, its arguments left unread (a line that will
-        not run is judged by its tool alone)."""
+        """The tool of a call on an Action line, its arguments left unread (for a line that
+        will not run: it is judged by its tool alone)."""
         m = _match(self._action, line)
-        return m[1] if m else None
+        return m["tool"] if m else None
 
     def is_finish(self, tool: str) -> bool:
         """A dialect whose final answer is written as an action (Finish[...]) says so here."""

@@ -69,9 +69,7 @@ class Usage:
 
 
 @dataclass(frozen=True, slots=True)
-class TokensCounted:
-    """Only from a backend that can count: the model's own token figures for one call."""
-
+class TokensCounted:  # only from a backend that can count: the model's own figures for one call
     step: int
     prompt_tokens: int
     evaluated_tokens: int | None  # what it processed; the rest came from its prefix cache

@@ -32,15 +32,15 @@ if TYPE_CHECKING:
 
 
 class _Gate:
-    """A lane's gate. While it is pending, everything the lane received is held: a lane is
-    judged before any of it is shown (thinking opens allowed, before its first piece)."""
+    """A lane still being read. While it is pending, everything it received is held: a lane
+    is judged before any of it is shown (thinking opens allowed, before its first piece).
+    An allowed lane has shown all it received; a denied one, nothing."""
 
-    __slots__ = ("kind", "status", "emitted", "parts")
+    __slots__ = ("kind", "status", "parts")
 
     def __init__(self, kind: str, first: str, allowed: bool) -> None:
         self.kind = kind
         self.status = "allowed" if allowed else "pending"
-        self.emitted = len(first) if allowed else 0
         self.parts: list[str] = [first]  # everything the lane received (joined once, at the end)
 
     @property
@@ -49,24 +49,22 @@ class _Gate:
 
     def push(self, text: str) -> str:
         self.parts.append(text)
-        if self.status == "allowed":
-            self.emitted += len(text)
-            return text
-        return ""
+        return text if self.status == "allowed" else ""
 
     def allow(self) -> str:
-        self.status, out = "allowed", "".join(self.parts)  # what it held: all it received
-        self.emitted = len(out)
-        return out
+        self.status = "allowed"
+        return self.text  # what it held: all it received
 
-    def deny(self) -> None:
-        self.status = "denied"
+    def lane(self, index: int) -> Lane:
+        allowed = self.status == "allowed"
+        text = self.text
+        return Lane(index, self.kind, "allowed" if allowed else "denied", len(text) if allowed else 0, text)
 
 
 class Governor:
     def __init__(self, dialect: Dialect, tools: Registry | None = None, question: str = "") -> None:
         self.dialect, self.tools, self.question = dialect, tools, question
-        self.lanes: list[_Gate | Lane] = []  # a judged Action line's gate becomes its Lane at once
+        self.lanes: list[_Gate] = []
         self.line = ""  # the start of the current line, while its kind cannot be told yet
         self.blanks: list[str] = []  # spaces and tabs that begin it, before anything else (see _take)
         self.lane: _Gate | None = None  # the lane the current line belongs to, once known
@@ -74,14 +72,12 @@ class Governor:
         self.actions: list[tuple[int, Action, str]] = []  # (number, action, trait), accepted
         self.action_lines = 0
         self.rejections: list[Rejection] = []
-        self.shown: list[str] = []
         self.fed: list[str] = []  # every chunk, as it came (`text` joins them once)
         self.read_chars = 0  # characters fed so far
         self.shown_end = 0  # position just after the last character the user saw
         self._prefix = dialect.required_prefix or ""
         self._head: str | None = "" if self._prefix else None  # held until the prefix is confirmed
-        self.prefix_rejected = False
-        self.stopped = False  # the read must end (the prefix was ruled out); read after every chunk
+        self.prefix_rejected = False  # then the read must end: the reader checks after every chunk
 
     def feed(self, chunk: str) -> str:
         """Take a chunk of the completion; return the text that now reaches the user."""
@@ -97,18 +93,14 @@ class Governor:
                 return ""
             chunk, self._head = self._head, None
         if "\n" not in chunk:  # part of one line
-            out = self._take(chunk, False) if chunk else ""
-        else:  # line by line, each piece ending with its newline (the last one may not)
-            outs, start = [], 0
-            while stop := chunk.find("\n", start) + 1:
-                outs.append(self._take(chunk[start:stop], True))
-                start = stop
-            if start < len(chunk):
-                outs.append(self._take(chunk[start:], False))
-            out = "".join(outs)
-        if out:
-            self.shown.append(out)
-        return out
+            return self._take(chunk, False) if chunk else ""
+        outs, start = [], 0  # line by line, each piece ending with its newline (the last one may not)
+        while stop := chunk.find("\n", start) + 1:
+            outs.append(self._take(chunk[start:stop], True))
+            start = stop
+        if start < len(chunk):
+            outs.append(self._take(chunk[start:], False))
+        return "".join(outs)
 
     @property
     def text(self) -> str:
@@ -122,28 +114,21 @@ class Governor:
         if self._head is not None:  # ended while it could still be the prefix
             self._reject_prefix(self._head)
             return ""
-        if tail := self._end_line():
-            self.shown.append(tail)
-        return tail
+        return self._end_line()
 
     def result(self) -> Round:
-        lanes = tuple(
-            g if isinstance(g, Lane) else Lane(i, g.kind, "allowed" if g.status == "allowed" else "denied", g.emitted, g.text)
-            for i, g in enumerate(self.lanes)
-        )
+        lanes = tuple(gate.lane(i) for i, gate in enumerate(self.lanes))
         rejections = tuple(self.rejections)
-        answer = None
-        if self.answer is not None and self.answer.status == "allowed":
-            answer = self.dialect.answer_text(self.answer.text)
+        opened = self.answer is not None and self.answer.status == "allowed"
         if not self.actions and self.answer is None and not rejections:
             rejections = (notices.no_action(self.dialect.expected_action),)
         return Round(
             lanes=lanes,
             actions=tuple((n, a) for n, a, _ in self.actions),
-            answer=answer,
-            answer_streamed=self.answer is not None and self.answer.emitted > 0,
+            answer=self.dialect.answer_text(self.answer.text) if opened else None,
+            answer_streamed=opened and self.answer.text != "",
             rejections=rejections,
-            shown="".join(self.shown),
+            shown="".join(lane.text for lane in lanes if lane.status == "allowed"),  # each allowed lane, whole
             prefix_rejected=self.prefix_rejected,
         )
 
@@ -182,22 +167,22 @@ class Governor:
         """The current line's kind is known: give it (and what it held) to its lane."""
         if kind != "action" and self.answer is not None:
             self.lane = self.answer  # lines after the final answer belong to it
-            return self._seen(self.lane.push(text))
-        if kind == "thinking" and self.lanes and self.lanes[-1].kind == "thinking":
+        elif kind == "thinking" and self.lanes and self.lanes[-1].kind == "thinking":
             self.lane = self.lanes[-1]  # consecutive thought lines share one lane
-            return self._seen(self.lane.push(text))
-        self.lane = gate = _Gate(kind, text, kind == "thinking")  # thinking opens at once
-        self.lanes.append(gate)
-        if kind == "answer":
-            return self._open_answer(gate)
-        return self._seen(text) if kind == "thinking" else ""
+        else:
+            self.lane = gate = _Gate(kind, text, kind == "thinking")  # thinking opens at once
+            self.lanes.append(gate)
+            if kind == "answer":
+                return self._open_answer(gate)
+            return self._seen(text) if kind == "thinking" else ""
+        return self._seen(self.lane.push(text))
 
     def _open_answer(self, gate: _Gate) -> str:
         self.answer = gate
         rejection = judge_answer(self.dialect, self.actions)
         if rejection is None:
             return self._seen(gate.allow())
-        gate.deny()
+        gate.status = "denied"
         self.rejections.append(rejection)
         return ""
 
@@ -215,13 +200,12 @@ class Governor:
         return out
 
     def _judge(self, line: str, gate: _Gate | None = None) -> str:
-        """A complete Action line (`gate`: its gate, if it came in pieces; a whole one needs
-        none). Its Lane is made now and any gate let go: a reply of 100,000 Action lines
-        keeps 100,000 small values, not gates and their pieces. Returns what the user sees."""
+        """A complete Action line (`gate`: its lane, if it came in pieces; a whole line gets
+        one now). Returns what the user sees."""
+        if gate is None:
+            self.lanes.append(gate := _Gate("action", line, False))
         self.action_lines += 1
         number = self.action_lines
-        if gate is not None:
-            self.lanes.pop()  # (the line's Lane, or its answer's gate, takes its place)
         action = None
         # A line that cannot run (the reply's actions are used up, or its answer came first)
         # is judged by its tool alone: its arguments are not worth reading.
@@ -235,19 +219,18 @@ class Governor:
             rejection = None if finish else judge_action(self.dialect, self.tools, self.actions, number, action, line, self.question)
         if finish:  # Finish[...]: the final answer, written as an action
             self.action_lines -= 1
-            self.lanes.append(answer := gate or _Gate("answer", line, False))
-            answer.kind = "answer"
-            return self._open_answer(answer)
+            gate.kind = "answer"
+            return self._open_answer(gate)
         if rejection is not None:
             self.rejections.append(rejection)
-            self.lanes.append(Lane(len(self.lanes), "action", "denied", 0, line))
+            gate.status = "denied"
             return ""
         self.actions.append((number, action, trait_of(self.tools, action.tool)))
-        self.lanes.append(Lane(len(self.lanes), "action", "allowed", len(line), line))
+        gate.status = "allowed"
         return self._seen(line)
 
     def _reject_prefix(self, head: str) -> None:
-        self.prefix_rejected = self.stopped = True
+        self.prefix_rejected = True
         self.rejections.append(notices.prefix_rejected(self._prefix, head, self.dialect.expected))
 
 

@@ -167,10 +167,8 @@ class Writer:
         self.tell(Appended, author, text)
 
     def code(self, text: str, framed: bool = True) -> None:
-        """Code's lines always start on a line of their own, and never hold a control token:
-        a tool result with `<|im_end|>` in it must not end the model's turn. With frames,
-        the developer's `before_code` opens code's turn first (its control tokens are the
-        developer's, written as the template has them)."""
+        """Code's lines start on a line of their own and never hold a control token (a tool's
+        `<|im_end|>` must not end the model's turn); the developer's `before_code` opens its turn."""
         if text:
             if framed and not self.codes_turn:
                 self.codes_turn = True
@@ -189,8 +187,7 @@ class Writer:
             self.code(text, framed=False)
 
     def answered(self, step: int, reply: Reply) -> Round:
-        """The model's completion goes into the buffer as it is; its facts into the record.
-        Returns what the reader decided on it."""
+        """The completion goes into the buffer as it is, its facts into the record; returns the decisions."""
         prompt_chars = len(self.buffer)  # all of it was sent
         self.write(Author.MODEL, reply.text)
         self._next_call(reply)

@@ -41,57 +41,43 @@ PREVIEW = 80  # characters of a rejected generation quoted back in its notice
 
 
 def no_action(expected_action: str) -> Rejection:
-    return Rejection(
-        "protocol_violation.no_action",
+    message = (
         f"Your reply has no Action line, so no tool ran. Call a tool now, on a line of its own: "
-        f"{expected_action}. Write `Final Answer:` only when an observation has given you the answer.",
-        violations=("no Action line", "no final answer"),
+        f"{expected_action}. Write `Final Answer:` only when an observation has given you the answer."
     )
+    return Rejection("protocol_violation.no_action", message, violations=("no Action line", "no final answer"))
 
 
 def action_after_answer(number: int, tool: str | None) -> Rejection:
-    return Rejection(
-        "protocol_violation.action_after_answer",
-        "An Action line came after the final answer; it did not run. The final answer ends the run.",
-        number,
-        tool,
-        ("Action line after the final answer",),
-    )
+    message = "An Action line came after the final answer; it did not run. The final answer ends the run."
+    violation = "Action line after the final answer"
+    return _line("protocol_violation.action_after_answer", number, tool, message, violation)
 
 
 def tool_call_invalid(
     number: int, line: str, expected_action: str, expected: str, args_max: int, example: str | None = None
 ) -> Rejection:
     if len(line) > args_max:  # the real cause, not a puzzling "does not read"
-        return Rejection(
-            "protocol_violation.tool_call_invalid",
+        message = (
             f"Action line {number} is longer than {args_max:,} characters, the limit for one Action line; "
-            "it did not run. Split the work into smaller calls.",
-            number,
-            None,
-            (f"Action line of {len(line):,} characters, over the limit of {args_max:,}",),
+            "it did not run. Split the work into smaller calls."
         )
+        violation = f"Action line of {len(line):,} characters, over the limit of {args_max:,}"
+        return _line("protocol_violation.tool_call_invalid", number, None, message, violation)
     fix = f"Write the call alone on its line, as in Action: {example}" if example else f"Write {expected}."
-    return Rejection(
-        "protocol_violation.tool_call_invalid",
-        f"Action line {number} does not read {expected_action}; it did not run. {fix}",
-        number,
-        None,
-        (f"not of the form {expected_action}: {line.strip()[:PREVIEW]!r}",),
-    )
+    message = f"Action line {number} does not read {expected_action}; it did not run. {fix}"
+    violation = f"not of the form {expected_action}: {line.strip()[:PREVIEW]!r}"
+    return _line("protocol_violation.tool_call_invalid", number, None, message, violation)
 
 
 def after_call(number: int, tool: str, args: str, after: str, close: str) -> Rejection:
     arithmetic = after.strip()[:1] in "+-*/%"
     fix = f"{tool}({args} {after.strip()})" if arithmetic and close == ")" else f"{tool}({args})"
-    return Rejection(
-        "protocol_violation.text_after_call",
+    message = (
         f"Action line {number} goes on after the `{close}` that ends the call ({_quote(after.strip())}); "
-        f"it did not run. Put everything inside the brackets and end the line there: Action: {fix}",
-        number,
-        tool,
-        (f"text after the closing {close!r}: {_quote(after.strip())}",),
+        f"it did not run. Put everything inside the brackets and end the line there: Action: {fix}"
     )
+    return _line("protocol_violation.text_after_call", number, tool, message, f"text after the closing {close!r}: {_quote(after.strip())}")
 
 
 def nested_call(number: int, tool: str, inner: str, inner_call: str) -> Rejection:
@@ -106,38 +92,26 @@ def two_calls(number: int, tool: str, first_call: str, second: str) -> Rejection
 
 
 def _one_call(number: int, tool: str, holds: str, first: str, first_call: str, violation: str) -> Rejection:
-    return Rejection(
-        "protocol_violation.nested_call",
+    message = (
         f"Action line {number} holds {holds}; one Action line runs one tool, "
         f"so nothing ran. Call {first} first, on a line of its own: Action: {first_call} "
-        "Then use the result its observation gives you.",
-        number,
-        tool,
-        (violation,),
+        "Then use the result its observation gives you."
     )
+    return _line("protocol_violation.nested_call", number, tool, message, violation)
 
 
 def copied_example(number: int, tool: str, call: str) -> Rejection:
-    return Rejection(
-        "protocol_violation.copied_example",
+    message = (
         f"{call} is the example from the tool list, not a step of this question, so it did not run. "
         "Write the call this question needs, with its own values; a value you do not have yet "
-        "comes from the tool that gives it.",
-        number,
-        tool,
-        ("the tool list's example, copied as it is",),
+        "comes from the tool that gives it."
     )
+    return _line("protocol_violation.copied_example", number, tool, message, "the tool list's example, copied as it is")
 
 
 def placeholder(number: int, tool: str, param: str, example: str) -> Rejection:
-    return Rejection(
-        "protocol_violation.placeholder",
-        f"`{param}` is the name of {tool}'s parameter, not a value. "
-        f"Write the value itself, as in Action: {example}",
-        number,
-        tool,
-        (f"the argument is the parameter name {param!r}",),
-    )
+    message = f"`{param}` is the name of {tool}'s parameter, not a value. Write the value itself, as in Action: {example}"
+    return _line("protocol_violation.placeholder", number, tool, message, f"the argument is the parameter name {param!r}")
 
 
 def repeated_call(number: int, tool: str, first_step: int, answered: bool = False) -> Rejection:
@@ -151,77 +125,65 @@ def repeated_call(number: int, tool: str, first_step: int, answered: bool = Fals
             f"You already made exactly this call in step {first_step} and got the same error; repeating "
             f"it will not help. Change the arguments to {tool} as the error says, or call another tool."
         )
-    return Rejection(
-        "protocol_violation.repeated_call",
-        message,
-        number,
-        tool,
-        (f"the same call and {'result' if answered else 'error'} as in step {first_step}",),
-    )
-
-
-def _quote(text: str) -> str:
-    return repr(text[:PREVIEW] + ("…" if len(text) > PREVIEW else ""))
+    violation = f"the same call and {'result' if answered else 'error'} as in step {first_step}"
+    return _line("protocol_violation.repeated_call", number, tool, message, violation)
 
 
 def unknown_tool(number: int, tool: str, valid: Iterable[str]) -> Rejection:
-    return Rejection(
-        "protocol_violation.unknown_tool",
-        f"There is no tool named {tool!r}; it did not run. Valid tools: {', '.join(valid)}.",
-        number,
-        tool,
-        (f"unknown tool {tool!r}",),
-    )
+    message = f"There is no tool named {tool!r}; it did not run. Valid tools: {', '.join(valid)}."
+    return _line("protocol_violation.unknown_tool", number, tool, message, f"unknown tool {tool!r}")
 
 
 def too_many_actions(number: int, tool: str, max_actions: int) -> Rejection:
     count = "one Action line" if max_actions == 1 else f"{max_actions} Action lines"
-    return Rejection(
-        "protocol_violation.too_many_actions",
+    message = (
         f"Only {count} per reply can run; action {number} did not run. "
-        "Ask for it again after you have read the observations.",
-        number,
-        tool,
-        (f"more than {count} in one reply",),
+        "Ask for it again after you have read the observations."
     )
+    return _line("protocol_violation.too_many_actions", number, tool, message, f"more than {count} in one reply")
 
 
 def incompatible_action(number: int, tool: str, trait: str, first: int, first_tool: str, first_trait: str) -> Rejection:
-    return Rejection(
-        "gate.incompatible_action",
+    message = (
         f"Action {number} ({tool}, {trait}) could depend on the result of action {first} "
         f"({first_tool}, {first_trait}), which you have not seen yet; it did not run. "
-        "Ask for it again after you have read the observation.",
-        number,
-        tool,
-        (f"{trait} action after {first_trait} action {first}",),
+        "Ask for it again after you have read the observation."
     )
+    violation = f"{trait} action after {first_trait} action {first}"
+    return Rejection("gate.incompatible_action", message, number, tool, (violation,))
 
 
 def answer_withheld(accepted: Iterable[tuple[int, Action, str]]) -> Rejection:
-    return Rejection(
-        "gate.answer_withheld",
+    message = (
         "Your final answer was not shown and the run goes on: it came after an action whose result "
-        "you have not seen yet. Read the observations, then write the final answer in a reply of its own.",
-        violations=tuple(f"action {n} ({a.tool}) is {trait}, not neutral" for n, a, trait in accepted),
+        "you have not seen yet. Read the observations, then write the final answer in a reply of its own."
     )
+    violations = tuple(f"action {n} ({a.tool}) is {trait}, not neutral" for n, a, trait in accepted)
+    return Rejection("gate.answer_withheld", message, violations=violations)
 
 
 def prefix_rejected(prefix: str, head: str, expected: str) -> Rejection:
-    preview = head[:PREVIEW] + ("…" if len(head) > PREVIEW else "")
-    return Rejection(
-        "prefix.rejected",
-        f"A reply must begin with {prefix!r}; this one began {preview!r} and was stopped there. "
-        f"Nothing of it was shown or run. Begin with {prefix!r}, then write {expected}.",
-        violations=(f"does not begin with {prefix!r}",),
+    message = (
+        f"A reply must begin with {prefix!r}; this one began {_quote(head)} and was stopped there. "
+        f"Nothing of it was shown or run. Begin with {prefix!r}, then write {expected}."
     )
+    return Rejection("prefix.rejected", message, violations=(f"does not begin with {prefix!r}",))
 
 
 def more_rejections(count: int, codes: Iterable[str]) -> Rejection:
     kinds = sorted(set(codes))
-    return Rejection(
-        "protocol_violation.more_rejections",
+    message = (
         f"{count:,} more candidates in this reply did not pass and are not listed one by one "
-        f"({', '.join(kinds)}). Write one reply at a time, in the format above.",
-        violations=tuple(kinds),
+        f"({', '.join(kinds)}). Write one reply at a time, in the format above."
     )
+    return Rejection("protocol_violation.more_rejections", message, violations=tuple(kinds))
+
+
+def _line(code: str, number: int, tool: str | None, message: str, violation: str) -> Rejection:
+    """A rejection of one Action line, with its one violation."""
+    return Rejection(code, message, number, tool, (violation,))
+
+
+def _quote(text: str) -> str:
+    """A rejected text as its notice quotes it: the first PREVIEW characters."""
+    return repr(text[:PREVIEW] + ("…" if len(text) > PREVIEW else ""))

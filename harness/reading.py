@@ -1,8 +1,5 @@
 """Reading one completion as it streams: the stop scanner, then the lanes' gates, then the user.
 
-    read(chunks, StopScanner(stops), Governor(dialect, tools, question), peek, emit)
-        -> Reply(text, cut, cut_by, decided, tokens, messages)
-
 Every chunk of text passes the stop scanner (harness.stop), then the Governor
 (harness.governor), which decides lane by lane what the user sees; what gets through
 reaches the user as a TextDelta. The same two objects read every reply of every dialect.
@@ -48,7 +45,6 @@ class Canceled(Exception):
 
 def read(chunks: Iterable[object], scanner: StopScanner, governor: Governor, peek: int, emit: Emit | None) -> Reply:
     """All of one completion (`emit` None: nobody listens, no TextDelta is made)."""
-
     tokens, sent = None, None
     try:
         try:
@@ -62,12 +58,12 @@ def read(chunks: Iterable[object], scanner: StopScanner, governor: Governor, pee
                 else:
                     if (shown := governor.feed(scanner.feed(chunk))) and emit is not None:
                         emit(TextDelta(shown))
-                    if governor.stopped or (scanner.stopped and peek == 0):
+                    if governor.prefix_rejected or (scanner.stopped and peek == 0):
                         break  # a server that ignored `stop`, or a reply already rejected, is not read further
         except ModelError:
             if not (peek > 0 and scanner.stopped):
                 raise
-        if not governor.stopped:  # the tail the scanner held back, then the last line, judged
+        if not governor.prefix_rejected:  # the tail the scanner held back, then the last line, judged
             shown = governor.feed(scanner.finish()) + governor.finish()
             if shown and emit is not None:
                 emit(TextDelta(shown))

@@ -48,7 +48,7 @@ What this module leaves out: rendering (see harness.render) and running anything
 from __future__ import annotations
 
 import json
-from collections.abc import Iterable, Iterator
+from collections.abc import Iterable
 from dataclasses import dataclass
 from enum import StrEnum
 from typing import Any
@@ -83,20 +83,13 @@ class Frames:
     after_code: str = ""  # after code's last line, before the model is called again
     cue: str = ""  # written after `after_code`: the start of the model's next turn
 
-    def __bool__(self) -> bool:
-        return bool(self.before_code or self.after_code or self.cue)
-
 
 class Transcript:
-    """Append-only spans; `text` is their plain concatenation (the buffer).
-
-    The buffer is kept as the pieces appended, and joined when somebody asks for `text`
-(the join replaces the pieces, so asking again costs nothing until the next append). The
-spans are the offsets where each author's run begins.
-    """
+    """Append-only spans over one buffer: the pieces appended (joined when `text` is asked
+    for), and where each author's run begins."""
 
     def __init__(self, spans: Iterable[Span] = ()) -> None:
-        self._pieces: list[str] = []  # the buffer = "".join(_pieces); one piece once asked for
+        self._pieces: list[str] = []  # the buffer = "".join(_pieces)
         self._length = 0
         self._authors: list[Author] = []  # one per span
         self._starts: list[int] = []  # where each span begins in the buffer
@@ -133,17 +126,13 @@ spans are the offsets where each author's run begins.
 
     @property
     def spans(self) -> list[Span]:
-        return [Span(author, text) for author, text in self._runs()]
-
-    def _runs(self) -> Iterator[tuple[Author, str]]:
-        """(author, text) of each span, as `spans` has them, without making a Span of each."""
         text = self.text
         ends = [*self._starts[1:], len(text)]
-        return ((a, text[s:e]) for a, s, e in zip(self._authors, self._starts, ends))
+        return [Span(a, text[s:e]) for a, s, e in zip(self._authors, self._starts, ends)]
 
     def texts_by(self, author: Author) -> list[str]:
         """The text of each span by one author, in order (for replay: the model's turns)."""
-        return [text for by, text in self._runs() if by == author]
+        return [span.text for span in self.spans if span.author == author]
 
     def __eq__(self, other: object) -> bool:
         if not isinstance(other, Transcript):
@@ -167,23 +156,14 @@ def split_lines(text: str) -> list[str]:
     return [p + "\n" for p in parts[:-1]] + ([parts[-1]] if parts[-1] else [])
 
 
-_HEADS = {a: f"{a.value:<{_WIDTH}} " for a in Author}  # Author.MODEL -> "model     "
-
-
 def records(transcript: Transcript) -> list[str]:
     """One record line (without its newline) per line segment of each span."""
     out: list[str] = []
-    for author, written in transcript._runs():
-        out += _span_records(author, written)
-    return out
-
-
-def _span_records(author: Author, written: str) -> list[str]:
-    head, lines = _HEADS[author], written.split("\n")
-    bar, empty = head + "| ", head + "|"
-    out = [bar + text if text else empty for text in lines[:-1]]  # each ended with a newline: `|`
-    if lines[-1] or len(lines) == 1:  # the last did not: `\\` (an empty span still gets its record)
-        out.append(f"{head}\\ {lines[-1]}" if lines[-1] else head + "\\")
+    for span in transcript.spans:
+        head, lines = f"{span.author.value:<{_WIDTH}} ", span.text.split("\n")
+        out += [f"{head}| {text}" if text else head + "|" for text in lines[:-1]]  # each ended with a newline: `|`
+        if lines[-1] or len(lines) == 1:  # the last did not: `\\` (an empty span still gets its record)
+            out.append(f"{head}\\ {lines[-1]}" if lines[-1] else head + "\\")
     return out
 
 

@@ -219,9 +219,9 @@ def test_what_the_user_did_not_see_is_found_where_a_search_finds_it(text, which)
 def test_the_prefix_rule_stops_the_read_at_the_first_chunk_that_rules_it_out():
     governor = Governor(GovernedDialect(), TOOLS)
     assert governor.feed("Tho") == ""
-    assert not governor.stopped
+    assert not governor.prefix_rejected
     assert governor.feed("se are") == ""  # "Those" cannot become "Thought:"
-    assert governor.stopped
+    assert governor.prefix_rejected
     decided = governor.result()
     assert decided.prefix_rejected and decided.shown == "" and decided.lanes == ()
     assert "'Those are'" in decided.rejections[0].message
