@@ -112,11 +112,11 @@ def loading(folder: Path) -> Iterator[str]:
             yield package
         finally:
             _load.reset(token)
-            if str(folder) in sys.path:  # (a tool module may have taken it off itself)
-                sys.path.remove(str(folder))
-            for name in set(sys.modules) - before:
+            for name in set(sys.modules) - before:  # (while the folder is on sys.path: see _beside)
                 if name.partition(".")[0] == package or _beside(name, folder):
                     del sys.modules[name]
+            if str(folder) in sys.path:  # (a tool module may have taken it off itself)
+                sys.path.remove(str(folder))
 
 
 def _from_file(path: Path, package: str, module_name: str, field: str) -> Any:
@@ -136,15 +136,19 @@ def _from_file(path: Path, package: str, module_name: str, field: str) -> Any:
 
 def _beside(name: str, folder: Path) -> bool:
     """Was the module `name` found at the top of `folder` by its top name (as found, links
-    not followed)? An installed module in a virtual environment under the folder is not."""
+    not followed)? An installed module in a virtual environment under the folder is not. A
+    namespace package (`lib/` without `__init__.py`) may also have portions elsewhere on
+    sys.path (llama-cpp-python installs a `lib/`): one portion in the folder is enough."""
     try:  # its own names, asking no module __getattr__ of user code (sys.modules may hold anything)
         own = object.__getattribute__(sys.modules[name], "__dict__")
+        found = [own.get("__file__"), *(own.get("__path__") or ())]
     except Exception:
         return False
-    found = own.get("__file__") or next(iter(own.get("__path__") or ()), None)
-    if not isinstance(found, str) or not Path(found).is_relative_to(folder):
-        return False
-    return Path(found).relative_to(folder).parts[0].partition(".")[0] == name.partition(".")[0]
+    top = name.partition(".")[0]
+    return any(
+        isinstance(f, str) and Path(f).is_relative_to(folder) and Path(f).relative_to(folder).parts[0].partition(".")[0] == top
+        for f in found
+    )
 
 
 def import_object(ref: str, root: Path, field: str) -> Any:

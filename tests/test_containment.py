@@ -593,6 +593,16 @@ def test_two_folders_each_with_a_same_named_neighbour_get_their_own_in_one_batch
     assert "helpers" not in sys.modules and "lib" not in sys.modules  # neither folder's is left where another import would find it
 
 
+def test_a_namespace_neighbour_that_also_has_a_portion_installed_is_still_each_folder_s_own(tmp_path, monkeypatch):
+    # llama-cpp-python installs a top-level `lib/` (its shared libraries) into site-packages:
+    # a tool folder's own `lib/x.py` is then one portion of a namespace package `lib`.
+    installed = tmp_path / "site"
+    (installed / "lib").mkdir(parents=True)
+    (installed / "lib" / "other.py").write_text("", encoding="utf-8")
+    monkeypatch.syspath_prepend(str(installed))
+    test_two_folders_each_with_a_same_named_neighbour_get_their_own_in_one_batch(tmp_path, monkeypatch, "package without __init__")
+
+
 @pytest.mark.parametrize("how", NEIGHBOURS)
 def test_a_neighbour_edited_in_one_long_process_is_seen_by_the_next_run(tmp_path, monkeypatch, how):
     # A pytest session replays, the user edits helpers.py, the next replay in that session
