@@ -593,6 +593,43 @@ def test_two_folders_each_with_a_same_named_neighbour_get_their_own_in_one_batch
     assert "helpers" not in sys.modules and "lib" not in sys.modules  # neither folder's is left where another import would find it
 
 
+def test_a_tool_that_imports_from_its_own_folder_when_called_finds_it(tmp_path):
+    # When the tool runs, its build has ended: its own modules must still be there.
+    (tmp_path / "util.py").write_text('NAME = "from util"\n', encoding="utf-8")
+    source = (
+        "import importlib, pickle\n\nclass Box:\n    pass\n\n"
+        "def late(x):\n    \"\"\"Late.\"\"\"\n    from .util import NAME\n"
+        "    same = importlib.import_module(__name__) is importlib.import_module(Box.__module__)\n"
+        "    return f\"{NAME} {same} {len(pickle.dumps(Box())) > 0}\"\n"
+    )
+    path = scenario(tmp_path, "late", source=source)
+    result = invoke("run", str(path), "-f", "tagged")
+    assert result.exit_code == 0 and observations(result.stdout) == ["code      | Observation: from util True True"], result.output
+
+
+def test_a_package_of_the_user_s_imported_before_the_build_is_not_imported_twice(tmp_path, monkeypatch):
+    # A test module imported the project's package; a tool is the first to import one of its
+    # modules. The exception class the tool raises must be the one the test catches.
+    (tmp_path / "mylib").mkdir()
+    (tmp_path / "mylib" / "__init__.py").write_text("", encoding="utf-8")
+    (tmp_path / "mylib" / "errors.py").write_text("class MyError(Exception):\n    pass\n", encoding="utf-8")
+    (tmp_path / "tools.py").write_text("from mylib.errors import MyError\n\ndef b(x):\n    raise MyError(x)\n", encoding="utf-8")
+    monkeypatch.syspath_prepend(str(tmp_path))
+    from harness import user_code
+
+    import mylib  # noqa: F401  (as a test module of the project would)
+
+    try:
+        with user_code.loading(tmp_path):
+            b = user_code.import_function("tools:b", tmp_path, "tools.b")
+        from mylib.errors import MyError
+
+        with pytest.raises(MyError):
+            b("x")
+    finally:
+        sys.modules.pop("mylib", None), sys.modules.pop("mylib.errors", None)
+
+
 def test_a_namespace_neighbour_that_also_has_a_portion_installed_is_still_each_folder_s_own(tmp_path, monkeypatch):
     # llama-cpp-python installs a top-level `lib/` (its shared libraries) into site-packages:
     # a tool folder's own `lib/x.py` is then one portion of a namespace package `lib`.
