@@ -84,3 +84,13 @@ def test_parametrized_tests_whose_ids_differ_only_in_unsafe_characters_keep_a_ca
     assert sorted("2/3?" in t or "2_3?" in t or "2:3?" in t for t in (f.joinpath("run-001.txt").read_text() for f in folders)) == [True] * 3
     upstream.close()
     pytester.runpytest("--harness-proxy", "none").assert_outcomes(passed=3)  # each replays its own
+
+
+def test_a_cassette_under_its_old_name_is_one_line_saying_what_to_rename_it_to(pytester):
+    # Before parameters had a cassette each, a test's cassette was cassettes/TEST_NAME.
+    pytester.makepyfile(test_proxied_agent=AGENT)
+    (pytester.path / "cassettes" / "test_agent").mkdir(parents=True)
+    result = pytester.runpytest("--harness-proxy", "none")
+    result.assert_outcomes(errors=1)
+    new = folder_name("test_proxied_agent.py::test_agent")
+    result.stdout.fnmatch_lines([f"*harness_proxy: *cassettes/test_agent is this test's cassette under its old name; rename it to {new}*"])
