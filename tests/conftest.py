@@ -8,6 +8,7 @@ review reads exactly like `harness run --format tagged`. Bytes are written as th
 from __future__ import annotations
 
 import os
+import signal
 
 import httpcore  # noqa: F401 (see below)
 import httpx  # noqa: F401
@@ -45,3 +46,13 @@ def record_with_base_url(pytester, monkeypatch, model: str, url: str, source: st
         return pytester.runpytest("--harness-record", model)
     monkeypatch.delenv("HARNESS_BASE_URL", raising=False)
     return pytester.runpytest("--harness-record", model, "--harness-base-url", url)
+
+
+@pytest.fixture(autouse=True)
+def _ctrl_c_as_a_shell_gives_it():
+    """Every test starts with Ctrl-C's default handler, as a command typed in a shell has it.
+    A child process inherits an ignored SIGINT, so the tests that send one to a `harness`
+    process would see it ignored: in CI the test process was left ignoring it by native code
+    outside harness (no Python code set it; found by wrapping `signal.signal`)."""
+    if signal.getsignal(signal.SIGINT) is signal.SIG_IGN:
+        signal.signal(signal.SIGINT, signal.default_int_handler)
