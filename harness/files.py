@@ -152,3 +152,56 @@ def same_file(path: Path) -> Path:
         return resolved(path)
     except OSError:  # a symlink loop: its own name, then
         return path.absolute()
+
+
+class Fields:
+    """A table a user's file holds (a scenario, a saved file's metadata), each field read with
+    its check: a problem is one `error` naming the file and the field (`where` + the key)."""
+
+    def __init__(self, data: dict[str, Any], where: str, error: type[HarnessError] = HarnessError) -> None:
+        self.data, self.where, self.error = data, where, error
+
+    def fail(self, key: str, message: str) -> HarnessError:
+        return self.error(f"{self.where}{key}", message)
+
+    def text(self, key: str, default: str | None = None) -> str:
+        value = self.data.get(key, default)
+        if value is None:
+            raise self.fail(key, "is required")
+        if not isinstance(value, str):
+            raise self.fail(key, "must be a string")
+        return value
+
+    def optional(self, key: str) -> str | None:
+        return None if self.data.get(key) is None else self.text(key)
+
+    def choice(self, key: str, known: tuple[str, ...], default: str | None = None) -> str:
+        value = self.data.get(key, default)
+        if not isinstance(value, str) or value not in known:
+            said = f", not {value[:80]!r}" if isinstance(value, str) else ""
+            raise self.fail(key, f"must be one of {', '.join(known)}{said}")
+        return value
+
+    def strings(self, key: str) -> tuple[str, ...]:
+        value = self.data.get(key, [])
+        if not isinstance(value, list) or not all(isinstance(v, str) for v in value):
+            raise self.fail(key, "must be a list of strings")
+        return tuple(value)
+
+    def count(self, key: str, default: int, least: int = 0) -> int:
+        value = self.data.get(key, default)
+        if type(value) is not int or value < least:
+            raise self.fail(key, f"must be a whole number, {least} or more")
+        return value
+
+    def flag(self, key: str, default: bool = True) -> bool:
+        value = self.data.get(key, default)
+        if not isinstance(value, bool):
+            raise self.fail(key, "must be true or false")
+        return value
+
+    def table(self, key: str, must: str) -> dict[str, Any]:
+        value = self.data.get(key, {})
+        if not isinstance(value, dict):
+            raise self.fail(key, must)
+        return value

@@ -13,6 +13,7 @@ import regex
 
 from harness.errors import HarnessError, TranscriptFormatError
 from harness.events import StopReason
+from harness.files import Fields
 from harness.run_record import CallRecord, RunRecord
 from harness.scenario import Scenario
 from harness.source import from_meta
@@ -24,34 +25,23 @@ def load_record(text: str, source: str = "<transcript>", base: Path | None = Non
     if not isinstance(text, str):  # bytes too: which encoding they are in is the caller's to say
         raise TranscriptFormatError(f"{source}: load_record(text)", f"must be the saved file's text, a str, not {type(text).__name__}")
     transcript, meta = loads(text, source)
-
-    def fail(key: str, message: str) -> TranscriptFormatError:
-        return TranscriptFormatError(f"{source}: metadata {key}", message)
-
-    reason = meta.get("stop_reason", StopReason.MAX_STEPS.value)  # a file without one has not finished
-    if not isinstance(reason, str) or reason not in StopReason._value2member_map_:
-        raise fail("stop_reason", f"must be one of {', '.join(StopReason)}")
-    answer = meta.get("final_answer")
-    if answer is not None and not isinstance(answer, str):
-        raise fail("final_answer", "must be a string or null")
-    steps = meta.get("steps", 0)
-    if type(steps) is not int or steps < 0:
-        raise fail("steps", "must be a whole number, 0 or more")
-    detail = meta.get("detail", "")
-    if not isinstance(detail, str):
-        raise fail("detail", "must be a string")
+    read = Fields(meta, f"{source}: metadata ", TranscriptFormatError)
+    fail = read.fail
+    reason = read.choice("stop_reason", tuple(StopReason), StopReason.MAX_STEPS.value)  # a file without one has not finished
+    answer = read.optional("final_answer")
+    steps = read.count("steps", 0)
+    detail = read.text("detail", "")
     replies = transcript.texts_by(Author.MODEL)
     model_calls = len(replies)
     if "steps" in meta and not model_calls <= steps <= model_calls + 1:  # a step is a model call (one canceled before its first text, too)
         raise fail("steps", f"must be the number of model calls, {model_calls} (or one more, if the last was canceled); it is {steps}")
-    cuts = _cuts(meta.get("cuts", {}), model_calls, fail)
+    cuts = _cuts(read.table("cuts", "must map step numbers to text"), model_calls, fail)
     calls = _calls(meta.get("calls"), replies, cuts, fail)
     scenario = None
     if "scenario" in meta:
-        if not isinstance(meta["scenario"], dict):
-            raise fail("scenario", "must be a table of the scenario's fields")
+        fields = read.table("scenario", "must be a table of the scenario's fields")
         try:
-            scenario = Scenario.from_dict(meta["scenario"], f"{source}: metadata scenario", base)
+            scenario = Scenario.from_dict(fields, f"{source}: metadata scenario", base)
         except HarnessError as e:
             raise TranscriptFormatError(e.where, e.message) from None
     model = meta.get("model", "")
@@ -65,9 +55,7 @@ def load_record(text: str, source: str = "<transcript>", base: Path | None = Non
 _STEP = regex.compile(r"[1-9][0-9]{0,8}")  # ASCII digits only: "²".isdigit() is true, int("²") fails
 
 
-def _cuts(value: Any, model_calls: int, fail) -> dict[int, str]:
-    if not isinstance(value, dict):
-        raise fail("cuts", "must map step numbers to text")
+def _cuts(value: dict[str, Any], model_calls: int, fail) -> dict[int, str]:
     out = {}
     for key, cut in value.items():
         if not (_STEP.fullmatch(key) and 1 <= int(key) <= model_calls) or not isinstance(cut, str):

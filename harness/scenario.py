@@ -42,7 +42,7 @@ from harness import prompts
 from harness.dialects import DIALECTS
 from harness.entry import redaction
 from harness.errors import HarnessError, ScenarioError
-from harness.files import load_toml, read_input
+from harness.files import Fields, load_toml, read_input
 from harness.limits import Limits
 from harness.prompts import data_dir
 from harness.tool_specs import ToolSpec, parse_tool
@@ -170,7 +170,7 @@ _LIMIT_FIELDS = ("max_steps", "unknown_tool_limit", "format_error_limit", "repea
 
 def _parse(data: dict[str, Any], where: str, base: Path | None, check_files: bool = True) -> Scenario:
     """The fields checked, in the order a reader meets them in the file."""
-    read = _Fields(data, where)
+    read = Fields(data, f"{where}: ", ScenarioError)
     for key in data:
         if key not in _FIELDS:
             raise read.fail(key, f"unknown field (known: {', '.join(sorted(_FIELDS))})")
@@ -184,11 +184,11 @@ def _parse(data: dict[str, Any], where: str, base: Path | None, check_files: boo
         tools=_tools(read, workspace is not None),
         **{key: read.count(key, getattr(_LIMITS, key)) for key in _LIMIT_FIELDS},
         chunk_size=read.count("chunk_size", 8, least=1),
-        interrupt=read.pair("interrupt", ("step", "at"), int),
-        model_error=read.pair("model_error", ("step", "message"), str),
+        interrupt=_pair(read, "interrupt", ("step", "at"), int),
+        model_error=_pair(read, "model_error", ("step", "message"), str),
         use_stop=read.flag("use_stop"),
         workspace=workspace,
-        endpoint=read.choice("endpoint", ("completions", "chat")),  # chat: harness.backends.messages
+        endpoint=read.choice("endpoint", ("completions", "chat"), "completions"),  # chat: harness.backends.messages
         expect=expect,
         expect_regex=expect_regex,
         redact=read.strings("redact"),
@@ -204,65 +204,24 @@ def _parse(data: dict[str, Any], where: str, base: Path | None, check_files: boo
     return scenario
 
 
-@dataclass(frozen=True)
-class _Fields:
-    """A scenario's fields as loaded, each read with its check."""
-
-    data: dict[str, Any]
-    where: str
-
-    def fail(self, key: str, message: str) -> ScenarioError:
-        return ScenarioError(f"{self.where}: {key}", message)
-
-    def text(self, key: str, default: str | None = None) -> str:
-        value = self.data.get(key, default)
-        if value is None:
-            raise self.fail(key, "is required")
-        if not isinstance(value, str):
-            raise self.fail(key, "must be a string")
-        return value
-
-    def choice(self, key: str, known: tuple[str, ...]) -> str:
-        if (value := self.text(key, known[0])) not in known:
-            raise self.fail(key, f"must be one of {', '.join(known)}, not {value[:80]!r}")
-        return value
-
-    def strings(self, key: str) -> tuple[str, ...]:
-        value = self.data.get(key, [])
-        if not isinstance(value, list) or not all(isinstance(v, str) for v in value):
-            raise self.fail(key, "must be a list of strings")
-        return tuple(value)
-
-    def count(self, key: str, default: int, least: int = 0) -> int:
-        value = self.data.get(key, default)
-        if type(value) is not int or value < least:
-            raise self.fail(key, f"must be a whole number, {least} or more")
-        return value
-
-    def flag(self, key: str) -> bool:
-        value = self.data.get(key, True)
-        if not isinstance(value, bool):
-            raise self.fail(key, "must be true or false")
-        return value
-
-    def pair(self, key: str, names: tuple[str, str], kind: type) -> tuple[Any, Any] | None:
-        """`key = { step = 2, <name> = ... }` -> (2, ...), or None when absent."""
-        value = self.data.get(key)
-        if value is None:
-            return None
-        if isinstance(value, list) and len(value) == 2:  # a saved transcript's metadata holds the pair as a list
-            value = dict(zip(names, value))
-        if not isinstance(value, dict) or set(value) != set(names):
-            raise self.fail(key, f"must be a table with exactly {names[0]} and {names[1]}")
-        step, other = value[names[0]], value[names[1]]
-        if type(step) is not int or step < 1:
-            raise self.fail(f"{key}.{names[0]}", "must be a whole number, 1 or more")
-        if type(other) is not kind or (kind is int and other < 0):
-            raise self.fail(f"{key}.{names[1]}", f"must be a {'whole number, 0 or more' if kind is int else 'string'}")
-        return step, other
+def _pair(read: Fields, key: str, names: tuple[str, str], kind: type) -> tuple[Any, Any] | None:
+    """`key = { step = 2, <name> = ... }` -> (2, ...), or None when absent."""
+    value = read.data.get(key)
+    if value is None:
+        return None
+    if isinstance(value, list) and len(value) == 2:  # a saved transcript's metadata holds the pair as a list
+        value = dict(zip(names, value))
+    if not isinstance(value, dict) or set(value) != set(names):
+        raise read.fail(key, f"must be a table with exactly {names[0]} and {names[1]}")
+    step, other = value[names[0]], value[names[1]]
+    if type(step) is not int or step < 1:
+        raise read.fail(f"{key}.{names[0]}", "must be a whole number, 1 or more")
+    if type(other) is not kind or (kind is int and other < 0):
+        raise read.fail(f"{key}.{names[1]}", f"must be a {'whole number, 0 or more' if kind is int else 'string'}")
+    return step, other
 
 
-def _template(read: _Fields, check_files: bool) -> dict[str, Any]:
+def _template(read: Fields, check_files: bool) -> dict[str, Any]:
     """dialect, prompt and prompt_file: how the buffer begins."""
     dialect = read.text("dialect", "default")
     if dialect not in DIALECTS:
@@ -272,13 +231,13 @@ def _template(read: _Fields, check_files: bool) -> dict[str, Any]:
         prompts.check_name(prompt)  # by name only, never a path
     except HarnessError as e:
         raise read.fail("prompt", e.message) from None
-    prompt_file = None if read.data.get("prompt_file") is None else read.text("prompt_file")
+    prompt_file = read.optional("prompt_file")
     if check_files and prompt_file is not None and "prompt" in read.data:  # (a saved file's metadata always holds both)
         raise read.fail("prompt_file", "goes instead of prompt, not with it (a template is named one way: prompt, or prompt_file)")
     return {"dialect": dialect, "prompt": prompt, "prompt_file": prompt_file}
 
 
-def _workspace(read: _Fields) -> dict[str, str] | None:
+def _workspace(read: Fields) -> dict[str, str] | None:
     workspace = read.data.get("workspace")
     if workspace is not None and (not isinstance(workspace, dict) or not all(isinstance(v, str) for v in workspace.values())):
         raise read.fail("workspace", "must be a table of file paths to their text")
@@ -290,24 +249,22 @@ def _workspace(read: _Fields) -> dict[str, str] | None:
     return workspace
 
 
-def _tools(read: _Fields, has_workspace: bool) -> tuple[ToolSpec, ...]:
-    tools = read.data.get("tools", {})
-    if not isinstance(tools, dict):
-        raise read.fail("tools", "must be a table of [tools.NAME] tables")
+def _tools(read: Fields, has_workspace: bool) -> tuple[ToolSpec, ...]:
+    tools = read.table("tools", "must be a table of [tools.NAME] tables")
     for name in tools:
         if not TOOL_NAME.fullmatch(name):
             raise read.fail("tools", f"{name!r} is not a tool name (a letter or _, then letters, digits, _)")
         if name in TOOL_NAMES and not has_workspace:
             raise read.fail(f"tools.{name}", "needs a [workspace] table of files to work on")
-    return tuple(parse_tool(name, spec, f"{read.where}: tools.{name}") for name, spec in tools.items())
+    return tuple(parse_tool(name, spec, f"{read.where}tools.{name}") for name, spec in tools.items())
 
 
-def _expect(read: _Fields) -> tuple[str | None, str | None]:
-    expect, expect_regex = (None if read.data.get(k) is None else read.text(k) for k in ("expect", "expect_regex"))
+def _expect(read: Fields) -> tuple[str | None, str | None]:
+    expect, expect_regex = read.optional("expect"), read.optional("expect_regex")
     if expect is not None and expect_regex is not None:
         raise read.fail("expect_regex", "goes instead of expect, not with it (an answer is checked one way)")
     if expect_regex is not None:
         from harness.expect import check_pattern
 
-        check_pattern(expect_regex, f"{read.where}: expect_regex")
+        check_pattern(expect_regex, f"{read.where}expect_regex")
     return expect, expect_regex

@@ -20,7 +20,7 @@ from typing import Any
 import regex
 
 from harness.errors import HarnessError, TranscriptFormatError
-from harness.files import not_a_file
+from harness.files import Fields, not_a_file
 from harness.prompts import NAME  # a shipped scenario is named as a template is: a file name, no path
 
 ORIGINS = ("transcript", "root", "shipped")
@@ -125,35 +125,26 @@ def resolve(source: Source, where: str, transcript_folder: Path, root: Path, shi
 
 def from_meta(value: Any, where: str) -> Source:
     """The `source` line of a saved file (untrusted), every field checked."""
-
-    def fail(message: str) -> TranscriptFormatError:
-        return TranscriptFormatError(f"{where}: metadata source", message)
-
     if not isinstance(value, dict):
-        raise fail("must be a table naming a scenario or an agent")
-    sha = value.get("sha256", "")
-    if not isinstance(sha, str) or not (sha == "" or _SHA.fullmatch(sha)):
-        raise fail("sha256 must be 64 hex digits")
+        raise TranscriptFormatError(f"{where}: metadata source", "must be a table naming a scenario or an agent")
+    read = Fields(value, f"{where}: metadata source.", TranscriptFormatError)
+    sha = read.text("sha256", "")
+    if sha and not _SHA.fullmatch(sha):
+        raise read.fail("sha256", "must be 64 hex digits")
     if "agent" in value:
-        agent, question = value["agent"], value.get("question")
-        if not isinstance(agent, str) or not AGENT_REF.fullmatch(agent):
-            raise fail("agent must read 'module:attribute'")
-        if not isinstance(question, str):
-            raise fail("an agent's question must be a string")
-        return Source(agent=agent, question=question, sha256=sha)
-    scenario, origin, overrides = value.get("scenario"), value.get("from"), value.get("overrides", {})
-    if origin not in ORIGINS:
-        raise fail(f"from must be one of {', '.join(ORIGINS)}")
-    if not isinstance(scenario, str) or not 0 < len(scenario) <= 1000 or "\x00" in scenario:
-        raise fail("scenario must be a path or a name")
+        if not AGENT_REF.fullmatch(agent := read.text("agent")):
+            raise read.fail("agent", "must read 'module:attribute'")
+        return Source(agent=agent, question=read.text("question"), sha256=sha)
+    origin, scenario = read.choice("from", ORIGINS), read.text("scenario")
+    if not 0 < len(scenario) <= 1000 or "\x00" in scenario:
+        raise read.fail("scenario", "must be a path or a name")
     if origin == "shipped" and not NAME.fullmatch(scenario):
-        raise fail("a shipped scenario is named without a path")
+        raise read.fail("scenario", "a shipped scenario is named without a path")
     if origin != "shipped" and (Path(scenario).is_absolute() or not scenario.endswith(".toml") or scenario.startswith(("/", "\\"))):
-        raise fail("scenario must be a relative path to a .toml file")
-    if not isinstance(overrides, dict):
-        raise fail("overrides must be a table of scenario fields")
+        raise read.fail("scenario", "must be a relative path to a .toml file")
+    overrides = read.table("overrides", "must be a table of scenario fields")
     if extra := sorted(set(overrides) - set(RUN_CHANGES), key=str):
-        raise fail(f"overrides may change only what a run changes ({', '.join(RUN_CHANGES)}), not {str(extra[0])[:80]!r}")
+        raise read.fail("overrides", f"may change only what a run changes ({', '.join(RUN_CHANGES)}), not {str(extra[0])[:80]!r}")
     return Source(scenario, origin, sha256=sha, overrides=overrides)
 
 

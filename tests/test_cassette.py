@@ -529,19 +529,19 @@ def test_a_model_name_that_is_not_a_string_is_refused_in_one_line(tmp_path, monk
 @pytest.mark.parametrize(
     "source, says",
     [
-        ("5", "must be a table naming a scenario or an agent"),
-        ('{"scenario": 5, "from": "root"}', "scenario must be a path or a name"),
-        ('{"scenario": "a.toml", "from": "anywhere"}', "from must be one of transcript, root, shipped"),
-        ('{"scenario": "/etc/a.toml", "from": "root"}', "scenario must be a relative path to a .toml file"),
-        ('{"scenario": "notes.txt", "from": "transcript"}', "scenario must be a relative path to a .toml file"),
-        ('{"scenario": "../nimbus", "from": "shipped"}', "a shipped scenario is named without a path"),
-        ('{"agent": "os", "question": "q"}', "agent must read 'module:attribute'"),
-        ('{"agent": "os:path", "question": 1}', "an agent's question must be a string"),
-        ('{"scenario": "nimbus", "from": "shipped", "sha256": "zz"}', "sha256 must be 64 hex digits"),
-        ('{"scenario": "nimbus", "from": "shipped", "overrides": []}', "overrides must be a table of scenario fields"),
+        ("5", ": must be a table naming a scenario or an agent"),
+        ('{"scenario": 5, "from": "root"}', ".scenario: must be a string"),
+        ('{"scenario": "a.toml", "from": "anywhere"}', ".from: must be one of transcript, root, shipped, not 'anywhere'"),
+        ('{"scenario": "/etc/a.toml", "from": "root"}', ".scenario: must be a relative path to a .toml file"),
+        ('{"scenario": "notes.txt", "from": "transcript"}', ".scenario: must be a relative path to a .toml file"),
+        ('{"scenario": "../nimbus", "from": "shipped"}', ".scenario: a shipped scenario is named without a path"),
+        ('{"agent": "os", "question": "q"}', ".agent: must read 'module:attribute'"),
+        ('{"agent": "os:path", "question": 1}', ".question: must be a string"),
+        ('{"scenario": "nimbus", "from": "shipped", "sha256": "zz"}', ".sha256: must be 64 hex digits"),
+        ('{"scenario": "nimbus", "from": "shipped", "overrides": []}', ".overrides: must be a table of scenario fields"),
         (  # a file that looks like a shipped scenario's run, carrying a tool of its own
             '{"scenario": "nimbus", "from": "shipped", "overrides": {"tools": {"system": {"python": "os:system"}}}}',
-            "overrides may change only what a run changes (max_steps, use_stop, endpoint, interrupt, model_error, redact), not 'tools'",
+            ".overrides: may change only what a run changes (max_steps, use_stop, endpoint, interrupt, model_error, redact), not 'tools'",
         ),
     ],
 )
@@ -556,7 +556,7 @@ def test_a_bad_source_line_is_refused_in_one_line_by_every_command(tmp_path, mon
     for command in (["show"], ["replay", "--check"], ["step", "--frame", "0"]):
         result = invoke(command[0], "bad.txt", *command[1:])
         assert result.exit_code == 2, (command, result.output)
-        assert result.stderr == f"error: bad.txt: metadata source: {says}\n"
+        assert result.stderr == f"error: bad.txt: metadata source{says}\n"
 
 
 def test_an_agent_source_that_is_not_an_agent_is_one_line(tmp_path, monkeypatch):
