@@ -14,6 +14,8 @@ from collections.abc import Callable, Iterable, Sequence
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
+import regex
+
 from harness import prompts
 from harness import source as sources
 from harness.dialects import get_dialect
@@ -48,7 +50,7 @@ class Agent:
                 tool_function(t.fn, t.name, "") if isinstance(t, Tool) else from_function(t)
             except HarnessError as e:
                 raise HarnessError(f"Agent.tools[{i}]", e.message) from None
-        if self.source is not None and not (isinstance(self.source, str) and sources.AGENT_REF.fullmatch(self.source)):
+        if self.source is not None and not (isinstance(self.source, str) and regex.fullmatch(sources.AGENT_REF, self.source)):
             raise HarnessError("Agent.source", f"{self.source!r} must read 'module:attribute' (an importable name of the Agent)")
 
     def setup(self, question: str) -> Setup:

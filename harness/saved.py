@@ -52,13 +52,13 @@ def load_record(text: str, source: str = "<transcript>", base: Path | None = Non
     return RunRecord(transcript, StopReason(reason), answer, steps, detail, calls, scenario, source=source_, model=model, endpoint=endpoint)
 
 
-_STEP = regex.compile(r"[1-9][0-9]{0,8}")  # ASCII digits only: "²".isdigit() is true, int("²") fails
+_STEP = r"[1-9][0-9]{0,8}"  # ASCII digits only: "²".isdigit() is true, int("²") fails
 
 
 def _cuts(value: dict[str, Any], model_calls: int, fail) -> dict[int, str]:
     out = {}
     for key, cut in value.items():
-        if not (_STEP.fullmatch(key) and 1 <= int(key) <= model_calls) or not isinstance(cut, str):
+        if not (regex.fullmatch(_STEP, key) and 1 <= int(key) <= model_calls) or not isinstance(cut, str):
             raise fail("cuts", f"must map step numbers (1 to {model_calls}) to text; {key!r} does not")
         out[int(key)] = cut
     return out

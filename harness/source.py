@@ -28,8 +28,7 @@ SOURCE_LINE = "# source: "  # how the line begins in a saved file (harness.trans
 # What a run may change of its scenario: all a saved file's overrides may hold (a tool or a
 # prompt there would be the file's own code, put over the scenario it names).
 RUN_CHANGES = ("max_steps", "use_stop", "endpoint", "interrupt", "model_error", "redact")
-AGENT_REF = regex.compile(r"[A-Za-z_][\w.]{0,199}:[A-Za-z_]\w{0,99}")  # module:attribute
-_SHA = regex.compile(r"[0-9a-f]{64}")
+AGENT_REF = r"[A-Za-z_][\w.]{0,199}:[A-Za-z_]\w{0,99}"  # module:attribute (compiled when first matched)
 
 
 @dataclass(frozen=True, slots=True)
@@ -129,10 +128,10 @@ def from_meta(value: Any, where: str) -> Source:
         raise TranscriptFormatError(f"{where}: metadata source", "must be a table naming a scenario or an agent")
     read = Fields(value, f"{where}: metadata source.", TranscriptFormatError)
     sha = read.text("sha256", "")
-    if sha and not _SHA.fullmatch(sha):
+    if sha and not regex.fullmatch(r"[0-9a-f]{64}", sha):
         raise read.fail("sha256", "must be 64 hex digits")
     if "agent" in value:
-        if not AGENT_REF.fullmatch(agent := read.text("agent")):
+        if not regex.fullmatch(AGENT_REF, agent := read.text("agent")):
             raise read.fail("agent", "must read 'module:attribute'")
         return Source(agent=agent, question=read.text("question"), sha256=sha)
     origin, scenario = read.choice("from", ORIGINS), read.text("scenario")

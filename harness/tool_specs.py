@@ -24,7 +24,7 @@ from harness.tools import BUILTINS, TRAITS, Tool, canned, from_function
 from harness.user_code import import_function
 from harness.workspace import TOOL_NAMES, Workspace
 
-_PYTHON_REF = regex.compile(r"[A-Za-z_]\w{0,63}(?:\.[A-Za-z_]\w{0,63}){0,7}:[A-Za-z_]\w{0,63}")  # a Python tool: module:function
+_PYTHON_REF = r"[A-Za-z_]\w{0,63}(?:\.[A-Za-z_]\w{0,63}){0,7}:[A-Za-z_]\w{0,63}"  # a Python tool: module:function (compiled when first matched)
 
 
 @dataclass(frozen=True, slots=True)
@@ -91,7 +91,7 @@ def parse_tool(name: str, spec: Any, where: str) -> ToolSpec:
     if python is not None and (extra := sorted(set(spec) - {"python", "trait", "example"})):
         raise ScenarioError(f"{where}.{extra[0]}", "does not go with python: the function's docstring and parameters say it")
     if python is not None:
-        if not _PYTHON_REF.fullmatch(python):
+        if not regex.fullmatch(_PYTHON_REF, python):
             raise ScenarioError(f"{where}.python", _KINDS["python"][1])
         return ToolSpec(name, trait=trait, python=python, example=example)
     if results is None:

@@ -7,13 +7,13 @@ scenario writes per argument."""
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 import ast
 import inspect
 import json
 import math
 import operator
 from collections.abc import Callable, Iterable, Mapping
+from dataclasses import dataclass
 from functools import cached_property
 from typing import Any
 
@@ -44,8 +44,7 @@ class Tool:
 
     @cached_property
     def shown_params(self) -> tuple[str, ...]:
-        """The parameters as the tool list shows them: one with a default says so
-        (`daily=0.25`), so the model is told it may leave it out."""
+        """The parameters as the tool list shows them: `daily=0.25`, one the model may leave out."""
         found = self._params.parameters
         return tuple(_shown(name, found.get(name)) for name in self.params)
 
@@ -54,7 +53,7 @@ class Tool:
         return inspect.signature(self.fn)
 
     def call(self, args: tuple[Any, ...], kwargs: Mapping[str, Any]) -> str:
-        """Run the tool; any problem comes back as ToolError with a readable message."""
+        """Run the tool; a problem harness finds is a ToolError the model can read."""
         try:
             self._params.bind(*args, **kwargs)
         except TypeError as e:
@@ -124,8 +123,8 @@ _DEFAULT_WIDTH = 40  # characters of a default shown; a longer one is shown as `
 
 
 def _shown(name: str, param: inspect.Parameter | None) -> str:
-    """`daily=0.25` for a parameter with a default, else its name; a default that is long or
-    not a plain value (a repr holding an address would change every run) is `daily=…`."""
+    """`daily=0.25`; a default that is long or no plain value (a repr holding an address
+    would change every run) is `daily=…`."""
     if param is None or param.default is param.empty:
         return name
     value = param.default  # (nan and inf are no literal the model could write back)
@@ -134,9 +133,8 @@ def _shown(name: str, param: inspect.Parameter | None) -> str:
 
 
 def from_function(fn: Callable[..., Any], name: str | None = None, trait: str = "unknown", example: str | None = None) -> Tool:
-    """A plain function as a tool: `def search(query): "Search the web."` -> search(query).
-    `name` is the tool's, if not the function's own (a lambda's `<lambda>` is none); an async
-    function is refused. `example` is a call's arguments as the model should write them (`'"harness"'`)."""
+    """A plain function as a tool: `def search(query): "Search the web."` -> search(query);
+    `example` is a call's arguments as the model should write them (`'"harness"'`)."""
     name = tool_function(fn, name, "from_function")  # a HarnessError unless harness can call it by that name
     doc = (inspect.getdoc(fn) or "").strip()
     description = doc.splitlines()[0] if doc else f"the Python function {getattr(fn, '__name__', name)}"
@@ -248,8 +246,8 @@ EXAMPLE_MAX = 200  # characters of a call's arguments shown as a tool's example 
 
 
 def canned(name: str, description: str, results: Mapping[str, str], params: tuple[str, ...] = ("input",), default: str | None = None, trait: str = "unknown") -> Tool:
-    """A tool whose answers are written down in advance, one per argument. A key matches as
-    a person would match it (see _loose) when exactly one key matches that way."""
+    """A tool whose answers are written down in advance, one per argument; a key also
+    matches as a person would match it (_loose) when exactly one key matches that way."""
     loose: dict[str, list[str]] = {}
     for k in results:
         loose.setdefault(_loose(k), []).append(k)

@@ -2,11 +2,9 @@
 returned as text.
 
 Importing a Python tool (or an Agent a saved file names) may print, raise anything or fail
-in its exception's own __str__: each is one HarnessError naming the field and the module,
-and what it prints is dropped. A scenario's tool modules are loaded afresh on every build,
-from their text, so an edit is seen by the next run of a long pytest session. Each build
-makes the folder a package of its own, `harness_tools_N`: a module imports its neighbours
-absolutely or relatively, and finds them in that package, never on sys.path.
+in its own __str__: each is one HarnessError naming the field and the module, and what it
+prints is dropped. A scenario's tool modules are loaded afresh by every build, from their
+text, as a package of the build's own: a module finds its neighbours there, never on sys.path.
 """
 
 from __future__ import annotations
@@ -92,14 +90,14 @@ _load: ContextVar[tuple[Path, str] | None] = ContextVar("harness_load", default=
 
 @contextmanager
 def loading(folder: Path) -> Iterator[str]:
-    """One build's tool modules from `folder`, loaded together: two tools of one module, or
-    two modules importing one neighbour, share it. Yields the build's package's name."""
+    """One build's tool modules from `folder`, as one package: two tools of one module, or
+    two modules importing one neighbour, share it. Yields the package's name."""
     folder = resolved(folder)
     if (load := _load.get()) is not None and load[0] == folder:  # a tool module that builds a scenario's tools
         yield load[1]
         return
-    if _Folders not in sys.meta_path:
-        sys.meta_path.insert(0, _Folders)
+    if _Fresh not in sys.meta_path:
+        sys.meta_path.insert(0, _Fresh)
     package = f"harness_tools_{next(_loads)}"  # stays in sys.modules: a tool may import from it when called, or pickle a class of it
     spec = importlib.machinery.ModuleSpec(package, None, is_package=True)
     spec.submodule_search_locations = [str(folder)]
@@ -111,25 +109,22 @@ def loading(folder: Path) -> Iterator[str]:
         _load.reset(token)
 
 
-class _Folders:
-    """On sys.meta_path: the modules of a build's package (`harness_tools_N.helpers`), found in
-    its folder as Python finds them (modules, packages, namespace packages) and loaded by _Fresh."""
+class _Fresh(importlib.machinery.SourceFileLoader):
+    """On sys.meta_path, for the modules of a build's package (`harness_tools_N.helpers`):
+    found in its folder as Python finds them (modules, packages, namespace packages), each
+    compiled from its text, never a cached .pyc (an edit in the same second would pass for
+    it), its absolute imports of its folder's modules (`import helpers`) resolved inside the
+    package. So no other folder's build finds them, and no module outside the package is
+    added to sys.modules or taken from it."""
 
-    @staticmethod
-    def find_spec(name: str, path: Any = None, target: Any = None) -> Any:
+    @classmethod
+    def find_spec(cls, name: str, path: Any = None, target: Any = None) -> Any:
         if not name.startswith("harness_tools_") or "." not in name:
             return None
         spec = importlib.machinery.PathFinder.find_spec(name, path)
         if spec is not None and type(spec.loader) is importlib.machinery.SourceFileLoader:
-            spec.loader = _Fresh(name, spec.origin)
+            spec.loader = cls(name, spec.origin)
         return spec
-
-
-class _Fresh(importlib.machinery.SourceFileLoader):
-    """A module of a tool folder: compiled from its text, never a cached .pyc (an edit in the
-    same second would pass for it), and its absolute imports of its folder's modules
-    (`import helpers`) resolved inside its build's package, so that no other folder's build
-    finds them and nothing outside the package is added to sys.modules or taken from it."""
 
     def get_code(self, fullname: str) -> Any:
         return compile(self.get_data(self.path), self.path, "exec", dont_inherit=True)
@@ -167,9 +162,7 @@ def _in_folder(package: str, top: str) -> bool:
     return imported != spec.origin
 
 
-# sys.path is the whole process's, and a batch builds runs in threads: one import of a
-# project's module at a time.
-_ON_PATH = threading.RLock()  # (re-entrant: an Agent's module may import another as it loads)
+_ON_PATH = threading.RLock()  # sys.path is the process's; a batch's threads import one at a time
 
 
 def import_object(ref: str, root: Path, field: str) -> Any:
@@ -193,8 +186,8 @@ def import_object(ref: str, root: Path, field: str) -> Any:
 
 
 def _contained(load: Callable[[], Any], module_name: str, field: str, missing: str = "") -> Any:
-    """Import user code: what it prints is dropped, whatever it raises is one HarnessError
-    (`missing` when the module itself, or a package above it, does not exist)."""
+    """Import user code: its prints dropped, whatever it raises one HarnessError (`missing`
+    when the module itself, or a package above it, does not exist)."""
     try:
         call = captured.start()  # this thread's prints, dropped
         try:
@@ -206,11 +199,8 @@ def _contained(load: Callable[[], Any], module_name: str, field: str, missing: s
     except BaseException as e:
         if missing and isinstance(e, ModuleNotFoundError) and e.name and (module_name + ".").startswith(e.name + "."):
             raise HarnessError(field, missing) from None
-        said = _PACKAGE.sub("", describe(e))  # the folder's package is harness's name, not the user's
+        said = regex.sub(r"harness_tools_[0-9]+\.?", "", describe(e))  # the build's package is harness's name, not the user's
         raise HarnessError(field, f"the module {module_name!r} failed to import ({said})") from None
-
-
-_PACKAGE = regex.compile(r"harness_tools_[0-9]+\.?")
 
 
 def as_text(value: Any) -> str | None:
