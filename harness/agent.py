@@ -45,11 +45,8 @@ class Agent:
             raise HarnessError("Agent.tools", f"must be a list of tools (Tools or functions), not {type(self.tools).__name__}")
         if not isinstance(self.tools, Sequence):  # a generator or a set: read once, here, and kept
             self.tools = tuple(self.tools)
-        for i, t in enumerate(self.tools):
-            try:  # a Tool's function too: an async one would never be awaited
-                tool_function(t.fn, t.name, "") if isinstance(t, Tool) else from_function(t)
-            except HarnessError as e:
-                raise HarnessError(f"Agent.tools[{i}]", e.message) from None
+        for i, t in enumerate(self.tools):  # a Tool's function too: an async one would never be awaited
+            tool_function(*((t.fn, t.name) if isinstance(t, Tool) else (t, None)), f"Agent.tools[{i}]")
         if self.source is not None and not (isinstance(self.source, str) and regex.fullmatch(sources.AGENT_REF, self.source)):
             raise HarnessError("Agent.source", f"{self.source!r} must read 'module:attribute' (an importable name of the Agent)")
 

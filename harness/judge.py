@@ -38,7 +38,7 @@ def judge_action(dialect: Dialect, tools: Registry | None, accepted: Accepted, n
         return notices.too_many_actions(number, action.tool, dialect.max_actions)
     if tool is not None and (rejection := misused(dialect, tools, number, action) or copied(dialect, tool, number, action, question)):
         return rejection
-    trait = "unknown" if tool is None else tool.trait  # (trait_of)
+    trait = trait_of(tools, action.tool)
     for first, first_action, first_trait in accepted:
         if not compatible(first_trait, trait):
             return notices.incompatible_action(number, action.tool, trait, first, first_action.tool, first_trait)
