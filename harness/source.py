@@ -24,7 +24,6 @@ from harness.files import Fields, not_a_file
 from harness.prompts import NAME  # a shipped scenario is named as a template is: a file name, no path
 
 ORIGINS = ("transcript", "root", "shipped")
-SOURCE_LINE = "# source: "  # how the line begins in a saved file (harness.transcript writes it)
 # What a run may change of its scenario: all a saved file's overrides may hold (a tool or a
 # prompt there would be the file's own code, put over the scenario it names).
 RUN_CHANGES = ("max_steps", "use_stop", "endpoint", "interrupt", "model_error", "redact")
@@ -94,19 +93,13 @@ def module_bytes(fn: Any) -> bytes:
         return b""
 
 
+_SOURCE_SHA = r'(?m)^(# source: .*)"sha256": "[0-9a-f]*"'  # the source line's hash (compiled when first matched)
+
+
 def only_rehashed(saved: str, fresh: str) -> bool:
     """Whether two saved files are the same, byte for byte, but for their source's sha256."""
-    old, new = saved.split("\n"), fresh.split("\n")
-    if len(old) != len(new):
-        return False
-    differ = [(a, b) for a, b in zip(old, new) if a != b]
-    if len(differ) != 1 or not all(line.startswith(SOURCE_LINE) for line in differ[0]):
-        return False
-    try:
-        a, b = (json.loads(line[len(SOURCE_LINE) :]) for line in differ[0])
-    except ValueError:
-        return False
-    return isinstance(a, dict) and isinstance(b, dict) and {**a, "sha256": ""} == {**b, "sha256": ""}
+    unhashed = [regex.sub(_SOURCE_SHA, r'\1"sha256": ""', text) for text in (saved, fresh)]
+    return saved != fresh and unhashed[0] == unhashed[1]
 
 
 def resolve(source: Source, where: str, transcript_folder: Path, root: Path, shipped: Path) -> Path:
