@@ -140,8 +140,16 @@ class _Fresh(importlib.machinery.SourceFileLoader):
                 return found if fromlist else sys.modules[f"{package}.{top}"]
             return real(name, globals, locals, fromlist, level)
 
-        module.__builtins__ = {**builtins.__dict__, "__import__": folder_import}
+        module.__builtins__ = _Builtins(__import__=folder_import)
         super().exec_module(module)
+
+
+class _Builtins(dict):
+    """A folder module's builtins: its own __import__, any other name as builtins has it when
+    looked up (a test that patches `builtins.open` patches it for the tool too)."""
+
+    def __missing__(self, name: str) -> Any:
+        return builtins.__dict__[name]
 
 
 def _in_folder(package: str, top: str) -> bool:

@@ -751,6 +751,16 @@ def test_an_installed_module_a_tool_imports_gets_its_own_neighbour_not_the_tool_
         sys.modules.pop("uses_helpers", None), sys.modules.pop("helpers", None)
 
 
+def test_a_tool_module_sees_builtins_as_a_test_patches_them(tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    # A test builds the tools, then patches a builtin the tool calls: the tool sees the patch.
+    from harness.scenario import load_scenario
+
+    (ask,) = load_scenario(scenario(tmp_path, "ask", source='def ask(q):\n    """Ask."""\n    return input("? ")\n')).build_tools()
+    monkeypatch.setattr("builtins.input", lambda prompt: "patched")
+    assert ask.call(("q",), {}) == "patched"
+
+
 def test_a_missing_neighbour_is_named_as_the_user_wrote_it(tmp_path, monkeypatch):
     monkeypatch.chdir(tmp_path)
     result = invoke("run", str(scenario(tmp_path, "ask", source="from .nothere import x\n")))
