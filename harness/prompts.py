@@ -75,7 +75,7 @@ def by_path(relative: str, folder: Path, field: str = "prompt_file") -> Path:
         if not path.is_relative_to(root):
             raise TemplateError(field, f"{shown} leaves the scenario's folder")
         if why := not_a_file(path):  # none, a folder, a FIFO: refused here, unopened, naming the field
-            raise TemplateError(field, f"{shown} in {folder}: {why}")
+            raise TemplateError(field, f"no file {shown} in {folder}" if why == "no such file" else f"{shown} {why}")
     except (OSError, ValueError) as e:  # a name the file system refuses (too long a part, say)
         raise TemplateError(field, f"{shown} cannot be looked up ({getattr(e, 'strerror', None) or e})") from None
     return path
