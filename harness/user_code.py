@@ -131,14 +131,13 @@ class _Fresh(importlib.machinery.SourceFileLoader):
 
     def exec_module(self, module: Any) -> None:
         package = module.__name__.partition(".")[0]
-        real = builtins.__import__
 
         def folder_import(name: str, globals: Any = None, locals: Any = None, fromlist: Any = (), level: int = 0) -> Any:
             top = name.partition(".")[0]
             if level == 0 and _in_folder(package, top):
-                found = real(f"{package}.{name}", globals, locals, fromlist, 0)
+                found = builtins.__import__(f"{package}.{name}", globals, locals, fromlist, 0)
                 return found if fromlist else sys.modules[f"{package}.{top}"]
-            return real(name, globals, locals, fromlist, level)
+            return builtins.__import__(name, globals, locals, fromlist, level)
 
         module.__builtins__ = _Builtins(__import__=folder_import)
         super().exec_module(module)
