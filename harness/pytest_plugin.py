@@ -1,17 +1,11 @@
 """The pytest plugin: saved transcripts as tests, and a snapshot fixture for runs.
 
-Loaded in every pytest session (entry point `pytest11`), it imports nothing heavy until
-it is used. Every transcript under the ini's `harness_transcripts` folders is one test: it
-replays the file from the source it names and fails at the first differing byte, with a
-readable diff (harness.diff). A replay that differs only in its source's sha256 passes
-and is listed, unless `--harness-strict-source`.
-
-    pytest                          replay offline, from the recorded model turns
-    pytest --harness-update         keep the recorded turns, rewrite the files that changed
-    pytest --harness-record MODEL   run each source again on MODEL (or `scripted`)
-
-The fixture: `assert record.saved == transcript_snapshot`, one `.txt` file per snapshot
-under `__snapshots__/` (syrupy), written byte for byte, shown with the same diff.
+Every transcript under the ini's `harness_transcripts` folders is one test: it replays the
+file from the source it names and fails at the first differing byte, with a readable diff
+(harness.diff); one that differs only in its source's sha256 passes and is listed.
+`--harness-update` and `--harness-record MODEL` rewrite the files instead. The fixture:
+`assert record.saved == transcript_snapshot`, one `.txt` file per snapshot (syrupy).
+Loaded in every pytest session (entry point `pytest11`), it imports nothing until used.
 """
 
 from __future__ import annotations

@@ -1,16 +1,15 @@
 """Assembling a run from its source, running it, and replaying a saved transcript.
 
 Replay rebuilds the Setup from the source a file names (harness.source) as it is *now* and
-runs it on the recording played back: the model's turns, and what only the recording knows
-(token counts, the model's name, its endpoint, where a live model failed or a Ctrl-C came).
-So an edited question, result, template or tool shows at the first differing byte. A file
-without a source replays from the scenario copy it stores.
+runs it on the recording played back (the model's turns and what only the recording knows),
+so an edit shows at the first differing byte. A file without a source replays from the
+scenario copy it stores.
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass, replace
+from dataclasses import replace
 from pathlib import Path
 
 from harness import prompts
@@ -110,11 +109,11 @@ def run_scenario(
     return run(setup, wrap(model) if wrap else model, emit)
 
 
-@dataclass(frozen=True, slots=True)
 class Replay:
-    saved: str  # the file as it was
-    record: RunRecord  # the run again
-    recording: RunRecord  # the file as it was, read
+    """A saved run played again: the file as it was (`saved`; read, `recording`) and the run again (`record`)."""
+
+    def __init__(self, saved: str, record: RunRecord, recording: RunRecord) -> None:
+        self.saved, self.record, self.recording = saved, record, recording
 
     @property
     def fresh(self) -> str:

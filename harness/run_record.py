@@ -3,8 +3,7 @@
 The loop makes it, whole, at the end of a run; `saved` writes it in save format v1
 (harness.transcript), and harness.saved reads it back. What only the recording knows (the
 model's name, its endpoint, token counts, where a live model failed or a Ctrl-C came) is
-the record's, and a replay reads it from there; the file also writes the endpoint and
-where a live run stopped as scenario fields, in its scenario copy and `source.overrides`.
+the record's; the file also writes the last three as scenario fields (`source.overrides`).
 """
 
 from __future__ import annotations
