@@ -74,16 +74,11 @@ def parse_request(raw: bytes) -> dict[str, Any]:
     steps = request.get("max_steps", DEFAULT_MAX_STEPS)
     if type(steps) is not int or steps < 0:  # a boolean is not a step count
         raise BadRequest("invalid_field", f"max_steps must be a whole number, 0 or more, not {json.dumps(steps)}")
-    task = request.get("task", "")
-    if not isinstance(task, str):
-        raise BadRequest("invalid_field", "task must be a string")
-    workspace = request.get("workspace", {})
-    if not isinstance(workspace, dict) or not all(isinstance(v, str) for v in workspace.values()):
-        raise BadRequest("invalid_field", "workspace must be an object mapping paths to strings")
-    turns = request.get("model_turns", [])
-    if not isinstance(turns, list):
-        raise BadRequest("invalid_field", "model_turns must be a list")
-    request["model_turns"] = turns = turns[:steps]  # only the turns a run can reach are kept, or read
+    for key, kind, what in (("task", str, "a string"), ("workspace", dict, "an object mapping paths to strings"), ("model_turns", list, "a list")):
+        value = request.get(key, kind())
+        if not isinstance(value, kind) or kind is dict and not all(isinstance(v, str) for v in value.values()):
+            raise BadRequest("invalid_field", f"{key} must be {what}")
+    request["model_turns"] = turns = request.get("model_turns", [])[:steps]  # only the turns a run can reach are kept, or read
     for i, turn in enumerate(turns):
         if _nesting(turn) > MAX_NESTING:
             raise BadRequest("invalid_field", f"model_turns[{i}] nests arrays and objects more than {MAX_NESTING} levels deep")
@@ -126,14 +121,14 @@ def render_turn(turn: Any) -> str:
 
 
 def scenario_for(request: dict[str, Any]) -> Scenario:
-    steps = request.get("max_steps", DEFAULT_MAX_STEPS)
+    """The scenario a checked request (parse_request) describes: its turns as the script."""
     return Scenario(
         question=request.get("task", ""),
-        completions=tuple(render_turn(turn) for turn in request.get("model_turns", [])[:steps]),
+        completions=tuple(map(render_turn, request["model_turns"])),
         title="run_agent request",
         prompt="agent",
         tools=tuple(ToolSpec(name) for name in TOOL_NAMES),
-        max_steps=steps,
+        max_steps=request.get("max_steps", DEFAULT_MAX_STEPS),
         unknown_tool_limit=0,  # off: a bad turn is a step, and the run goes on
         format_error_limit=0,
         repeat_limit=0,

@@ -63,12 +63,8 @@ def build(scenario: Scenario, root: Path, live: Model | None = None, peek: int =
 
 def scripted(scenario: Scenario) -> Model:
     """The scenario's own model: its completions, failing or interrupted where it says so."""
-    model: Model = ScriptedModel(scenario.completions, scenario.chunk_size)
-    if scenario.model_error is not None:
-        model = FailingModel(model, *scenario.model_error)
-    if scenario.interrupt is not None:
-        model = InterruptedModel(model, *scenario.interrupt)
-    return chat_script(model) if scenario.endpoint == "chat" else model
+    model = ScriptedModel(scenario.completions, scenario.chunk_size)
+    return script(model, scenario.model_error, scenario.interrupt, scenario.endpoint)
 
 
 def recorded(saved: RunRecord, chunk_size: int = 8) -> Model:
@@ -76,21 +72,23 @@ def recorded(saved: RunRecord, chunk_size: int = 8) -> Model:
     token counts, failing or interrupted where the live run was, through its endpoint."""
     turns = [text + call.cut for text, call in zip(saved.transcript.texts_by(Author.MODEL), saved.calls)]
     tokens = [None if c.tokens is None else TokenUsage(c.tokens.get("prompt_tokens"), c.tokens.get("evaluated_tokens"), c.tokens.get("completion_tokens")) for c in saved.calls]  # type: ignore[arg-type]
-    model: Model = ScriptedModel(tuple(turns), chunk_size, tokens)
-    if saved.stop_reason is StopReason.MODEL_ERROR:
-        model = FailingModel(model, saved.steps + 1, saved.detail)
-    elif saved.stop_reason is StopReason.CANCELED and saved.transcript.last_author is Author.MODEL:
-        model = InterruptedModel(model, saved.steps, len(saved.transcript.spans[-1].text))
-    if saved.endpoint == "chat":
-        model = chat_script(model)
+    facts = saved.facts()
+    model = script(ScriptedModel(tuple(turns), chunk_size, tokens), facts.get("model_error"), facts.get("interrupt"), saved.endpoint)
     model.name = saved.model
     return model
 
 
-def chat_script(model: Model) -> Model:
-    from harness.backends.messages import ChatScript  # (only a chat run needs it: a script sent messages)
+def script(model: Model, model_error: tuple | None, interrupt: tuple | None, endpoint: str) -> Model:
+    """A scripted model failing or interrupted where told, sent messages through a chat endpoint."""
+    if model_error is not None:
+        model = FailingModel(model, *model_error)
+    if interrupt is not None:
+        model = InterruptedModel(model, *interrupt)
+    if endpoint == "chat":
+        from harness.backends.messages import ChatScript  # (only a chat run needs it: a script sent messages)
 
-    return ChatScript(model)
+        model = ChatScript(model)
+    return model
 
 
 def run_scenario(
