@@ -141,9 +141,8 @@ class Screen:
         total = before + len(newest)
         # Follow the buffer's end (a tall part's start would hide it: at step 0, the question).
         self._follow = max(0, total - room)
-        top = self._follow if self.top is None else max(0, min(self.top, max(0, total - room)))
-        if self.top is not None:
-            self.top = top
+        top = self._follow if self.top is None else max(0, min(self.top, self._follow))
+        self.top = None if self.top is None else top
         end = min(total, top + room)
         if end < total and room > 1:
             end -= 1  # the last row says what is below
