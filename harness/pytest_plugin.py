@@ -97,15 +97,11 @@ class TranscriptItem(pytest.Item):
 
     def runtest(self) -> None:
         from harness.diff import transcript_diff
-        from harness.errors import HarnessError
         from harness.files import read_input
         from harness.record import replay
         from harness.source import only_rehashed
 
-        try:
-            text = read_input(self.path)  # as every command reads one: "\r" kept, a FIFO refused, UTF-16 named
-        except HarnessError as error:
-            raise HarnessError(self.source, error.message) from None
+        text = read_input(self.path, shown=self.source)  # as every command reads one: "\r" kept, a FIFO refused, UTF-16 named
         if self.config.getoption("harness_record"):
             return self.record(text)
         result = replay(text, self.source, base=self.path.parent, root=self.config.rootpath, redact=self.config.getini("harness_redact"))

@@ -22,7 +22,6 @@ from harness.events import StopReason
 from harness.files import read_input
 from harness.loop import UNLIMITED, Emit, Setup, nobody, run
 from harness.model import FailingModel, InterruptedModel, Model, ScriptedModel, TokenUsage
-from harness.prompts import data_dir
 from harness.run_record import RunRecord
 from harness.saved import load_record
 from harness.scenario import Scenario, find_scenario, load_scenario
@@ -30,10 +29,6 @@ from harness.tools import Registry
 from harness.transcript import HEADER, Author, Transcript
 from harness.user_code import import_object
 from harness.workspace import Workspace
-
-
-def shipped() -> Path:
-    return data_dir("transcripts")
 
 
 def build(scenario: Scenario, root: Path, live: Model | None = None, peek: int = 0) -> Setup:
@@ -50,7 +45,7 @@ def build(scenario: Scenario, root: Path, live: Model | None = None, peek: int =
     # A run comes from its file only if it changed no more than a run may (--max-steps, ...);
     # a scenario changed in Python (scenario.but(question=...)) is saved as its stored copy.
     from_file = scenario.file is not None and set(scenario.overrides) <= set(sources.RUN_CHANGES)
-    source = sources.for_scenario(scenario.file, sha, scenario.overrides, shipped(), root) if from_file else None
+    source = sources.for_scenario(scenario.file, sha, scenario.overrides, prompts.data_dir("transcripts"), root) if from_file else None
     return Setup(
         buffer, dialect, tools, scenario.limits, scenario.use_stop,
         peek=UNLIMITED if live is None else peek,
@@ -148,7 +143,7 @@ def scenario_of(record: RunRecord, source: str) -> Scenario:
 def rebuilt(record: RunRecord, where: str, folder: Path, root: Path, keep_facts: bool = True) -> Scenario:
     """The scenario the file names as it is now, with the run's overrides (a past live run's
     Ctrl-C and model error only if `keep_facts`), its own patterns to redact joining the run's."""
-    path = sources.resolve(record.source, where, folder, root, shipped())
+    path = sources.resolve(record.source, where, folder, root, prompts.data_dir("transcripts"))
     now = load_scenario(path, sources.shown(path, root))
     facts = () if keep_facts else ("interrupt", "model_error")
     overrides = {k: v for k, v in record.source.overrides.items() if k not in facts}
