@@ -57,7 +57,6 @@ def pytest_configure(config: pytest.Config) -> None:
     for folder in config.getini("harness_transcripts"):
         if not folder.is_dir():  # a typo would otherwise collect nothing, silently
             raise pytest.UsageError(f"harness_transcripts: {folder} is not a folder")
-    config.pluginmanager.register(_Rewrites(config), "harness-rewrites")
 
 
 def pytest_collect_file(file_path: Path, parent: pytest.Collector) -> TranscriptFile | None:
@@ -189,41 +188,35 @@ def _rewrite(path: Path, text: str, source: str) -> None:
     write_file(path, text, HEADER + "\n", f"--harness-update {source}:")
 
 
-class _Rewrites:
-    """Lists the files rewritten and those that passed with a stale source hash (under
-    xdist the reports carry them to the controller)."""
-
-    def __init__(self, config: pytest.Config) -> None:
-        self.config = config
-        self.listed: dict[str, list[str]] = {_REWROTE: [], _REHASHED: [], _STALE: []}
-
-    def pytest_runtest_logreport(self, report: pytest.TestReport) -> None:
-        if report.when == "call":  # each phase's report carries the item's properties: count one
+def pytest_terminal_summary(terminalreporter, config: pytest.Config) -> None:
+    """Lists the files rewritten and those that passed with a stale source hash, from the
+    properties of the tests' reports (under xdist, the reports carry them to the controller)."""
+    listed: dict[str, list[str]] = {_REWROTE: [], _REHASHED: [], _STALE: []}
+    for report in (report for reports in terminalreporter.stats.values() for report in reports):
+        if getattr(report, "when", None) == "call":  # each phase's report carries the item's properties: count one
             for key, value in report.user_properties:
-                self.listed.get(key, []).append(value)
-
-    def pytest_terminal_summary(self, terminalreporter) -> None:
-        rewritten, rehashed, stale = (sorted(self.listed[key]) for key in (_REWROTE, _REHASHED, _STALE))
-        if rehashed:
-            count = len(rehashed)
-            terminalreporter.section("harness: edited sources, the same runs")
-            terminalreporter.write_line(
-                f"{count} saved transcript{'s' if count != 1 else ''} replayed the same from an edited source "
-                "(only source.sha256 differs; --harness-update records the new hash, --harness-strict-source fails on it):"
-            )
-            for source in rehashed:
-                terminalreporter.write_line(f"  {source}")
-        mode = "--harness-record" if self.config.getoption("harness_record") else "--harness-update"
-        if not self.config.getoption("harness_update") and mode == "--harness-update":
-            return
-        if not rewritten:
-            terminalreporter.write_line("harness: no saved transcript changed")
-            return
-        terminalreporter.section(f"harness {mode}")
-        for source in rewritten:
-            terminalreporter.write_line(f"rewrote {source}")
-        for warning in stale:
-            terminalreporter.write_line(warning, yellow=True)
+                listed.get(key, []).append(value)
+    rewritten, rehashed, stale = (sorted(listed[key]) for key in (_REWROTE, _REHASHED, _STALE))
+    if rehashed:
+        count = len(rehashed)
+        terminalreporter.section("harness: edited sources, the same runs")
+        terminalreporter.write_line(
+            f"{count} saved transcript{'s' if count != 1 else ''} replayed the same from an edited source "
+            "(only source.sha256 differs; --harness-update records the new hash, --harness-strict-source fails on it):"
+        )
+        for source in rehashed:
+            terminalreporter.write_line(f"  {source}")
+    mode = "--harness-record" if config.getoption("harness_record") else "--harness-update"
+    if not config.getoption("harness_update") and mode == "--harness-update":
+        return
+    if not rewritten:
+        terminalreporter.write_line("harness: no saved transcript changed")
+        return
+    terminalreporter.section(f"harness {mode}")
+    for source in rewritten:
+        terminalreporter.write_line(f"rewrote {source}")
+    for warning in stale:
+        terminalreporter.write_line(warning, yellow=True)
 
 
 # --- the snapshot fixture ---------------------------------------------------------------
