@@ -84,9 +84,7 @@ def _broke_off(record, live: bool) -> bool:
     """Whether a fresh recording stopped in model_error, canceled or model_exhausted,
     other than where its own scenario scripts that stop (`model_error`, `interrupt`)."""
     field = {"model_error": "model_error", "canceled": "interrupt", "model_exhausted": None}.get(record.stop_reason.value, "")
-    if field == "":
-        return False
-    return live or field is None or record.scenario is None or getattr(record.scenario, field) is None
+    return field != "" and (live or field is None or record.scenario is None or getattr(record.scenario, field) is None)
 
 
 class TranscriptItem(pytest.Item):
