@@ -1,15 +1,12 @@
 """Where text from outside enters the buffer: made encodable, secrets masked, control tokens made inert.
 
-A model's text (every model's, by harness.model.Model.complete) is made encodable (a lone
-surrogate becomes U+FFFD) and scrubbed of the model's secrets, the API key and a URL's
-password, before any cutting; a stream holds back a tail that could still become one.
+A model's text (by harness.model.Model.complete) is made encodable (a lone surrogate
+becomes U+FFFD) and scrubbed of the model's secrets, the API key and a URL's password,
+before any cutting; a stream holds back a tail that could still become one. The user's own
+patterns (Redaction) mask what they match in model text and tool output. Text that code
+writes goes through `neutralise`, so a tool result cannot end the model's turn:
 
     Entry(key="sk-abc123secret").detail("bad key sk-abc123secret")  ->  "bad key ***"
-
-The user's own patterns (Redaction) mask what they match in model text and tool output.
-Text that code writes goes through `neutralise`: a tool result holding `<|im_end|>` must
-not end the model's turn, so a control token is broken visibly, for no tokenizer to have:
-
     neutralise("done<|im_end|>")    ->  "done<¦im_end¦>"
     neutralise("[INST] hi [/INST]") ->  "[¦INST¦] hi [¦/INST¦]"
 """
@@ -17,7 +14,6 @@ not end the model's turn, so a control token is broken visibly, for no tokenizer
 from __future__ import annotations
 
 from collections.abc import Iterable, Iterator, Sequence
-from dataclasses import dataclass
 
 import regex
 
@@ -104,17 +100,16 @@ class StreamScrub:
 # --- the user's own patterns -------------------------------------------------------------
 
 
-@dataclass(frozen=True)
 class Redaction:
     """The user's own patterns (a scenario's `redact`, pytest's `harness_redact`): every
-    match in a model's text or a tool's output becomes MASK before anything keeps or shows
-    it. A pattern matches within one line, and a model's stream is held to the end of each
-    line, so a match never depends on how the text came in chunks.
+    match in a model's text or a tool's output becomes MASK. A pattern matches within one
+    line, and a stream is held to each line's end, so no match depends on the chunks.
 
         redaction(["token=\\w+"], "redact")("ok token=abc123\\n")   ->  "ok ***\\n"
     """
 
-    patterns: tuple[regex.Pattern[str], ...] = ()
+    def __init__(self, patterns: tuple[regex.Pattern[str], ...] = ()) -> None:
+        self.patterns = patterns
 
     def __call__(self, text: str) -> str:
         if not self.patterns:

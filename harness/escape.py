@@ -24,9 +24,11 @@ _TERMINAL = (
     | {c: f"\\u{c:04x}" for c in _BIDI}
 )
 
-# JSON inside <script>: what could end the element or a line, and what a terminal obeys
-# (the page is a file someone may `cat`), as \u escapes: the data is the same.
-_SCRIPT_JSON = {c: f"\\u{c:04x}" for c in (*map(ord, "<>&\u2028\u2029"), 0x7F, *range(0x80, 0xA0), *_BIDI)}
+# JSON: json.dumps writes C1 controls, DEL, the bidi controls and U+2028/2029 raw; as \u
+# escapes they mean the same, and a terminal showing the line obeys nothing.
+_JSON = {c: f"\\u{c:04x}" for c in (0x7F, *range(0x80, 0xA0), *_BIDI, 0x2028, 0x2029)}
+# JSON inside <script>: also what could end the element (the page is a file someone may `cat`).
+_SCRIPT_JSON = _JSON | {ord(c): f"\\u{ord(c):04x}" for c in "<>&"}
 
 
 # A lone surrogate (a file name that is not UTF-8: byte 0xff is "\udcff") is shown as its byte.
@@ -74,11 +76,6 @@ def for_markdown(text: str) -> str:
     fence or a heading), and no link (`https\\://` reads the same, GFM links none)."""
     shown = for_terminal(text).translate(_MARKDOWN).replace("\n", "␊").replace("\r", "␍")
     return shown.replace("://", "\\://").replace("www.", "www\\.") if "://" in shown or "www." in shown else shown
-
-
-# JSON: json.dumps writes C1 controls, DEL, the bidi controls and U+2028/2029 raw; as \u
-# escapes they mean the same, and a terminal showing the line obeys nothing.
-_JSON = {c: f"\\u{c:04x}" for c in (0x7F, *range(0x80, 0xA0), *_BIDI, 0x2028, 0x2029)}
 
 
 def for_json(line: str) -> str:

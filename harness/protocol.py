@@ -55,7 +55,7 @@ def parse_request(raw: bytes) -> dict[str, Any]:
     # a \uD escape, which may spell a lone surrogate (not text), is read whole and checked.
     surrogate = "\\u" in text and ("\\ud" in text or "\\uD" in text)
     try:
-        request = None if surrogate else skim(text, "model_turns", _reachable)
+        request = None if surrogate else skim(text, "model_turns", lambda members: _steps(members) or 0)
         if request is None:
             request = json.loads(text)
     except (ValueError, RecursionError) as e:
@@ -71,29 +71,23 @@ def parse_request(raw: bytes) -> dict[str, Any]:
         raise BadRequest("invalid_json", f"the request nests arrays and objects more than {MAX_NESTING} levels deep") from None
     if request.get("op") != "run_agent":
         raise BadRequest("unknown_op", f'op must be "run_agent", not {json.dumps(request.get("op"))}')
-    steps = request.get("max_steps", DEFAULT_MAX_STEPS)
-    if type(steps) is not int or steps < 0:  # a boolean is not a step count
-        raise BadRequest("invalid_field", f"max_steps must be a whole number, 0 or more, not {json.dumps(steps)}")
-    task = request.get("task", "")
-    if not isinstance(task, str):
-        raise BadRequest("invalid_field", "task must be a string")
-    workspace = request.get("workspace", {})
-    if not isinstance(workspace, dict) or not all(isinstance(v, str) for v in workspace.values()):
-        raise BadRequest("invalid_field", "workspace must be an object mapping paths to strings")
-    turns = request.get("model_turns", [])
-    if not isinstance(turns, list):
-        raise BadRequest("invalid_field", "model_turns must be a list")
-    request["model_turns"] = turns = turns[:steps]  # only the turns a run can reach are kept, or read
+    if (steps := _steps(request)) is None:
+        raise BadRequest("invalid_field", f"max_steps must be a whole number, 0 or more, not {json.dumps(request['max_steps'])}")
+    for key, kind, what in (("task", str, "a string"), ("workspace", dict, "an object mapping paths to strings"), ("model_turns", list, "a list")):
+        value = request.get(key, kind())
+        if not isinstance(value, kind) or kind is dict and not all(isinstance(v, str) for v in value.values()):
+            raise BadRequest("invalid_field", f"{key} must be {what}")
+    request["model_turns"] = turns = request.get("model_turns", [])[:steps]  # only the turns a run can reach are kept, or read
     for i, turn in enumerate(turns):
         if _nesting(turn) > MAX_NESTING:
             raise BadRequest("invalid_field", f"model_turns[{i}] nests arrays and objects more than {MAX_NESTING} levels deep")
     return request
 
 
-def _reachable(request: dict[str, Any]) -> int:
-    """How many turns a run can reach (none if max_steps is bad: the request is refused)."""
+def _steps(request: dict[str, Any]) -> int | None:
+    """How many turns a run can reach: max_steps, or None if it is not a whole number, 0 or more."""
     steps = request.get("max_steps", DEFAULT_MAX_STEPS)
-    return steps if type(steps) is int and steps >= 0 else 0
+    return steps if type(steps) is int and steps >= 0 else None  # (a boolean is not a step count)
 
 
 def _nesting(value: Any) -> int:
@@ -126,14 +120,14 @@ def render_turn(turn: Any) -> str:
 
 
 def scenario_for(request: dict[str, Any]) -> Scenario:
-    steps = request.get("max_steps", DEFAULT_MAX_STEPS)
+    """The scenario a checked request (parse_request) describes: its turns as the script."""
     return Scenario(
         question=request.get("task", ""),
-        completions=tuple(render_turn(turn) for turn in request.get("model_turns", [])[:steps]),
+        completions=tuple(map(render_turn, request["model_turns"])),
         title="run_agent request",
         prompt="agent",
         tools=tuple(ToolSpec(name) for name in TOOL_NAMES),
-        max_steps=steps,
+        max_steps=request.get("max_steps", DEFAULT_MAX_STEPS),
         unknown_tool_limit=0,  # off: a bad turn is a step, and the run goes on
         format_error_limit=0,
         repeat_limit=0,

@@ -1,17 +1,11 @@
 """The pytest plugin: saved transcripts as tests, and a snapshot fixture for runs.
 
-Loaded in every pytest session (entry point `pytest11`), it imports nothing heavy until
-it is used. Every transcript under the ini's `harness_transcripts` folders is one test: it
-replays the file from the source it names and fails at the first differing byte, with a
-readable diff (harness.diff). A replay that differs only in its source's sha256 passes
-and is listed, unless `--harness-strict-source`.
-
-    pytest                          replay offline, from the recorded model turns
-    pytest --harness-update         keep the recorded turns, rewrite the files that changed
-    pytest --harness-record MODEL   run each source again on MODEL (or `scripted`)
-
-The fixture: `assert record.saved == transcript_snapshot`, one `.txt` file per snapshot
-under `__snapshots__/` (syrupy), written byte for byte, shown with the same diff.
+Every transcript under the ini's `harness_transcripts` folders is one test: it replays the
+file from the source it names and fails at the first differing byte, with a readable diff
+(harness.diff); one that differs only in its source's sha256 passes and is listed.
+`--harness-update` and `--harness-record MODEL` rewrite the files instead. The fixture:
+`assert record.saved == transcript_snapshot`, one `.txt` file per snapshot (syrupy).
+Loaded in every pytest session (entry point `pytest11`), it imports nothing until used.
 """
 
 from __future__ import annotations
@@ -63,7 +57,6 @@ def pytest_configure(config: pytest.Config) -> None:
     for folder in config.getini("harness_transcripts"):
         if not folder.is_dir():  # a typo would otherwise collect nothing, silently
             raise pytest.UsageError(f"harness_transcripts: {folder} is not a folder")
-    config.pluginmanager.register(_Rewrites(config), "harness-rewrites")
 
 
 def pytest_collect_file(file_path: Path, parent: pytest.Collector) -> TranscriptFile | None:
@@ -91,9 +84,7 @@ def _broke_off(record, live: bool) -> bool:
     """Whether a fresh recording stopped in model_error, canceled or model_exhausted,
     other than where its own scenario scripts that stop (`model_error`, `interrupt`)."""
     field = {"model_error": "model_error", "canceled": "interrupt", "model_exhausted": None}.get(record.stop_reason.value, "")
-    if field == "":
-        return False
-    return live or field is None or record.scenario is None or getattr(record.scenario, field) is None
+    return field != "" and (live or field is None or record.scenario is None or getattr(record.scenario, field) is None)
 
 
 class TranscriptItem(pytest.Item):
@@ -103,15 +94,11 @@ class TranscriptItem(pytest.Item):
 
     def runtest(self) -> None:
         from harness.diff import transcript_diff
-        from harness.errors import HarnessError
         from harness.files import read_input
         from harness.record import replay
         from harness.source import only_rehashed
 
-        try:
-            text = read_input(self.path)  # as every command reads one: "\r" kept, a FIFO refused, UTF-16 named
-        except HarnessError as error:
-            raise HarnessError(self.source, error.message) from None
+        text = read_input(self.path, shown=self.source)  # as every command reads one: "\r" kept, a FIFO refused, UTF-16 named
         if self.config.getoption("harness_record"):
             return self.record(text)
         result = replay(text, self.source, base=self.path.parent, root=self.config.rootpath, redact=self.config.getini("harness_redact"))
@@ -199,41 +186,35 @@ def _rewrite(path: Path, text: str, source: str) -> None:
     write_file(path, text, HEADER + "\n", f"--harness-update {source}:")
 
 
-class _Rewrites:
-    """Lists the files rewritten and those that passed with a stale source hash (under
-    xdist the reports carry them to the controller)."""
-
-    def __init__(self, config: pytest.Config) -> None:
-        self.config = config
-        self.listed: dict[str, list[str]] = {_REWROTE: [], _REHASHED: [], _STALE: []}
-
-    def pytest_runtest_logreport(self, report: pytest.TestReport) -> None:
-        if report.when == "call":  # each phase's report carries the item's properties: count one
+def pytest_terminal_summary(terminalreporter, config: pytest.Config) -> None:
+    """Lists the files rewritten and those that passed with a stale source hash, from the
+    properties of the tests' reports (under xdist, the reports carry them to the controller)."""
+    listed: dict[str, list[str]] = {_REWROTE: [], _REHASHED: [], _STALE: []}
+    for report in (report for reports in terminalreporter.stats.values() for report in reports):
+        if getattr(report, "when", None) == "call":  # each phase's report carries the item's properties: count one
             for key, value in report.user_properties:
-                self.listed.get(key, []).append(value)
-
-    def pytest_terminal_summary(self, terminalreporter) -> None:
-        rewritten, rehashed, stale = (sorted(self.listed[key]) for key in (_REWROTE, _REHASHED, _STALE))
-        if rehashed:
-            count = len(rehashed)
-            terminalreporter.section("harness: edited sources, the same runs")
-            terminalreporter.write_line(
-                f"{count} saved transcript{'s' if count != 1 else ''} replayed the same from an edited source "
-                "(only source.sha256 differs; --harness-update records the new hash, --harness-strict-source fails on it):"
-            )
-            for source in rehashed:
-                terminalreporter.write_line(f"  {source}")
-        mode = "--harness-record" if self.config.getoption("harness_record") else "--harness-update"
-        if not self.config.getoption("harness_update") and mode == "--harness-update":
-            return
-        if not rewritten:
-            terminalreporter.write_line("harness: no saved transcript changed")
-            return
-        terminalreporter.section(f"harness {mode}")
-        for source in rewritten:
-            terminalreporter.write_line(f"rewrote {source}")
-        for warning in stale:
-            terminalreporter.write_line(warning, yellow=True)
+                listed.get(key, []).append(value)
+    rewritten, rehashed, stale = (sorted(listed[key]) for key in (_REWROTE, _REHASHED, _STALE))
+    if rehashed:
+        count = len(rehashed)
+        terminalreporter.section("harness: edited sources, the same runs")
+        terminalreporter.write_line(
+            f"{count} saved transcript{'s' if count != 1 else ''} replayed the same from an edited source "
+            "(only source.sha256 differs; --harness-update records the new hash, --harness-strict-source fails on it):"
+        )
+        for source in rehashed:
+            terminalreporter.write_line(f"  {source}")
+    mode = "--harness-record" if config.getoption("harness_record") else "--harness-update"
+    if not config.getoption("harness_update") and mode == "--harness-update":
+        return
+    if not rewritten:
+        terminalreporter.write_line("harness: no saved transcript changed")
+        return
+    terminalreporter.section(f"harness {mode}")
+    for source in rewritten:
+        terminalreporter.write_line(f"rewrote {source}")
+    for warning in stale:
+        terminalreporter.write_line(warning, yellow=True)
 
 
 # --- the snapshot fixture ---------------------------------------------------------------

@@ -1,16 +1,15 @@
 """Assembling a run from its source, running it, and replaying a saved transcript.
 
 Replay rebuilds the Setup from the source a file names (harness.source) as it is *now* and
-runs it on the recording played back: the model's turns, and what only the recording knows
-(token counts, the model's name, its endpoint, where a live model failed or a Ctrl-C came).
-So an edited question, result, template or tool shows at the first differing byte. A file
-without a source replays from the scenario copy it stores.
+runs it on the recording played back (the model's turns and what only the recording knows),
+so an edit shows at the first differing byte. A file without a source replays from the
+scenario copy it stores.
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass, replace
+from dataclasses import replace
 from pathlib import Path
 
 from harness import prompts
@@ -23,7 +22,6 @@ from harness.events import StopReason
 from harness.files import read_input
 from harness.loop import UNLIMITED, Emit, Setup, nobody, run
 from harness.model import FailingModel, InterruptedModel, Model, ScriptedModel, TokenUsage
-from harness.prompts import data_dir
 from harness.run_record import RunRecord
 from harness.saved import load_record
 from harness.scenario import Scenario, find_scenario, load_scenario
@@ -31,10 +29,6 @@ from harness.tools import Registry
 from harness.transcript import HEADER, Author, Transcript
 from harness.user_code import import_object
 from harness.workspace import Workspace
-
-
-def shipped() -> Path:
-    return data_dir("transcripts")
 
 
 def build(scenario: Scenario, root: Path, live: Model | None = None, peek: int = 0) -> Setup:
@@ -51,7 +45,7 @@ def build(scenario: Scenario, root: Path, live: Model | None = None, peek: int =
     # A run comes from its file only if it changed no more than a run may (--max-steps, ...);
     # a scenario changed in Python (scenario.but(question=...)) is saved as its stored copy.
     from_file = scenario.file is not None and set(scenario.overrides) <= set(sources.RUN_CHANGES)
-    source = sources.for_scenario(scenario.file, sha, scenario.overrides, shipped(), root) if from_file else None
+    source = sources.for_scenario(scenario.file, sha, scenario.overrides, prompts.data_dir("transcripts"), root) if from_file else None
     return Setup(
         buffer, dialect, tools, scenario.limits, scenario.use_stop,
         peek=UNLIMITED if live is None else peek,
@@ -64,12 +58,8 @@ def build(scenario: Scenario, root: Path, live: Model | None = None, peek: int =
 
 def scripted(scenario: Scenario) -> Model:
     """The scenario's own model: its completions, failing or interrupted where it says so."""
-    model: Model = ScriptedModel(scenario.completions, scenario.chunk_size)
-    if scenario.model_error is not None:
-        model = FailingModel(model, *scenario.model_error)
-    if scenario.interrupt is not None:
-        model = InterruptedModel(model, *scenario.interrupt)
-    return chat_script(model) if scenario.endpoint == "chat" else model
+    model = ScriptedModel(scenario.completions, scenario.chunk_size)
+    return script(model, scenario.model_error, scenario.interrupt, scenario.endpoint)
 
 
 def recorded(saved: RunRecord, chunk_size: int = 8) -> Model:
@@ -77,21 +67,23 @@ def recorded(saved: RunRecord, chunk_size: int = 8) -> Model:
     token counts, failing or interrupted where the live run was, through its endpoint."""
     turns = [text + call.cut for text, call in zip(saved.transcript.texts_by(Author.MODEL), saved.calls)]
     tokens = [None if c.tokens is None else TokenUsage(c.tokens.get("prompt_tokens"), c.tokens.get("evaluated_tokens"), c.tokens.get("completion_tokens")) for c in saved.calls]  # type: ignore[arg-type]
-    model: Model = ScriptedModel(tuple(turns), chunk_size, tokens)
-    if saved.stop_reason is StopReason.MODEL_ERROR:
-        model = FailingModel(model, saved.steps + 1, saved.detail)
-    elif saved.stop_reason is StopReason.CANCELED and saved.transcript.last_author is Author.MODEL:
-        model = InterruptedModel(model, saved.steps, len(saved.transcript.spans[-1].text))
-    if saved.endpoint == "chat":
-        model = chat_script(model)
+    facts = saved.facts()
+    model = script(ScriptedModel(tuple(turns), chunk_size, tokens), facts.get("model_error"), facts.get("interrupt"), saved.endpoint)
     model.name = saved.model
     return model
 
 
-def chat_script(model: Model) -> Model:
-    from harness.backends.messages import ChatScript  # (only a chat run needs it: a script sent messages)
+def script(model: Model, model_error: tuple | None, interrupt: tuple | None, endpoint: str) -> Model:
+    """A scripted model failing or interrupted where told, sent messages through a chat endpoint."""
+    if model_error is not None:
+        model = FailingModel(model, *model_error)
+    if interrupt is not None:
+        model = InterruptedModel(model, *interrupt)
+    if endpoint == "chat":
+        from harness.backends.messages import ChatScript  # (only a chat run needs it: a script sent messages)
 
-    return ChatScript(model)
+        model = ChatScript(model)
+    return model
 
 
 def run_scenario(
@@ -110,11 +102,11 @@ def run_scenario(
     return run(setup, wrap(model) if wrap else model, emit)
 
 
-@dataclass(frozen=True, slots=True)
 class Replay:
-    saved: str  # the file as it was
-    record: RunRecord  # the run again
-    recording: RunRecord  # the file as it was, read
+    """A saved run played again: the file as it was (`saved`; read, `recording`) and the run again (`record`)."""
+
+    def __init__(self, saved: str, record: RunRecord, recording: RunRecord) -> None:
+        self.saved, self.record, self.recording = saved, record, recording
 
     @property
     def fresh(self) -> str:
@@ -151,7 +143,7 @@ def scenario_of(record: RunRecord, source: str) -> Scenario:
 def rebuilt(record: RunRecord, where: str, folder: Path, root: Path, keep_facts: bool = True) -> Scenario:
     """The scenario the file names as it is now, with the run's overrides (a past live run's
     Ctrl-C and model error only if `keep_facts`), its own patterns to redact joining the run's."""
-    path = sources.resolve(record.source, where, folder, root, shipped())
+    path = sources.resolve(record.source, where, folder, root, prompts.data_dir("transcripts"))
     now = load_scenario(path, sources.shown(path, root))
     facts = () if keep_facts else ("interrupt", "model_error")
     overrides = {k: v for k, v in record.source.overrides.items() if k not in facts}

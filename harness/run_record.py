@@ -3,8 +3,7 @@
 The loop makes it, whole, at the end of a run; `saved` writes it in save format v1
 (harness.transcript), and harness.saved reads it back. What only the recording knows (the
 model's name, its endpoint, token counts, where a live model failed or a Ctrl-C came) is
-the record's, and a replay reads it from there; the file also writes the endpoint and
-where a live run stopped as scenario fields, in its scenario copy and `source.overrides`.
+the record's; the file also writes the last three as scenario fields (`source.overrides`).
 """
 
 from __future__ import annotations
@@ -69,7 +68,7 @@ class RunRecord:
         meta["calls"] = [call.to_meta() for call in self.calls]
         scenario, overrides = self.scenario, {}
         if scenario is not None:
-            facts = self.facts()
+            facts = self.facts(scenario)
             scenario = scenario.but(**facts)  # the file's copy of it: as if the run had been scripted so
             order = list(scenario.to_meta())
             merged = {**(self.source.overrides if self.source is not None else {}), **json.loads(json.dumps(facts))}
@@ -80,18 +79,18 @@ class RunRecord:
             meta["scenario"] = _masked(scenario.to_meta(), redaction(scenario.redact, "redact"))
         return meta
 
-    def facts(self) -> dict[str, Any]:
-        """What only the recording knows (the endpoint, where a live model failed or a Ctrl-C
-        came), as the scenario fields it does not say already."""
+    def facts(self, scenario: Scenario | None = None) -> dict[str, Any]:
+        """What only the recording knows (where a live model failed or a Ctrl-C came, the
+        endpoint) as scenario fields; with `scenario`, those it does not say already."""
         out: dict[str, Any] = {}
-        scenario, last = self.scenario, self.transcript.last_author
-        if scenario.endpoint != self.endpoint:
-            out["endpoint"] = self.endpoint
-        if self.stop_reason is StopReason.CANCELED and scenario.interrupt is None and last is Author.MODEL:
+        if self.stop_reason is StopReason.CANCELED and self.transcript.last_author is Author.MODEL:
             out["interrupt"] = (self.steps, len(self.transcript.spans[-1].text))
-        if self.stop_reason is StopReason.MODEL_ERROR and scenario.model_error is None:
+        if self.stop_reason is StopReason.MODEL_ERROR:
             out["model_error"] = (self.steps + 1, self.detail)
-        return out
+        if scenario is None:
+            return out
+        said = {key: value for key, value in out.items() if getattr(scenario, key) is None}
+        return said | ({"endpoint": self.endpoint} if scenario.endpoint != self.endpoint else {})
 
     def placed(self, target: Path) -> RunRecord:
         """The record as it is saved at `target`: its scenario named relative to that file's folder."""

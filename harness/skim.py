@@ -24,24 +24,14 @@ Members = dict[str, Any]
 def skim(text: str, key: str, kept: Callable[[Members], int]) -> Members | None:
     """json.loads(text) for an object, but an array under `key` keeps only its first
     kept(members) elements (`members`: the object's other values). None where json.loads
-    could decide differently (not an object, deep nesting): let it decide."""
+    could decide differently (not an object, not JSON, deep nesting): let it decide."""
     start = _SPACE(text, 0).end()
     if not text.startswith("{", start):
         return None
     try:
         return _skim(text, start, key, kept)
-    except _Broken as e:
-        raise e.error from None
     except (ValueError, RecursionError):  # (JSONDecodeError is a ValueError)
         return None
-
-
-class _Broken(Exception):
-    """A member's value is not JSON (its error: what json.loads raises there)."""
-
-    def __init__(self, error: json.JSONDecodeError) -> None:
-        super().__init__(error.msg)
-        self.error = error
 
 
 def _skim(text: str, start: int, key: str, kept: Callable[[Members], int]) -> Members | None:
@@ -49,10 +39,7 @@ def _skim(text: str, start: int, key: str, kept: Callable[[Members], int]) -> Me
 
     def value(s: str, at: int) -> tuple[Any, int]:
         arrays.append(at if (array := s.startswith("[", at)) else None)
-        try:
-            return (_CHECKED if array else _REAL).scan_once(s, at)
-        except json.JSONDecodeError as e:
-            raise _Broken(e) from None
+        return (_CHECKED if array else _REAL).scan_once(s, at)
 
     # The object's members, by json's own reader, each value through `value`, in order.
     pairs, end = JSONObject((text, start + 1), True, value, None, list)

@@ -21,10 +21,17 @@ from harness.errors import HarnessError
 from harness.render.frames import cost_table, costs, frames
 from harness.record import open_run
 from harness.render.keys import KeyReader, split_keys
-from harness.render.stepper import HELP, Screen, keys_line, screen_lines, step_through
+from harness.render.stepper import HELP, Screen, keys_line, step_through
 
 runner = CliRunner()
 ROOT = Path(__file__).parent.parent
+
+
+def screen_lines(console: Console, frames, k: int, sent=None, stop_off: bool = False):
+    """The screen of frame k as a fresh stepper draws it."""
+    screen = Screen(frames, console, sent, stop_off)
+    screen.k = k
+    return screen.lines()
 
 
 def invoke(*args: str):

@@ -37,6 +37,10 @@ KINDS = {
     "denied": "in the buffer, not shown to the user: its gate denied this action",
     "withheld": "in the buffer, not shown to the user: the final answer was withheld",
 }
+NOTHING_SENT = {
+    Author.CODE: "nothing: code writes this part, the model does not",
+    Author.DEVELOPER: "nothing yet: the developer's prompt and the question start the buffer",
+}
 NO_STOP = (
     "The stop sequence was off for this run (--no-stop): nothing cut what the model wrote, "
     "so an observation it invented stands in the buffer as model text."
@@ -84,6 +88,7 @@ def frames(record: RunRecord) -> list[Frame]:
     out, before, call, told = [], 0, CallRecord(), 0
     no_stop, unran = stop_was_off(record), unran_actions(record)
     for i, span in enumerate(spans):
+        sent = NOTHING_SENT.get(span.author, "")
         if span.author is Author.MODEL:
             call = next(calls, CallRecord())
             told = len(call.notices)  # not yet written: the loop writes them first after the reply
@@ -92,21 +97,16 @@ def frames(record: RunRecord) -> list[Frame]:
                 sent = f"completion = model(messages(buffer)): the whole buffer, {before:,} characters, sent fresh as {call.messages} chat message{'s' if call.messages != 1 else ''}"
             if no_stop:
                 sent += ", with no stop sequence: nothing cuts what it writes"
-        elif span.author is Author.CODE:
-            sent = "nothing: code writes this part, the model does not"
-        else:
-            sent = "nothing yet: the developer's prompt and the question start the buffer"
         why = _why(span.author, call)
         if i == len(spans) - 1:
             why = f"The loop stopped: {record.stop_reason.value}." + (f" Final answer: {record.final_answer}" if record.final_answer is not None else "")
-        model = span.author is Author.MODEL
         notices = 0
         if span.author is Author.CODE and told:  # one line each, before the observations
             notices = min(told, max(1, span.text.count("\n") - span.text.startswith("\n")))
             told -= notices
-        cut, cut_by, hidden = (call.cut, call.cut_by, call.hidden) if model else ("", "", ())
+        own = call if span.author is Author.MODEL else CallRecord()  # what a model frame's call cut or hid
         last_ran = unran if i == len(spans) - 1 else ()
-        out.append(Frame(i, span.author, span.text, cut, sent, why, notices, cut_by, hidden, last_ran))
+        out.append(Frame(i, span.author, span.text, own.cut, sent, why, notices, own.cut_by, own.hidden, last_ran))
         before += len(span.text)
     return out
 

@@ -1,10 +1,8 @@
-"""The run for programs, as JSON: the whole run as one object (`--format json`), or each
-event as one JSON Lines object as it happens (`--format events`):
+"""The run for programs: one JSON object (`--format json`: the save format's metadata, with
+`detail` and `model` always there, then the buffer as spans and as one text), or each event
+as one JSON Lines object as it happens (`--format events`):
 
     {"event": "round_started", "step": 1, "prompt_chars": 612}
-
-The object holds the save format's metadata (RunRecord.meta), then the buffer as spans and
-as one text; `detail` and `model` are always there ("" when the save format leaves them out).
 """
 
 from __future__ import annotations

@@ -5,9 +5,8 @@
     model     │ Thought: Failing uploads often mean the storage quota is full.
                 ✂ cut by the stop sequence, never in the buffer: Observation: quota was fine…
 
-Every row names its author as well as colouring it. A lane the gates denied is still model
-text in the buffer (a row marked ✗); what the stop sequence cut never was (only a note).
-Off a terminal the rows' plain text is written without rich (harness.render.styled).
+A lane the gates denied is still model text in the buffer (a row marked ✗); what the stop
+sequence cut never was (a note). Off a terminal, plain text without rich (render.styled).
 """
 
 from __future__ import annotations

@@ -1,8 +1,5 @@
-"""What a call of a chat run was sent, for the stepper (`m`, `--frame K --messages`) and the page.
-
-A chat run sent each call the buffer cut into messages (harness.backends.messages); the
-run's messages are split once, and call i was sent the first counts[i] of them.
-"""
+"""What a call of a chat run was sent, for the stepper (`m`, `--frame K --messages`) and the
+page: the run's messages (harness.backends.messages), of which call i was sent the first counts[i]."""
 
 from __future__ import annotations
 

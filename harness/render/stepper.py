@@ -1,18 +1,13 @@
 """The terminal stepper: one frame of the run at a time, for a projector.
 
     Frame 2 of 7    authors:  developer   model   code    ⤸ shared line
-    ▶ new  ⚠ notice  ✗ in the buffer, not shown to the user  ✂ never in the buffer
-    model     │ Thought: Failing uploads often mean the storage quota is full. I
-    model    ↪│ should check it first.
+    model     │ Thought: Failing uploads often mean the storage quota is full.
     code      ▶ Observation: 99.8 GB of 100 GB used
 
     sent   completion = model(buffer): the whole buffer, 532 characters, sent fresh
-    added  model, 112 characters
-    why    An Action line and no final answer: code runs the tool …
 
-A frame is one addition to the buffer (harness.render.frames); every physical line names
-its author (harness.render.wrap). The view follows the newest part, its end at the bottom.
-Each key (`harness step --help`) or resize redraws exactly one screen, no wider than it.
+A frame is one addition to the buffer (harness.render.frames), every physical line names
+its author (harness.render.wrap); each key or resize redraws exactly one screen.
 """
 
 from __future__ import annotations
@@ -107,19 +102,17 @@ class Screen:
         self.said = ""
         moves = {"next": self.k + 1, "back": self.k - 1, "first": 0, "last": last}
         scrolls = {"up": -1, "down": 1, "page_up": -page, "page_down": page}
-        for name, value in moves.items():
-            if key in KEYS[name]:
-                self.k, self.top, self.cut_whole = max(0, min(last, value)), None, None
-        for name, delta in scrolls.items():
-            if key in KEYS[name]:
-                self.top = (self.top if self.top is not None else self._follow) + delta
-        if key in KEYS["cut"] and self.frames[self.k].cut and not self.showing_sent:
+        action = next((name for name, keys in KEYS.items() if key in keys), None)
+        if action in moves:
+            self.k, self.top, self.cut_whole = max(0, min(last, moves[action])), None, None
+        elif action in scrolls:
+            self.top = (self.top if self.top is not None else self._follow) + scrolls[action]
+        elif action == "cut" and self.frames[self.k].cut and not self.showing_sent:
             self.cut_whole = not self._cut_shown_whole
-        if key in KEYS["messages"]:
-            if self.sent is None or not self.sent.chat:  # nothing to show: say so, and leave the buffer where it is
-                self.said = NOT_CHAT
-            else:
-                self.showing_sent, self.top = not self.showing_sent, None
+        elif action == "messages" and (self.sent is None or not self.sent.chat):
+            self.said = NOT_CHAT  # nothing to show: say so, and leave the buffer where it is
+        elif action == "messages":
+            self.showing_sent, self.top = not self.showing_sent, None
 
     def lines(self) -> list[Text]:
         """Exactly one screen: the header, the buffer's window, the facts (at most a third
@@ -148,9 +141,8 @@ class Screen:
         total = before + len(newest)
         # Follow the buffer's end (a tall part's start would hide it: at step 0, the question).
         self._follow = max(0, total - room)
-        top = self._follow if self.top is None else max(0, min(self.top, max(0, total - room)))
-        if self.top is not None:
-            self.top = top
+        top = self._follow if self.top is None else max(0, min(self.top, self._follow))
+        self.top = None if self.top is None else top
         end = min(total, top + room)
         if end < total and room > 1:
             end -= 1  # the last row says what is below
@@ -209,9 +201,3 @@ def step_through(console: Console, frames: list[Frame], sent: SentMessages | Non
         console.file.flush()
         termios.tcsetattr(fd, termios.TCSADRAIN, saved)
 
-
-def screen_lines(console: Console, frames: list[Frame], k: int, sent: SentMessages | None = None, stop_off: bool = False) -> list[Text]:
-    """The screen of frame k as a fresh stepper draws it."""
-    screen = Screen(frames, console, sent, stop_off)
-    screen.k = k
-    return screen.lines()

@@ -1,8 +1,5 @@
 """Text with a style on each piece, held without rich until a terminal needs it: off a
-terminal only `plain` is written, so a run that is not watched never loads rich.
-
-    Styled("model     │ ", "bold green").append("Thought: …", "green").plain  # 'model     │ Thought: …'
-"""
+terminal only `plain` is written, so a run that is not watched never loads rich."""
 
 from __future__ import annotations
 

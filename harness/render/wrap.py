@@ -1,10 +1,8 @@
-"""The buffer fitted to a width, for the stepper: every physical line keeps its author.
+"""The buffer fitted to a width, for the stepper: every physical line keeps its author and
+its row's mark, a continuation marked ↪. A frame's lines are made once per width.
 
     model     ▶ Thought: Failing uploads often mean the storage quota is full. I
     model    ↪▶ should check it first.
-
-A row too long for the screen is wrapped, each physical line repeating the author and the
-row's mark, a continuation marked ↪. A frame's lines are made once per width.
 """
 
 from __future__ import annotations
