@@ -214,7 +214,7 @@ class Writer:
     def notice(self, step: int, r: Rejection) -> None:
         self.tell(Notice, step, r.code, r.message, r.index, r.tool, r.violations)
         self.told.append(r.code)
-        self.code(self.dialect.notice(step, asdict(r)))  # code, message, index, tool, violations
+        self.code(self.dialect.notice(step, r._asdict()))  # code, message, index, tool, violations
 
     def tool(self, tools: Registry, step: int, number: int, action: Action) -> tuple[str, bool]:
         self.tell(ActionParsed, step, number, action.tool, action.raw)

@@ -14,7 +14,7 @@ characters. A model error while peeking ends the peek, not the call: the reply w
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable
-from dataclasses import dataclass
+from typing import NamedTuple
 
 from harness.decisions import Round
 from harness.events import Event, TextDelta
@@ -25,8 +25,7 @@ from harness.stop import StopScanner
 Emit = Callable[[Event], None]
 
 
-@dataclass(frozen=True)
-class Reply:
+class Reply(NamedTuple):
     """What one model call gave."""
 
     text: str  # what the buffer keeps

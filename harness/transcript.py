@@ -49,9 +49,8 @@ from __future__ import annotations
 
 import json
 from collections.abc import Iterable
-from dataclasses import dataclass
 from enum import StrEnum
-from typing import Any
+from typing import Any, NamedTuple
 
 import regex
 
@@ -68,14 +67,12 @@ class Author(StrEnum):
     CODE = "code"
 
 
-@dataclass(frozen=True)
-class Span:
+class Span(NamedTuple):
     author: Author
     text: str
 
 
-@dataclass(frozen=True, slots=True)
-class Frames:
+class Frames(NamedTuple):
     """The developer's text around code's turn (a chat template's, harness.prompts); empty
     strings frame nothing (a plain template)."""
 
