@@ -14,31 +14,21 @@ import importlib
 
 # Each name is imported on first use, so that `harness --help` (which imports this
 # package) does not pay for the loop, the dialects and the tools it never runs.
-_WHERE = {
-    "Agent": "harness.agent",
-    "Author": "harness.transcript",
-    "CallRecord": "harness.run_record",
-    "HarnessError": "harness.errors",
-    "Limits": "harness.limits",
-    "Model": "harness.model",
-    "ModelError": "harness.model",
-    "RunRecord": "harness.run_record",
-    "Scenario": "harness.scenario",
-    "ScriptedModel": "harness.model",
-    "Span": "harness.transcript",
-    "StopReason": "harness.events",
-    "TokenUsage": "harness.model",
-    "Tool": "harness.tools",
-    "ToolError": "harness.tools",
-    "Transcript": "harness.transcript",
-    "find_scenario": "harness.scenario",
-    "from_function": "harness.tools",
-    "load_record": "harness.saved",
-    "load_scenario": "harness.scenario",
-    "replay": "harness.record",
-    "run_scenario": "harness.record",
+_MODULES = {
+    "harness.agent": ["Agent"],
+    "harness.errors": ["HarnessError"],
+    "harness.events": ["StopReason"],
+    "harness.limits": ["Limits"],
+    "harness.model": ["Model", "ModelError", "ScriptedModel", "TokenUsage"],
+    "harness.record": ["replay", "run_scenario"],
+    "harness.run_record": ["CallRecord", "RunRecord"],
+    "harness.saved": ["load_record"],
+    "harness.scenario": ["Scenario", "find_scenario", "load_scenario"],
+    "harness.tools": ["Tool", "ToolError", "from_function"],
+    "harness.transcript": ["Author", "Span", "Transcript"],
 }
-__all__ = list(_WHERE)
+_WHERE = {name: module for module, names in _MODULES.items() for name in names}
+__all__ = sorted(_WHERE)
 __version__ = "0.1.0"
 
 

@@ -5,10 +5,7 @@ Every chunk of text passes the stop scanner (harness.stop), then the Governor
 reaches the user as a TextDelta. The same two objects read every reply of every dialect.
 A stream may also carry the model's token counts (a TokenUsage) and, from a chat
 endpoint, how many messages it sent (a Sent): those are kept, not read as text.
-
-`peek` is how far to read past a stop, only to show what it prevented: 0 stops reading at
-once, -1 reads the whole completion (a script costs nothing to read), N reads N more
-characters. A model error while peeking ends the peek, not the call: the reply was whole.
+A model error while peeking (harness.loop.Setup.peek) ends the peek, not the call.
 """
 
 from __future__ import annotations
@@ -72,11 +69,7 @@ def read(chunks: Iterable[object], scanner: StopScanner, governor: Governor, pee
     decided = governor.result()
     if decided.prefix_rejected:  # nothing of it is kept: what was read is quoted in the notice
         return Reply("", governor.text, "prefix", decided, tokens, sent)
-    cut = _cut(scanner, peek)
-    return Reply(governor.text, cut, "stop" if cut else "", decided, tokens, sent)
-
-
-def _cut(scanner: StopScanner, peek: int) -> str:
     if not scanner.stopped:
-        return ""
-    return scanner.cut if peek < 0 else scanner.cut[: len(scanner.matched) + peek]
+        return Reply(governor.text, "", "", decided, tokens, sent)
+    cut = scanner.cut if peek < 0 else scanner.cut[: len(scanner.matched) + peek]
+    return Reply(governor.text, cut, "stop", decided, tokens, sent)
