@@ -11,11 +11,8 @@ it). What reaches the user passes through the lane's gate:
 Thinking opens at once. An Action line is judged when it is complete, the answer lane as
 soon as its marker is (harness.judge decides; harness.notices words the rejections). A
 dialect may also require a prefix ("Thought:"): the first text that rules it out stops
-the read, and nothing reaches the user.
-
-The same object reads the finished text (`read`), so the live decisions and the
-decisions on the whole completion cannot disagree: that is the rule, and a property test
-checks it for any chunking.
+the read, and nothing reaches the user. The same object reads a finished text (`read`),
+so the decisions are the same for any chunking (a property test checks it).
 """
 
 from __future__ import annotations
@@ -32,9 +29,8 @@ if TYPE_CHECKING:
 
 
 class _Gate:
-    """A lane still being read. While it is pending, everything it received is held: a lane
-    is judged before any of it is shown (thinking opens allowed, before its first piece).
-    An allowed lane has shown all it received; a denied one, nothing."""
+    """A lane being read: pending, it holds all it received; allowed, it has shown all of it;
+    denied, nothing."""
 
     __slots__ = ("kind", "status", "parts")
 
@@ -56,8 +52,7 @@ class _Gate:
         return self.text  # what it held: all it received
 
     def lane(self, index: int) -> Lane:
-        allowed = self.status == "allowed"
-        text = self.text
+        text, allowed = self.text, self.status == "allowed"
         return Lane(index, self.kind, "allowed" if allowed else "denied", len(text) if allowed else 0, text)
 
 
@@ -153,8 +148,8 @@ class Governor:
                 return self._judge(line)
             out = self._open(kind, self.line)
             self.line = ""
-        elif out := lane.push(piece):
-            self.shown_end = self.read_chars
+        else:
+            out = self._seen(lane.push(piece))
         return out + self._end_line() if ended else out
 
     def _seen(self, out: str) -> str:
