@@ -1,11 +1,8 @@
-"""harness: a ReAct loop you can see through.
+"""harness: a ReAct loop you can see through (harness.loop is the loop).
 
-The agent is one growing text buffer (Transcript). The loop sends the whole buffer to the
-model, appends the completion verbatim, parses an Action with the dialect's regexes, runs
-the tool and splices in the observation. Every byte is tagged developer, model or code,
-and the run ends as one RunRecord that saves, loads, replays and shows.
-
-The public API is what this module exports; the README shows it at work.
+The agent is one growing text buffer (Transcript) in which every byte is tagged developer,
+model or code; a run ends as one RunRecord that saves, loads, replays and shows. The public
+API is what this module exports; the README shows it at work.
 """
 
 from __future__ import annotations

@@ -16,7 +16,6 @@ The arguments inside the brackets are read by harness.arguments (JSON, Python-st
 literals, or the bare text). A line is an Action line if it begins (after spaces) with
 the word `Action`, and the final answer's line if it begins with `Final Answer:`; the
 rest is thinking.
-harness.governor reads a completion line by line with these rules, live or whole.
 """
 
 from __future__ import annotations

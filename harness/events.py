@@ -120,8 +120,7 @@ Event = (
 
 def plain(value: Any) -> Any:
     """An event as JSON data: each value by its field's name, nested ones too (a Round)."""
-    if isinstance(value, tuple) and hasattr(value, "_fields"):
-        return {name: plain(v) for name, v in zip(value._fields, value)}
-    if isinstance(value, (tuple, list)):
-        return [plain(v) for v in value]
-    return value
+    if not isinstance(value, tuple):
+        return value
+    items = [plain(v) for v in value]
+    return dict(zip(value._fields, items)) if hasattr(value, "_fields") else items

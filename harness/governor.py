@@ -87,15 +87,9 @@ class Governor:
                 self._reject_prefix(self._head)
                 return ""
             chunk, self._head = self._head, None
-        if "\n" not in chunk:  # part of one line
-            return self._take(chunk, False) if chunk else ""
-        outs, start = [], 0  # line by line, each piece ending with its newline (the last one may not)
-        while stop := chunk.find("\n", start) + 1:
-            outs.append(self._take(chunk[start:stop], True))
-            start = stop
-        if start < len(chunk):
-            outs.append(self._take(chunk[start:], False))
-        return "".join(outs)
+        *lines, rest = chunk.split("\n")  # line by line: each piece ends with its newline, but the last
+        shown = "".join([self._take(line + "\n", True) for line in lines])
+        return shown + self._take(rest, False) if rest else shown
 
     @property
     def text(self) -> str:
@@ -195,8 +189,7 @@ class Governor:
         return out
 
     def _judge(self, line: str, gate: _Gate | None = None) -> str:
-        """A complete Action line (`gate`: its lane, if it came in pieces; a whole line gets
-        one now). Returns what the user sees."""
+        """A complete Action line, in its lane (`gate`) or a new one; returns what the user sees."""
         if gate is None:
             self.lanes.append(gate := _Gate("action", line, False))
         self.action_lines += 1

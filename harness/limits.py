@@ -6,8 +6,7 @@
     repeat_limit         calls made again unchanged, in all       -> repeated_call_limit
                          (same tool, same arguments, same result or error as before)
 
-A known tool that runs resets the first two counts; 0 turns a count-limit off. The
-defaults are written here and nowhere else.
+A known tool that runs resets the first two counts; 0 turns a count-limit off.
 """
 
 from __future__ import annotations

@@ -50,8 +50,7 @@ def no_action(expected_action: str) -> Rejection:
 
 def action_after_answer(number: int, tool: str | None) -> Rejection:
     message = "An Action line came after the final answer; it did not run. The final answer ends the run."
-    violation = "Action line after the final answer"
-    return Rejection("protocol_violation.action_after_answer", message, number, tool, (violation,))
+    return Rejection("protocol_violation.action_after_answer", message, number, tool, ("Action line after the final answer",))
 
 
 def tool_call_invalid(
@@ -63,10 +62,10 @@ def tool_call_invalid(
             "it did not run. Split the work into smaller calls."
         )
         violation = f"Action line of {len(line):,} characters, over the limit of {args_max:,}"
-        return Rejection("protocol_violation.tool_call_invalid", message, number, None, (violation,))
-    fix = f"Write the call alone on its line, as in Action: {example}" if example else f"Write {expected}."
-    message = f"Action line {number} does not read {expected_action}; it did not run. {fix}"
-    violation = f"not of the form {expected_action}: {line.strip()[:PREVIEW]!r}"
+    else:
+        fix = f"Write the call alone on its line, as in Action: {example}" if example else f"Write {expected}."
+        message = f"Action line {number} does not read {expected_action}; it did not run. {fix}"
+        violation = f"not of the form {expected_action}: {line.strip()[:PREVIEW]!r}"
     return Rejection("protocol_violation.tool_call_invalid", message, number, None, (violation,))
 
 
@@ -115,18 +114,13 @@ def placeholder(number: int, tool: str, param: str, example: str) -> Rejection:
 
 
 def repeated_call(number: int, tool: str, first_step: int, answered: bool = False) -> Rejection:
-    if answered:  # it worked before: the model has the result and should move on
-        message = (
-            f"You already made exactly this call in step {first_step} and got the same result; "
-            "use it: call the next tool you need, or write the Final Answer."
-        )
-    else:
-        message = (
-            f"You already made exactly this call in step {first_step} and got the same error; repeating "
-            f"it will not help. Change the arguments to {tool} as the error says, or call another tool."
-        )
-    violation = f"the same call and {'result' if answered else 'error'} as in step {first_step}"
-    return Rejection("protocol_violation.repeated_call", message, number, tool, (violation,))
+    same = "result" if answered else "error"
+    message = f"You already made exactly this call in step {first_step} and got the same {same}; " + (
+        "use it: call the next tool you need, or write the Final Answer."  # it worked: move on
+        if answered
+        else f"repeating it will not help. Change the arguments to {tool} as the error says, or call another tool."
+    )
+    return Rejection("protocol_violation.repeated_call", message, number, tool, (f"the same call and {same} as in step {first_step}",))
 
 
 def unknown_tool(number: int, tool: str, valid: Iterable[str]) -> Rejection:
@@ -149,8 +143,7 @@ def incompatible_action(number: int, tool: str, trait: str, first: int, first_to
         f"({first_tool}, {first_trait}), which you have not seen yet; it did not run. "
         "Ask for it again after you have read the observation."
     )
-    violation = f"{trait} action after {first_trait} action {first}"
-    return Rejection("gate.incompatible_action", message, number, tool, (violation,))
+    return Rejection("gate.incompatible_action", message, number, tool, (f"{trait} action after {first_trait} action {first}",))
 
 
 def answer_withheld(accepted: Iterable[tuple[int, Action, str]]) -> Rejection:

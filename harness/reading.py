@@ -1,8 +1,5 @@
-"""Reading one completion as it streams: the stop scanner, then the lanes' gates, then the user.
-
-Every chunk of text passes the stop scanner (harness.stop), then the Governor
-(harness.governor), which decides lane by lane what the user sees; what gets through
-reaches the user as a TextDelta. The same two objects read every reply of every dialect.
+"""Reading one completion as it streams: every chunk passes the stop scanner (harness.stop),
+then the lanes' gates (harness.governor); what gets through reaches the user as a TextDelta.
 A stream may also carry the model's token counts (a TokenUsage) and, from a chat
 endpoint, how many messages it sent (a Sent): those are kept, not read as text.
 A model error while peeking (harness.loop.Setup.peek) ends the peek, not the call.
