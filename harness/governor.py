@@ -47,10 +47,6 @@ class _Gate:
         self.parts.append(text)
         return text if self.status == "allowed" else ""
 
-    def allow(self) -> str:
-        self.status = "allowed"
-        return self.text  # what it held: all it received
-
     def lane(self, index: int) -> Lane:
         text, allowed = self.text, self.status == "allowed"
         return Lane(index, self.kind, "allowed" if allowed else "denied", len(text) if allowed else 0, text)
@@ -169,9 +165,9 @@ class Governor:
     def _open_answer(self, gate: _Gate) -> str:
         self.answer = gate
         rejection = judge_answer(self.dialect, self.actions)
+        gate.status = "allowed" if rejection is None else "denied"
         if rejection is None:
-            return self._seen(gate.allow())
-        gate.status = "denied"
+            return self._seen(gate.text)  # what it held: all it received
         self.rejections.append(rejection)
         return ""
 

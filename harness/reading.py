@@ -60,8 +60,7 @@ def read(chunks: Iterable[object], scanner: StopScanner, governor: Governor, pee
             shown = governor.feed(scanner.finish()) + governor.finish()
             if shown and emit is not None:
                 emit(TextDelta(shown))
-    except KeyboardInterrupt:
-        # Keep the completion up to the last character the user saw.
+    except KeyboardInterrupt:  # the completion is kept up to the last character the user saw
         raise Canceled(governor.text[: governor.shown_end]) from None
     decided = governor.result()
     if decided.prefix_rejected:  # nothing of it is kept: what was read is quoted in the notice
