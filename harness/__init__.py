@@ -1,11 +1,8 @@
-"""harness: a ReAct loop you can see through.
+"""harness: a ReAct loop you can see through (harness.loop is the loop).
 
-The agent is one growing text buffer (Transcript). The loop sends the whole buffer to the
-model, appends the completion verbatim, parses an Action with the dialect's regexes, runs
-the tool and splices in the observation. Every byte is tagged developer, model or code,
-and the run ends as one RunRecord that saves, loads, replays and shows.
-
-The public API is what this module exports; the README shows it at work.
+The agent is one growing text buffer (Transcript) in which every byte is tagged developer,
+model or code; a run ends as one RunRecord that saves, loads, replays and shows. The public
+API is what this module exports; the README shows it at work.
 """
 
 from __future__ import annotations
@@ -14,31 +11,21 @@ import importlib
 
 # Each name is imported on first use, so that `harness --help` (which imports this
 # package) does not pay for the loop, the dialects and the tools it never runs.
-_WHERE = {
-    "Agent": "harness.agent",
-    "Author": "harness.transcript",
-    "CallRecord": "harness.run_record",
-    "HarnessError": "harness.errors",
-    "Limits": "harness.limits",
-    "Model": "harness.model",
-    "ModelError": "harness.model",
-    "RunRecord": "harness.run_record",
-    "Scenario": "harness.scenario",
-    "ScriptedModel": "harness.model",
-    "Span": "harness.transcript",
-    "StopReason": "harness.events",
-    "TokenUsage": "harness.model",
-    "Tool": "harness.tools",
-    "ToolError": "harness.tools",
-    "Transcript": "harness.transcript",
-    "find_scenario": "harness.scenario",
-    "from_function": "harness.tools",
-    "load_record": "harness.saved",
-    "load_scenario": "harness.scenario",
-    "replay": "harness.record",
-    "run_scenario": "harness.record",
+_MODULES = {
+    "harness.agent": ["Agent"],
+    "harness.errors": ["HarnessError"],
+    "harness.events": ["StopReason"],
+    "harness.limits": ["Limits"],
+    "harness.model": ["Model", "ModelError", "ScriptedModel", "TokenUsage"],
+    "harness.record": ["replay", "run_scenario"],
+    "harness.run_record": ["CallRecord", "RunRecord"],
+    "harness.saved": ["load_record"],
+    "harness.scenario": ["Scenario", "find_scenario", "load_scenario"],
+    "harness.tools": ["Tool", "ToolError", "from_function"],
+    "harness.transcript": ["Author", "Span", "Transcript"],
 }
-__all__ = list(_WHERE)
+_WHERE = {name: module for module, names in _MODULES.items() for name in names}
+__all__ = sorted(_WHERE)
 __version__ = "0.1.0"
 
 

@@ -1,23 +1,20 @@
-"""What one completion decided: plain frozen values the reader (harness.governor) makes and
-everyone else reads, equal for any chunking of the same completion.
+"""What one completion decided: immutable values (NamedTuples, like the events) the reader
+(harness.governor) makes and everyone else reads, equal for any chunking of the same completion.
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, NamedTuple
 
 
-@dataclass(frozen=True, slots=True)
-class Action:
+class Action(NamedTuple):
     tool: str
     args: tuple[Any, ...] = ()
-    kwargs: dict[str, Any] = field(default_factory=dict)
+    kwargs: dict[str, Any] = {}  # (never changed: the default is shared)
     raw: str = ""  # the arguments as the model wrote them
 
 
-@dataclass(frozen=True, slots=True)
-class Rejection:
+class Rejection(NamedTuple):
     code: str  # stable: protocol_violation.no_action, gate.incompatible_action, ...
     message: str
     index: int | None = None  # the Action line's number in the completion, from 1
@@ -25,8 +22,7 @@ class Rejection:
     violations: tuple[str, ...] = ()
 
 
-@dataclass(frozen=True, slots=True)
-class Lane:
+class Lane(NamedTuple):
     index: int  # order of appearance in the completion, from 0
     kind: str  # thinking | action | answer
     status: str  # allowed | denied
@@ -34,8 +30,7 @@ class Lane:
     text: str  # all the model wrote in it, shown or not
 
 
-@dataclass(frozen=True, slots=True)
-class Round:
+class Round(NamedTuple):
     lanes: tuple[Lane, ...] = ()
     actions: tuple[tuple[int, Action], ...] = ()  # (Action line number, action), accepted, in order
     answer: str | None = None  # the final answer, if its lane opened

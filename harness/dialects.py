@@ -16,7 +16,6 @@ The arguments inside the brackets are read by harness.arguments (JSON, Python-st
 literals, or the bare text). A line is an Action line if it begins (after spaces) with
 the word `Action`, and the final answer's line if it begins with `Final Answer:`; the
 rest is thinking.
-harness.governor reads a completion line by line with these rules, live or whole.
 """
 
 from __future__ import annotations
@@ -36,8 +35,7 @@ _UNTIMED = 1_000  # characters: a line this short cannot come near the timeout, 
 
 
 def _match(pattern: regex.Pattern[str], text: str) -> regex.Match[str] | None:
-    """`pattern` at the start of `text`: one line (or, for react-paper's answer, a lane whose
-    first line is the call); a long one with a timeout, since the text is the model's."""
+    """`pattern` at the start of `text`; a long text with a timeout, since it is the model's."""
     if len(text) <= _UNTIMED:
         return pattern.match(text)
     try:
@@ -47,8 +45,7 @@ def _match(pattern: regex.Pattern[str], text: str) -> regex.Match[str] | None:
 
 
 def _starts_with(s: str, word: str, boundary: bool, complete: bool) -> bool | None:
-    """Does `s` (a line without the spaces and tabs that begin it) begin with `word`? None:
-    cannot tell yet."""
+    """Does `s` (a line, its leading blanks stripped) begin with `word`? None: cannot tell yet."""
     if len(s) > len(word):
         return s.startswith(word) and not (boundary and (s[len(word)].isalnum() or s[len(word)] == "_"))
     if s == word:
@@ -100,8 +97,6 @@ class Dialect:
         """How the prompt's tool list writes a call."""
         return f"{name}({', '.join(params)})"
 
-    # --- reading model text (line by line; see harness.governor) ---------------------
-
     def line_kind(self, line: str, complete: bool) -> str | None:
         """'action', 'answer' or 'thinking' for a line; None while it cannot be told yet."""
         s = line.lstrip(" \t")
@@ -127,8 +122,7 @@ class Dialect:
         return None
 
     def read_tool(self, line: str) -> str | None:
-        """The tool of a call on an Action line, its arguments left unread (for a line that
-        will not run: it is judged by its tool alone)."""
+        """The tool of a call on an Action line that will not run: its arguments are not read."""
         m = _match(self._action, line)
         return m["tool"] if m else None
 

@@ -1,8 +1,8 @@
 """What happened during a run, in order. The loop emits these; renderers only read them.
 
 A live view prints them as they arrive (`harness run --format events`: one JSON object a
-line); a saved transcript is what the Appended events built up. Every event is a small
-frozen dataclass.
+line); a saved transcript is what the Appended events built up. Every event is a
+NamedTuple: an immutable value, cheap to make, matched by its class (`case Notice(...)`).
 
 Why a run stops (StopReason; each shipped scenario named shows one):
 
@@ -21,8 +21,8 @@ Why a run stops (StopReason; each shipped scenario named shows one):
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 from enum import StrEnum
+from typing import Any, NamedTuple
 
 from harness.decisions import Round
 from harness.transcript import Author
@@ -40,19 +40,16 @@ class StopReason(StrEnum):
     AGENT_STOPPED = "agent_stopped"  # an agent behind harness proxy made no further call
 
 
-@dataclass(frozen=True, slots=True)
-class RoundStarted:
+class RoundStarted(NamedTuple):
     step: int
     prompt_chars: int  # the whole buffer is sent, fresh, every call
 
 
-@dataclass(frozen=True, slots=True)
-class TextDelta:
+class TextDelta(NamedTuple):
     text: str  # only text that can no longer turn into a stop string
 
 
-@dataclass(frozen=True, slots=True)
-class CompletionEnded:
+class CompletionEnded(NamedTuple):
     step: int
     text: str  # what the buffer keeps
     cut: str  # what was read but is kept out of the buffer ("" if nothing)
@@ -60,39 +57,34 @@ class CompletionEnded:
     round: Round  # the lanes, what the user saw, the accepted actions, the answer
 
 
-@dataclass(frozen=True, slots=True)
-class Usage:
+class Usage(NamedTuple):
     step: int
     prompt_chars: int  # the whole buffer, sent again
     completion_chars: int
     total_prompt_chars: int  # all prompt characters sent so far in this run
 
 
-@dataclass(frozen=True, slots=True)
-class TokensCounted:  # only from a backend that can count: the model's own figures for one call
+class TokensCounted(NamedTuple):  # only from a backend that can count: the model's own figures for one call
     step: int
     prompt_tokens: int
     evaluated_tokens: int | None  # what it processed; the rest came from its prefix cache
     completion_tokens: int | None
 
 
-@dataclass(frozen=True, slots=True)
-class ActionParsed:
+class ActionParsed(NamedTuple):
     step: int
     number: int  # the Action line's number in the completion, from 1
     tool: str
     raw: str  # the arguments as the model wrote them
 
 
-@dataclass(frozen=True, slots=True)
-class ToolStarted:
+class ToolStarted(NamedTuple):
     step: int
     number: int
     tool: str
 
 
-@dataclass(frozen=True, slots=True)
-class ToolResult:
+class ToolResult(NamedTuple):
     step: int
     number: int
     tool: str
@@ -100,8 +92,7 @@ class ToolResult:
     ok: bool
 
 
-@dataclass(frozen=True, slots=True)
-class Notice:
+class Notice(NamedTuple):
     step: int
     code: str  # stable, e.g. protocol_violation.no_action
     message: str
@@ -110,14 +101,12 @@ class Notice:
     violations: tuple[str, ...] = ()
 
 
-@dataclass(frozen=True, slots=True)
-class Appended:
+class Appended(NamedTuple):
     author: Author
     text: str
 
 
-@dataclass(frozen=True, slots=True)
-class Stopped:
+class Stopped(NamedTuple):
     reason: StopReason
     final_answer: str | None
     steps: int
@@ -127,3 +116,11 @@ class Stopped:
 Event = (
     RoundStarted | TextDelta | CompletionEnded | Usage | TokensCounted | ActionParsed | ToolStarted | ToolResult | Notice | Appended | Stopped
 )
+
+
+def plain(value: Any) -> Any:
+    """An event as JSON data: each value by its field's name, nested ones too (a Round)."""
+    if not isinstance(value, tuple):
+        return value
+    items = [plain(v) for v in value]
+    return dict(zip(value._fields, items)) if hasattr(value, "_fields") else items

@@ -11,11 +11,8 @@ it). What reaches the user passes through the lane's gate:
 Thinking opens at once. An Action line is judged when it is complete, the answer lane as
 soon as its marker is (harness.judge decides; harness.notices words the rejections). A
 dialect may also require a prefix ("Thought:"): the first text that rules it out stops
-the read, and nothing reaches the user.
-
-The same object reads the finished text (`read`), so the live decisions and the
-decisions on the whole completion cannot disagree: that is the rule, and a property test
-checks it for any chunking.
+the read, and nothing reaches the user. The same object reads a finished text (`read`),
+so the decisions are the same for any chunking (a property test checks it).
 """
 
 from __future__ import annotations
@@ -32,9 +29,8 @@ if TYPE_CHECKING:
 
 
 class _Gate:
-    """A lane still being read. While it is pending, everything it received is held: a lane
-    is judged before any of it is shown (thinking opens allowed, before its first piece).
-    An allowed lane has shown all it received; a denied one, nothing."""
+    """A lane being read: pending, it holds all it received; allowed, it has shown all of it;
+    denied, nothing."""
 
     __slots__ = ("kind", "status", "parts")
 
@@ -51,13 +47,8 @@ class _Gate:
         self.parts.append(text)
         return text if self.status == "allowed" else ""
 
-    def allow(self) -> str:
-        self.status = "allowed"
-        return self.text  # what it held: all it received
-
     def lane(self, index: int) -> Lane:
-        allowed = self.status == "allowed"
-        text = self.text
+        text, allowed = self.text, self.status == "allowed"
         return Lane(index, self.kind, "allowed" if allowed else "denied", len(text) if allowed else 0, text)
 
 
@@ -92,15 +83,9 @@ class Governor:
                 self._reject_prefix(self._head)
                 return ""
             chunk, self._head = self._head, None
-        if "\n" not in chunk:  # part of one line
-            return self._take(chunk, False) if chunk else ""
-        outs, start = [], 0  # line by line, each piece ending with its newline (the last one may not)
-        while stop := chunk.find("\n", start) + 1:
-            outs.append(self._take(chunk[start:stop], True))
-            start = stop
-        if start < len(chunk):
-            outs.append(self._take(chunk[start:], False))
-        return "".join(outs)
+        *lines, rest = chunk.split("\n")  # line by line: each piece ends with its newline, but the last
+        shown = "".join([self._take(line + "\n", True) for line in lines])
+        return shown + self._take(rest, False) if rest else shown
 
     @property
     def text(self) -> str:
@@ -153,8 +138,8 @@ class Governor:
                 return self._judge(line)
             out = self._open(kind, self.line)
             self.line = ""
-        elif out := lane.push(piece):
-            self.shown_end = self.read_chars
+        else:
+            out = self._seen(lane.push(piece))
         return out + self._end_line() if ended else out
 
     def _seen(self, out: str) -> str:
@@ -180,9 +165,9 @@ class Governor:
     def _open_answer(self, gate: _Gate) -> str:
         self.answer = gate
         rejection = judge_answer(self.dialect, self.actions)
+        gate.status = "allowed" if rejection is None else "denied"
         if rejection is None:
-            return self._seen(gate.allow())
-        gate.status = "denied"
+            return self._seen(gate.text)  # what it held: all it received
         self.rejections.append(rejection)
         return ""
 
@@ -200,8 +185,7 @@ class Governor:
         return out
 
     def _judge(self, line: str, gate: _Gate | None = None) -> str:
-        """A complete Action line (`gate`: its lane, if it came in pieces; a whole line gets
-        one now). Returns what the user sees."""
+        """A complete Action line, in its lane (`gate`) or a new one; returns what the user sees."""
         if gate is None:
             self.lanes.append(gate := _Gate("action", line, False))
         self.action_lines += 1

@@ -6,14 +6,12 @@
     repeat_limit         calls made again unchanged, in all       -> repeated_call_limit
                          (same tool, same arguments, same result or error as before)
 
-A known tool that runs resets the first two counts; 0 turns a count-limit off. The
-defaults are written here and nowhere else.
+A known tool that runs resets the first two counts; 0 turns a count-limit off.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
-import json
 
 from harness.decisions import Action, Round
 from harness.events import StopReason
@@ -28,17 +26,18 @@ class Limits:
 
 
 class Tally:
-    """Counts the replies in a row that ran nothing, and the failing calls made again;
-    says when a limit is reached."""
+    """Counts the replies in a row that ran nothing, and the calls made again; names the limit reached."""
 
     def __init__(self, limits: Limits) -> None:
         self.limits, self.unknown_tools, self.format_errors = limits, 0, 0
-        self.made: dict[tuple[str, str, str], int] = {}  # (tool, arguments, result) -> the step it was first made
+        self.made: dict[tuple[str, str, str], int] = {}  # (tool, its arguments' repr, result) -> the step it was first made
         self.repeats = 0
 
     def again(self, step: int, action: Action, result: str) -> int | None:
         """The step where the same call gave the same result (or error) before, or None."""
-        first = self.made.setdefault((action.tool, _arguments(action), result), step)
+        # repr tells 1, 1.0, True and "1" apart; keywords are sorted: the same call however written
+        arguments = repr((action.args, sorted(action.kwargs.items())))
+        first = self.made.setdefault((action.tool, arguments, result), step)
         if first == step:
             return None
         self.repeats += 1
@@ -61,17 +60,3 @@ class Tally:
             if self.format_errors == self.limits.format_error_limit:
                 return StopReason.FORMAT_ERROR_LIMIT
         return None
-
-
-def _arguments(action: Action) -> tuple | str:
-    """The call's arguments as a key: equal only for the same values of the same types.
-    Plain text and whole numbers, the usual arguments, are their own key; anything else
-    (a float, a bool, a list, keywords) is its JSON, where 1, 1.0 and True differ too."""
-    args = action.args
-    if not action.kwargs:
-        for a in args:
-            if type(a) is not str and type(a) is not int:
-                break
-        else:
-            return args  # a tuple: never equal to a JSON string
-    return json.dumps([args, action.kwargs], sort_keys=True, default=str)

@@ -18,7 +18,7 @@ is an event, and the run ends as one RunRecord that every view reads.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from dataclasses import asdict, dataclass
 from typing import TYPE_CHECKING, Any
 
@@ -44,7 +44,7 @@ from harness.judge import why_failed
 from harness.limits import Limits, Tally
 from harness.model import Model, ModelError, ModelExhausted, as_model
 from harness.notices import more_rejections, repeated_call
-from harness.reading import Canceled, Reply, read
+from harness.reading import Canceled, Emit, Reply, read
 from harness.run_record import CallRecord, RunRecord
 from harness.stop import StopScanner
 from harness.transcript import Author, Frames, Transcript
@@ -53,7 +53,6 @@ from harness.unseen import unseen
 if TYPE_CHECKING:
     from harness.tools import Registry
 
-Emit = Callable[[Event], None]
 NOTICES_PER_REPLY = 10  # notices written one by one for one reply; the rest are summed up in one
 UNLIMITED = -1  # peek: read the whole completion after a cut (a script costs nothing to read)
 
@@ -120,8 +119,7 @@ def run(setup: Setup, model: Model, emit: Emit = nobody) -> RunRecord:
 
 
 def explain(setup: Setup, tally: Tally, step: int, number: int, action: Action, result: str, ok: bool) -> Rejection | None:
-    """A call the model should not have made so: the same call again with the same result
-    (failing, or answered already), or, failing, a parameter's name where its value belongs."""
+    """A call made again with the same result, or one failing with a parameter's name for its value."""
     if first := tally.again(step, action, result):
         return repeated_call(number, action.tool, first, ok)
     return None if ok else why_failed(setup.dialect, setup.tools, number, action)
@@ -183,8 +181,7 @@ class Writer:
             self.codes_turn = False
             if after := self.frames.after_code + self.frames.cue:
                 self.write(Author.DEVELOPER, after)
-        if text:
-            self.code(text, framed=False)
+        self.code(text, framed=False)
 
     def answered(self, step: int, reply: Reply) -> Round:
         """The completion goes into the buffer as it is, its facts into the record; returns the decisions."""
@@ -204,8 +201,7 @@ class Writer:
         self._next_call(Reply(""))
 
     def notices(self, step: int, rejections: Sequence[Rejection]) -> None:
-        """One notice per rejection, up to a bound: a reply of 100,000 bad lines gets a
-        summary after the first few, not 100,000 notices flooding the model's context."""
+        """One notice per rejection, up to a bound: then one summary, not 100,000 notices."""
         for r in rejections[:NOTICES_PER_REPLY]:
             self.notice(step, r)
         if rest := rejections[NOTICES_PER_REPLY:]:
@@ -214,7 +210,7 @@ class Writer:
     def notice(self, step: int, r: Rejection) -> None:
         self.tell(Notice, step, r.code, r.message, r.index, r.tool, r.violations)
         self.told.append(r.code)
-        self.code(self.dialect.notice(step, asdict(r)))  # code, message, index, tool, violations
+        self.code(self.dialect.notice(step, r._asdict()))  # code, message, index, tool, violations
 
     def tool(self, tools: Registry, step: int, number: int, action: Action) -> tuple[str, bool]:
         self.tell(ActionParsed, step, number, action.tool, action.raw)
@@ -238,10 +234,6 @@ class Writer:
         self.tell(Stopped, reason, answer, steps, detail)
         setup, workspace = self.setup, self.setup.workspace
         return RunRecord(
-            self.buffer, reason, answer, steps, detail, tuple(self.calls),
-            scenario=setup.scenario,
-            workspace=None if workspace is None else workspace.files,
-            source=setup.source,
-            model=self.model.name,
-            endpoint=self.model.endpoint,
-        )  # fmt: skip
+            self.buffer, reason, answer, steps, detail, tuple(self.calls), scenario=setup.scenario, source=setup.source,
+            workspace=None if workspace is None else workspace.files, model=self.model.name, endpoint=self.model.endpoint,
+        )

@@ -50,8 +50,7 @@ def no_action(expected_action: str) -> Rejection:
 
 def action_after_answer(number: int, tool: str | None) -> Rejection:
     message = "An Action line came after the final answer; it did not run. The final answer ends the run."
-    violation = "Action line after the final answer"
-    return _line("protocol_violation.action_after_answer", number, tool, message, violation)
+    return Rejection("protocol_violation.action_after_answer", message, number, tool, ("Action line after the final answer",))
 
 
 def tool_call_invalid(
@@ -63,11 +62,11 @@ def tool_call_invalid(
             "it did not run. Split the work into smaller calls."
         )
         violation = f"Action line of {len(line):,} characters, over the limit of {args_max:,}"
-        return _line("protocol_violation.tool_call_invalid", number, None, message, violation)
-    fix = f"Write the call alone on its line, as in Action: {example}" if example else f"Write {expected}."
-    message = f"Action line {number} does not read {expected_action}; it did not run. {fix}"
-    violation = f"not of the form {expected_action}: {line.strip()[:PREVIEW]!r}"
-    return _line("protocol_violation.tool_call_invalid", number, None, message, violation)
+    else:
+        fix = f"Write the call alone on its line, as in Action: {example}" if example else f"Write {expected}."
+        message = f"Action line {number} does not read {expected_action}; it did not run. {fix}"
+        violation = f"not of the form {expected_action}: {line.strip()[:PREVIEW]!r}"
+    return Rejection("protocol_violation.tool_call_invalid", message, number, None, (violation,))
 
 
 def after_call(number: int, tool: str, args: str, after: str, close: str) -> Rejection:
@@ -77,7 +76,7 @@ def after_call(number: int, tool: str, args: str, after: str, close: str) -> Rej
         f"Action line {number} goes on after the `{close}` that ends the call ({_quote(after.strip())}); "
         f"it did not run. Put everything inside the brackets and end the line there: Action: {fix}"
     )
-    return _line("protocol_violation.text_after_call", number, tool, message, f"text after the closing {close!r}: {_quote(after.strip())}")
+    return Rejection("protocol_violation.text_after_call", message, number, tool, (f"text after the closing {close!r}: {_quote(after.strip())}",))
 
 
 def nested_call(number: int, tool: str, inner: str, inner_call: str) -> Rejection:
@@ -97,7 +96,7 @@ def _one_call(number: int, tool: str, holds: str, first: str, first_call: str, v
         f"so nothing ran. Call {first} first, on a line of its own: Action: {first_call} "
         "Then use the result its observation gives you."
     )
-    return _line("protocol_violation.nested_call", number, tool, message, violation)
+    return Rejection("protocol_violation.nested_call", message, number, tool, (violation,))
 
 
 def copied_example(number: int, tool: str, call: str) -> Rejection:
@@ -106,32 +105,27 @@ def copied_example(number: int, tool: str, call: str) -> Rejection:
         "Write the call this question needs, with its own values; a value you do not have yet "
         "comes from the tool that gives it."
     )
-    return _line("protocol_violation.copied_example", number, tool, message, "the tool list's example, copied as it is")
+    return Rejection("protocol_violation.copied_example", message, number, tool, ("the tool list's example, copied as it is",))
 
 
 def placeholder(number: int, tool: str, param: str, example: str) -> Rejection:
     message = f"`{param}` is the name of {tool}'s parameter, not a value. Write the value itself, as in Action: {example}"
-    return _line("protocol_violation.placeholder", number, tool, message, f"the argument is the parameter name {param!r}")
+    return Rejection("protocol_violation.placeholder", message, number, tool, (f"the argument is the parameter name {param!r}",))
 
 
 def repeated_call(number: int, tool: str, first_step: int, answered: bool = False) -> Rejection:
-    if answered:  # it worked before: the model has the result and should move on
-        message = (
-            f"You already made exactly this call in step {first_step} and got the same result; "
-            "use it: call the next tool you need, or write the Final Answer."
-        )
-    else:
-        message = (
-            f"You already made exactly this call in step {first_step} and got the same error; repeating "
-            f"it will not help. Change the arguments to {tool} as the error says, or call another tool."
-        )
-    violation = f"the same call and {'result' if answered else 'error'} as in step {first_step}"
-    return _line("protocol_violation.repeated_call", number, tool, message, violation)
+    same = "result" if answered else "error"
+    message = f"You already made exactly this call in step {first_step} and got the same {same}; " + (
+        "use it: call the next tool you need, or write the Final Answer."  # it worked: move on
+        if answered
+        else f"repeating it will not help. Change the arguments to {tool} as the error says, or call another tool."
+    )
+    return Rejection("protocol_violation.repeated_call", message, number, tool, (f"the same call and {same} as in step {first_step}",))
 
 
 def unknown_tool(number: int, tool: str, valid: Iterable[str]) -> Rejection:
     message = f"There is no tool named {tool!r}; it did not run. Valid tools: {', '.join(valid)}."
-    return _line("protocol_violation.unknown_tool", number, tool, message, f"unknown tool {tool!r}")
+    return Rejection("protocol_violation.unknown_tool", message, number, tool, (f"unknown tool {tool!r}",))
 
 
 def too_many_actions(number: int, tool: str, max_actions: int) -> Rejection:
@@ -140,7 +134,7 @@ def too_many_actions(number: int, tool: str, max_actions: int) -> Rejection:
         f"Only {count} per reply can run; action {number} did not run. "
         "Ask for it again after you have read the observations."
     )
-    return _line("protocol_violation.too_many_actions", number, tool, message, f"more than {count} in one reply")
+    return Rejection("protocol_violation.too_many_actions", message, number, tool, (f"more than {count} in one reply",))
 
 
 def incompatible_action(number: int, tool: str, trait: str, first: int, first_tool: str, first_trait: str) -> Rejection:
@@ -149,8 +143,7 @@ def incompatible_action(number: int, tool: str, trait: str, first: int, first_to
         f"({first_tool}, {first_trait}), which you have not seen yet; it did not run. "
         "Ask for it again after you have read the observation."
     )
-    violation = f"{trait} action after {first_trait} action {first}"
-    return Rejection("gate.incompatible_action", message, number, tool, (violation,))
+    return Rejection("gate.incompatible_action", message, number, tool, (f"{trait} action after {first_trait} action {first}",))
 
 
 def answer_withheld(accepted: Iterable[tuple[int, Action, str]]) -> Rejection:
@@ -177,11 +170,6 @@ def more_rejections(count: int, codes: Iterable[str]) -> Rejection:
         f"({', '.join(kinds)}). Write one reply at a time, in the format above."
     )
     return Rejection("protocol_violation.more_rejections", message, violations=tuple(kinds))
-
-
-def _line(code: str, number: int, tool: str | None, message: str, violation: str) -> Rejection:
-    """A rejection of one Action line, with its one violation."""
-    return Rejection(code, message, number, tool, (violation,))
 
 
 def _quote(text: str) -> str:

@@ -1,20 +1,14 @@
-"""Reading one completion as it streams: the stop scanner, then the lanes' gates, then the user.
-
-Every chunk of text passes the stop scanner (harness.stop), then the Governor
-(harness.governor), which decides lane by lane what the user sees; what gets through
-reaches the user as a TextDelta. The same two objects read every reply of every dialect.
+"""Reading one completion as it streams: every chunk passes the stop scanner (harness.stop),
+then the lanes' gates (harness.governor); what gets through reaches the user as a TextDelta.
 A stream may also carry the model's token counts (a TokenUsage) and, from a chat
 endpoint, how many messages it sent (a Sent): those are kept, not read as text.
-
-`peek` is how far to read past a stop, only to show what it prevented: 0 stops reading at
-once, -1 reads the whole completion (a script costs nothing to read), N reads N more
-characters. A model error while peeking ends the peek, not the call: the reply was whole.
+A model error while peeking (harness.loop.Setup.peek) ends the peek, not the call.
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable
-from dataclasses import dataclass
+from typing import NamedTuple
 
 from harness.decisions import Round
 from harness.events import Event, TextDelta
@@ -25,8 +19,7 @@ from harness.stop import StopScanner
 Emit = Callable[[Event], None]
 
 
-@dataclass(frozen=True)
-class Reply:
+class Reply(NamedTuple):
     """What one model call gave."""
 
     text: str  # what the buffer keeps
@@ -67,17 +60,12 @@ def read(chunks: Iterable[object], scanner: StopScanner, governor: Governor, pee
             shown = governor.feed(scanner.finish()) + governor.finish()
             if shown and emit is not None:
                 emit(TextDelta(shown))
-    except KeyboardInterrupt:
-        # Keep the completion up to the last character the user saw.
+    except KeyboardInterrupt:  # the completion is kept up to the last character the user saw
         raise Canceled(governor.text[: governor.shown_end]) from None
     decided = governor.result()
     if decided.prefix_rejected:  # nothing of it is kept: what was read is quoted in the notice
         return Reply("", governor.text, "prefix", decided, tokens, sent)
-    cut = _cut(scanner, peek)
-    return Reply(governor.text, cut, "stop" if cut else "", decided, tokens, sent)
-
-
-def _cut(scanner: StopScanner, peek: int) -> str:
     if not scanner.stopped:
-        return ""
-    return scanner.cut if peek < 0 else scanner.cut[: len(scanner.matched) + peek]
+        return Reply(governor.text, "", "", decided, tokens, sent)
+    cut = scanner.cut if peek < 0 else scanner.cut[: len(scanner.matched) + peek]
+    return Reply(governor.text, cut, "stop", decided, tokens, sent)

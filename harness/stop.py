@@ -1,13 +1,8 @@
 """Stop sequences, enforced by the client over a stream of chunks.
 
 An inference server cuts generation at the first stop string and leaves the stop string
-out. Some servers and models ignore `stop`, so the harness enforces it again on its side:
-
-    scanner = StopScanner(["Observation:"])
-    for chunk in stream:
-        shown += scanner.feed(chunk)     # only text that can no longer become a stop string
-        if scanner.stopped: break        # cut: close the stream, read no more
-    shown += scanner.finish()            # the held-back tail, once the stream has ended
+out. Some servers and models ignore `stop`, so the harness enforces it again on its side
+(harness.reading feeds it every chunk, and closes the stream once it has `stopped`).
 
 The scanner holds back the longest suffix that is a proper prefix of some stop string
 ("Observ" might still become "Observation:"), so the work per chunk is proportional to

@@ -42,24 +42,20 @@ untrusted input, and a wrong one is one line naming the file, line and field):
 A file harness writes ends with a newline: one that does not was cut off, and is refused,
 as are CRLF line endings and a byte-order mark (each named). New facts arrive as new keys;
 a reader ignores keys it does not know.
-What this module leaves out: rendering (see harness.render) and running anything.
 """
 
 from __future__ import annotations
 
 import json
 from collections.abc import Iterable
-from dataclasses import dataclass
 from enum import StrEnum
-from typing import Any
+from typing import Any, NamedTuple
 
 import regex
 
 from harness.errors import TranscriptFormatError
 
 HEADER = "# harness transcript v1"
-# What a Windows checkout needs so that git keeps a transcript's bytes as committed:
-KEEP_BYTES = "; if git converted it (core.autocrlf), add `*.txt -text` to .gitattributes and check it out again"
 
 
 class Author(StrEnum):
@@ -68,16 +64,13 @@ class Author(StrEnum):
     CODE = "code"
 
 
-@dataclass(frozen=True)
-class Span:
+class Span(NamedTuple):
     author: Author
     text: str
 
 
-@dataclass(frozen=True, slots=True)
-class Frames:
-    """The developer's text around code's turn (a chat template's, harness.prompts); empty
-    strings frame nothing (a plain template)."""
+class Frames(NamedTuple):
+    """The developer's text around code's turn (a chat template's, harness.prompts; empty: none)."""
 
     before_code: str = ""  # after the model's text, before code's first line
     after_code: str = ""  # after code's last line, before the model is called again
@@ -85,18 +78,17 @@ class Frames:
 
 
 class Transcript:
-    """Append-only spans over one buffer: the pieces appended (joined when `text` is asked
-    for), and where each author's run begins."""
+    """Append-only spans over one buffer: the pieces appended, and where each author's run begins."""
 
     def __init__(self, spans: Iterable[Span] = ()) -> None:
         self._pieces: list[str] = []  # the buffer = "".join(_pieces)
         self._length = 0
         self._authors: list[Author] = []  # one per span
         self._starts: list[int] = []  # where each span begins in the buffer
-        for span in spans:  # each span as given, an empty one too
+        for span in spans:  # each span as given, an empty one too: opened here, then grown
             self._authors.append(Author(span.author))
             self._starts.append(self._length)
-            self._grow(span.text)
+            self.append(span.author, span.text)
 
     @property
     def text(self) -> str:
@@ -113,9 +105,6 @@ class Transcript:
         if not self._authors or self._authors[-1] is not author:
             self._authors.append(author)
             self._starts.append(self._length)
-        self._grow(text)
-
-    def _grow(self, text: str) -> None:
         if text:
             self._pieces.append(text)
             self._length += len(text)
@@ -185,7 +174,8 @@ def loads(text: str, source: str = "<transcript>") -> tuple[Transcript, dict[str
         raise TranscriptFormatError(f"{source}:1", "the file begins with a byte-order mark (BOM, which some editors add); save it as UTF-8 without one")
     lines = text.split("\n")
     if lines[0] == HEADER + "\r":
-        raise TranscriptFormatError(f"{source}:1", "the file has Windows line endings (CRLF, \\r\\n); a transcript has \\n only" + KEEP_BYTES)
+        raise TranscriptFormatError(f"{source}:1", "the file has Windows line endings (CRLF, \\r\\n); a transcript has \\n only; if git "
+                                   "converted it (core.autocrlf), add `*.txt -text` to .gitattributes and check it out again")
     if lines[0] != HEADER:
         raise TranscriptFormatError(f"{source}:1", f"expected the header line {HEADER!r}")
     if lines[-1] != "":  # harness ends every file with a newline: without one, it was cut off
