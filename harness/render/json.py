@@ -9,10 +9,9 @@ from __future__ import annotations
 
 import json
 import re
-from dataclasses import asdict
 
 from harness.escape import for_json
-from harness.events import Event
+from harness.events import Event, plain
 from harness.run_record import RunRecord
 
 
@@ -26,4 +25,4 @@ def to_json(record: RunRecord) -> str:
 
 def event_line(event: Event) -> str:
     name = re.sub(r"(?<!^)(?=[A-Z])", "_", type(event).__name__).lower()  # RoundStarted -> round_started
-    return for_json(json.dumps({"event": name, **asdict(event)}, ensure_ascii=False))
+    return for_json(json.dumps({"event": name, **plain(event)}, ensure_ascii=False))
