@@ -13,7 +13,7 @@ from typing import TYPE_CHECKING
 
 import typer
 
-from harness.cli_io import ModelOptions, RunModels, as_asked, scenario_file, write
+from harness.cli_io import ModelOptions, RunModels, as_asked, checked, scenario_file, write
 from harness.errors import HarnessError
 
 if TYPE_CHECKING:  # imported when a batch runs: `harness --help` stays fast
@@ -80,16 +80,12 @@ def check(jobs: list[Job], options: Options) -> dict[Path, Path]:
     from harness.files import check_target, same_file
     from harness.transcript import HEADER
 
-    outputs = {o: p for o, p in (("--report", options.report), ("--junit", options.junit)) if p is not None}
-    for option, path in outputs.items():
-        check_target(path, JSON_HEADER if option == "--report" else JUNIT_HEADER, option)
-    if len(outputs) == 2 and same_file(options.report) == same_file(options.junit):
-        raise HarnessError(f"--junit {options.junit}", "is the file --report writes too; give each its own")
+    checked(("--report", options.report, JSON_HEADER), ("--junit", options.junit, JUNIT_HEADER))
     if (folder := options.save_dir) is None:
         return {}
     where = f"--save-dir {folder}"
-    for option, path in outputs.items():  # a transcript would be written over the report, or the report over it
-        if same_file(path.parent) == same_file(folder) and path.suffix == ".txt":
+    for option, path in (("--report", options.report), ("--junit", options.junit)):  # a transcript would be written over the report, or the report over it
+        if path is not None and same_file(path.parent) == same_file(folder) and path.suffix == ".txt":
             raise HarnessError(f"{option} {path}", f"lies in {where}, among the transcripts; write it elsewhere")
     try:  # (a name too long to look up: one line here, not in every run)
         if folder.is_symlink() and not folder.exists():

@@ -180,25 +180,33 @@ def scenario_file(argument: str) -> Path:
 
 
 @contextmanager
-def scenario_hint(path: Path) -> Iterator[None]:
-    """A scenario given where a saved transcript belongs: the error says to `run` it."""
+def saved_text(path: Path, shown: str = "") -> Iterator[str]:
+    """A saved transcript's text, read to be loaded in the `with` block: a scenario given
+    instead (its first line is not a transcript's header) is told to `run` it."""
     from harness.errors import TranscriptFormatError
+    from harness.record import read_text
 
     try:
-        yield
+        yield read_text(path, shown or None)
     except TranscriptFormatError as e:
         if path.suffix != ".toml" or "header line" not in e.message:
             raise
-        raise HarnessError(e.where, f"{e.message}; {path} is a scenario: run it with `harness run {path}`") from None
+        shown = shown or str(path)
+        raise HarnessError(e.where, f"{e.message}; {shown} is a scenario: run it with `harness run {shown}`") from None
 
 
-def checked(path: Path, header: str, option: str) -> Path:
-    """An output refused before the run unless it is harness's to write (a file that begins
-    with `header`, or none); made absolute, so a tool's os.chdir cannot move it."""
-    from harness.files import check_target
+def checked(*outputs: tuple[str, Path | None, str]) -> list[Path | None]:
+    """Outputs (option, path or None, header) refused before the run unless each is
+    harness's to write (a file that begins with its header, or none) and no two are one
+    file; made absolute, so a tool's os.chdir cannot move them."""
+    from harness.files import check_target, same_file
 
-    check_target(path, header, option)
-    return path.absolute()
+    given = [(option, path, header) for option, path, header in outputs if path is not None]
+    for option, path, header in given:
+        check_target(path, header, option)
+    if len(given) == 2 and same_file(given[0][1]) == same_file(given[1][1]):  # one would replace the other
+        raise HarnessError(f"{given[1][0]} {given[1][1]}", f"is the file {given[0][0]} writes too; give each its own")
+    return [None if path is None else path.absolute() for _, path, _ in outputs]
 
 
 def write(path: Path, text: str, header: str, option: str, target: Path | None = None) -> None:

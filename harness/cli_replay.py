@@ -14,7 +14,7 @@ import typer
 
 from harness.cli_io import (
     BaseUrlOption, Format, FormatOption, Jobs, MaxChars, MaxSeconds, MaxTokens, ModelOption, ModelOptions, RunModels, Strict, WaitForServer,
-    call_lines, exit_if_failed, named, scenario_hint, show_record, tell_stderr,
+    call_lines, exit_if_failed, named, saved_text, show_record, tell_stderr,
 )  # fmt: skip
 from harness.errors import HarnessError
 
@@ -58,13 +58,12 @@ def replay(
         return replay_many(files, check, jobs, models, strict_source, update)
     from harness.diff import transcript_diff
     from harness.loop import nobody
-    from harness.record import read_text
     from harness.record import replay as replay_text
 
     path = Path(files[0])
     live_model = models.open()
-    with scenario_hint(path):
-        result = replay_text(read_text(path), str(path), call_lines(nobody, live_model is not None), live_model, root=Path.cwd())
+    with saved_text(path) as text:
+        result = replay_text(text, str(path), call_lines(nobody, live_model is not None), live_model, root=Path.cwd())
     tell_stderr(result.record, live_model)
     if not check:
         show_record(format, result.record)
@@ -91,7 +90,6 @@ def worker(check: bool, models: RunModels, root: Path, strict_source: bool, upda
     with `update`, the file rewritten if its replay changed and completed."""
     from harness.batch import Outcome
     from harness.diff import transcript_diff
-    from harness.record import read_text
     from harness.record import replay as replay_text
     from harness.source import only_rehashed
 
@@ -99,8 +97,8 @@ def worker(check: bool, models: RunModels, root: Path, strict_source: bool, upda
         start, path = time.perf_counter(), job.saved
         assert path is not None
         try:
-            with models.one() as live, scenario_hint(Path(job.name)):  # a scripted replay takes no time to cancel: only a live one is wrapped
-                result = replay_text(read_text(path, job.name), job.name, model=None if live is None else wrap(live), base=path.parent, root=root)
+            with models.one() as live, saved_text(path, job.name) as text:  # a scripted replay takes no time to cancel: only a live one is wrapped
+                result = replay_text(text, job.name, model=None if live is None else wrap(live), base=path.parent, root=root)
             seconds = time.perf_counter() - start
             outcome = Outcome.of(job.name, result.record, seconds, notes=tuple(live.notes) if live is not None else ())
             if update:
