@@ -124,28 +124,27 @@ def exit_code(outcomes: Sequence[Outcome], fail_on: Iterable[str], model_failed:
     return 1 if any(failed(o, fail_on) for o in outcomes) else 0
 
 
-def as_dict(o: Outcome) -> dict[str, Any]:
-    return {
-        "scenario": o.name,
-        "stop_reason": o.stop_reason or None,
-        "steps": o.steps,
-        "final_answer": o.final_answer,
-        "detail": o.detail,
-        "seconds": round(o.seconds, 3),
-        "tokens": o.tokens,
-        "prompt_tokens": o.prompt_tokens,
-        "completion_tokens": o.completion_tokens,
-        "expect": marks(o).get("expect"),
-        "expected": None if o.wanted is None else {o.wanted[0]: o.wanted[1]},
-        "transcript": None if o.transcript is None else str(o.transcript),
-        "error": o.error or None,
-    }
-
-
 def to_json(outcomes: Sequence[Outcome], not_started: int = 0) -> str:
-    # A name that is not UTF-8 (its byte 0xff held as "\udcff") is written as the summary
-    # shows it, x\xffy: json.dumps would write the lone surrogate, which strict readers refuse.
-    runs = [{k: encodable(v) if isinstance(v, str) else v for k, v in as_dict(o).items()} for o in outcomes]
+    runs = []
+    for o in outcomes:
+        run = {
+            "scenario": o.name,
+            "stop_reason": o.stop_reason or None,
+            "steps": o.steps,
+            "final_answer": o.final_answer,
+            "detail": o.detail,
+            "seconds": round(o.seconds, 3),
+            "tokens": o.tokens,
+            "prompt_tokens": o.prompt_tokens,
+            "completion_tokens": o.completion_tokens,
+            "expect": marks(o).get("expect"),
+            "expected": None if o.wanted is None else dict([o.wanted]),
+            "transcript": None if o.transcript is None else str(o.transcript),
+            "error": o.error or None,
+        }
+        # A name that is not UTF-8 (its byte 0xff held as "\udcff") is written as the summary
+        # shows it, x\xffy: json.dumps would write the lone surrogate, which strict readers refuse.
+        runs.append({k: encodable(v) if isinstance(v, str) else v for k, v in run.items()})
     report = {"harness": "batch report v1", "runs": runs, "not_started": not_started}
     return json.dumps(report, indent=2) + "\n"  # ASCII: every other character as \u
 
@@ -154,16 +153,17 @@ def to_junit(outcomes: Sequence[Outcome], fail_on: Iterable[str]) -> str:
     import xml.etree.ElementTree as ET
 
     fail_on = set(fail_on)
-    suite = ET.Element("testsuite", name="harness run", tests=str(len(outcomes)))
-    errors = failures = 0
-    for o in outcomes:
+    errors = [bool(o.error) or o.stop_reason in ERRORS for o in outcomes]
+    failures = [not error and failed(o, fail_on) for o, error in zip(outcomes, errors)]
+    root = ET.Element("testsuites")
+    suite = ET.SubElement(root, "testsuite", name="harness run", tests=str(len(outcomes)), errors=str(sum(errors)), failures=str(sum(failures)))
+    suite.set("time", f"{sum(o.seconds for o in outcomes):.3f}")
+    for o, error, failure in zip(outcomes, errors, failures):
         case = ET.SubElement(suite, "testcase", classname="harness", name=for_xml(o.name), time=f"{o.seconds:.3f}")
-        if o.error or o.stop_reason in ERRORS:
-            errors += 1
+        if error:
             message = o.error or f"{o.stop_reason}: {o.detail}".rstrip(": ")
             ET.SubElement(case, "error", type=o.stop_reason or "not_loaded", message=for_xml(message))
-        elif failed(o, fail_on):
-            failures += 1
+        elif failure:
             kind = o.stop_reason if o.stop_reason in fail_on else "mismatch"
             answer = "no final answer" if o.final_answer is None else f"final answer {json.dumps(o.final_answer, ensure_ascii=False)}"
             wanted = f"; {missed(o, MISSED_WIDTH)}" if kind == "mismatch" and missed(o) else ""
@@ -175,11 +175,6 @@ def to_junit(outcomes: Sequence[Outcome], fail_on: Iterable[str]) -> str:
         if o.transcript is not None:
             out.append(f"transcript: {o.transcript}")
         ET.SubElement(case, "system-out").text = for_xml("\n".join(out))
-    suite.set("errors", str(errors))
-    suite.set("failures", str(failures))
-    suite.set("time", f"{sum(o.seconds for o in outcomes):.3f}")
-    root = ET.Element("testsuites")
-    root.append(suite)
     ET.indent(root)
     return JUNIT_HEADER + ET.tostring(root, encoding="unicode") + "\n"
 
