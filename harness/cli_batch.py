@@ -87,29 +87,24 @@ def check(jobs: list[Job], options: Options) -> dict[Path, Path]:
     for option, path in (("--report", options.report), ("--junit", options.junit)):  # a transcript would be written over the report, or the report over it
         if path is not None and same_file(path.parent) == same_file(folder) and path.suffix == ".txt":
             raise HarnessError(f"{option} {path}", f"lies in {where}, among the transcripts; write it elsewhere")
-    try:  # (a name too long to look up: one line here, not in every run)
-        if folder.is_symlink() and not folder.exists():
-            raise HarnessError(where, "is a link that loops or leads nowhere")
-        if folder.exists() and not folder.is_dir():
-            raise HarnessError(where, "is not a folder")
-        if not folder.parent.is_dir():
-            raise HarnessError(where, "its parent folder does not exist")
-    except OSError as e:
-        raise HarnessError(where, f"cannot look at the folder ({e.strerror or e})") from None
     sources: dict[str, str] = {}
-    earlier = {}
     for job in (j for j in jobs if j.scenario is not None):
         if job.name in sources:
             raise HarnessError(where, f"{sources[job.name]} and {job.scenario.source} would both be saved as {job.name}.txt")
         sources[job.name] = job.scenario.source
-        if folder.is_dir():  # a folder of earlier runs: only harness's own files are replaced
-            check_target(path := folder / f"{job.name}.txt", HEADER, "--save-dir")
-            if path.is_file():
-                earlier[path.absolute()] = path
-    try:
+    try:  # made only now, once nothing else refuses the batch; a folder made now holds no earlier run
         folder.mkdir(exist_ok=True)
-    except OSError as e:
+    except FileExistsError:
+        raise HarnessError(where, "is a link that loops or leads nowhere" if folder.is_symlink() else "is not a folder") from None
+    except FileNotFoundError:
+        raise HarnessError(where, "its parent folder does not exist") from None
+    except OSError as e:  # (a name too long to look up: one line here, not in every run)
         raise HarnessError(where, f"cannot create the folder ({e.strerror or e})") from None
+    earlier = {}
+    for name in sources:  # a folder of earlier runs: only harness's own files are replaced
+        check_target(path := folder / f"{name}.txt", HEADER, "--save-dir")
+        if path.is_file():
+            earlier[path.absolute()] = path
     return earlier
 
 
