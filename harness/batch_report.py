@@ -27,7 +27,7 @@ import time
 from collections import Counter
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
-from typing import IO, Any
+from typing import IO
 
 from harness.batch import Job, Outcome
 from harness.escape import encodable, for_xml, one_line

@@ -6,7 +6,6 @@ from __future__ import annotations
 
 import os
 import sys
-import time
 from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -117,21 +116,17 @@ def worker(options: Options, root: Path, models: RunModels) -> Work:
     from harness.transcript import HEADER
 
     def work(job: Job, wrap: Wrap) -> Outcome:
-        start = time.perf_counter()
         spec = as_asked(job.scenario, options.max_steps, options.no_stop)
-        try:
-            with models.one() as live:  # a model of its own
-                record = run_scenario(spec, model=live, peek=options.peek, root=root, wrap=wrap)
-            seconds, saved = time.perf_counter() - start, None
-            if options.save_dir is not None:
-                saved = (options.save_dir / f"{job.name}.txt").absolute()
-                record = record.placed(saved)
-                write_file(saved, record.saved, HEADER, "--save-dir")
-        except HarnessError as e:  # a template or tool that is missing: found when it is built
-            return Outcome(job.name, seconds=time.perf_counter() - start, error=str(e))
+        with models.one() as live:  # a model of its own
+            record = run_scenario(spec, model=live, peek=options.peek, root=root, wrap=wrap)
+        saved = None
+        if options.save_dir is not None:
+            saved = (options.save_dir / f"{job.name}.txt").absolute()
+            record = record.placed(saved)
+            write_file(saved, record.saved, HEADER, "--save-dir")
         wanted = next(((f, getattr(spec, f)) for f in ("expect", "expect_regex") if getattr(spec, f) is not None), None)  # for the reports to say what a mismatch missed
         notes = tuple(live.notes) if live is not None else ()  # what its model dropped on arrival
-        return Outcome.of(job.name, record, seconds, transcript=saved, expected=matches(spec, record.final_answer), wanted=wanted, notes=notes)
+        return Outcome.of(job.name, record, transcript=saved, expected=matches(spec, record.final_answer), wanted=wanted, notes=notes)
 
     return work
 

@@ -5,7 +5,6 @@ Several files, or folders, are a batch (harness.cli_batch), as is --update."""
 from __future__ import annotations
 
 import os
-import time
 from dataclasses import replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated
@@ -94,17 +93,13 @@ def worker(check: bool, models: RunModels, root: Path, strict_source: bool, upda
     from harness.source import only_rehashed
 
     def work(job: Job, wrap) -> Outcome:
-        start, path = time.perf_counter(), job.saved
+        path = job.saved
         assert path is not None
-        try:
-            with models.one() as live, saved_text(path, job.name) as text:  # a scripted replay takes no time to cancel: only a live one is wrapped
-                result = replay_text(text, job.name, model=None if live is None else wrap(live), base=path.parent, root=root)
-            seconds = time.perf_counter() - start
-            outcome = Outcome.of(job.name, result.record, seconds, notes=tuple(live.notes) if live is not None else ())
-            if update:
-                return updated(outcome, result, path)
-        except HarnessError as e:  # the file, or the source it names, cannot be loaded (or written)
-            return Outcome(job.name, seconds=time.perf_counter() - start, error=str(e))
+        with models.one() as live, saved_text(path, job.name) as text:  # a scripted replay takes no time to cancel: only a live one is wrapped
+            result = replay_text(text, job.name, model=None if live is None else wrap(live), base=path.parent, root=root)
+        outcome = Outcome.of(job.name, result.record, notes=tuple(live.notes) if live is not None else ())
+        if update:
+            return updated(outcome, result, path)
         if not check:
             return outcome
         same = result.matches or (not strict_source and only_rehashed(result.saved, result.fresh))
