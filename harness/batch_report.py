@@ -26,7 +26,6 @@ import threading
 import time
 from collections import Counter
 from collections.abc import Iterable, Sequence
-from dataclasses import dataclass
 from typing import IO
 
 from harness.batch import Job, Outcome
@@ -179,17 +178,7 @@ def to_junit(outcomes: Sequence[Outcome], fail_on: Iterable[str]) -> str:
     return JUNIT_HEADER + ET.tostring(root, encoding="unicode") + "\n"
 
 
-@dataclass(frozen=True)
-class _Run:
-    """What one running scenario's model is doing, as the bar shows it."""
-
-    name: str
-    call: int = 0  # its model calls so far (0: none yet)
-    last: str = "start"  # the last thing heard: "start", "call" (opened), "token" or "end" (of the call)
-    since: float = 0.0  # time.monotonic() when it was heard
-
-
-DOING = {  # what a run is doing, by the last thing heard
+DOING = {  # what a run is doing, by the last thing heard: its start, or its model's call (opened), token or end (of the call)
     "start": "starting, {silent}",
     "call": "call {call}, no token yet after {silent}",
     "token": "call {call}, last token {silent} ago",
@@ -205,13 +194,13 @@ class Progress:
     def __init__(self, out: IO[str], total: int) -> None:
         self.out, self.total, self.done, self.bar = out, total, 0, out.isatty()
         self.lock, self.reasons, self.start = threading.Lock(), Counter(), time.monotonic()
-        self.runs: dict[int, _Run] = {}  # the running ones, by id(job)
+        self.runs: dict[int, tuple[float, str, int, str]] = {}  # id(job) -> (since, name, calls so far, last thing heard)
 
     def heard(self, job: Job, what: str) -> None:
         """What a run just did: "start", then its model's "call", "token" or "end"."""
         with self.lock:
-            call = 0 if what == "start" else self.runs[id(job)].call
-            self.runs[id(job)] = _Run(job.name, call + (what == "call"), what, time.monotonic())
+            call = 0 if what == "start" else self.runs[id(job)][2]
+            self.runs[id(job)] = (time.monotonic(), job.name, call + (what == "call"), what)
 
     def finished(self, job: Job, o: Outcome) -> None:
         """A run's notes (what its model dropped on arrival), each on a line of its own, then
@@ -234,10 +223,10 @@ class Progress:
             return
         now = time.monotonic()
         with self.lock:
-            runs = sorted(self.runs.values(), key=lambda r: r.since)
+            runs = sorted(self.runs.values())  # the longest silent first
             reasons = ", ".join(f"{n} {r}" for r, n in sorted(self.reasons.items()))
         filled, elapsed = BAR * self.done // max(1, self.total), int(now - self.start)
-        doing = "; ".join(_doing(run, now - run.since) for run in runs[:SHOWN]) + (f"; {len(runs) - SHOWN} more" if len(runs) > SHOWN else "")
+        doing = "; ".join(_doing(*run, now) for run in runs[:SHOWN]) + (f"; {len(runs) - SHOWN} more" if len(runs) > SHOWN else "")
         line = f"runs {'━' * filled}{'─' * (BAR - filled)} {self.done}/{self.total} {elapsed // 3600}:{elapsed // 60 % 60:02d}:{elapsed % 60:02d} running {len(runs)}"
         line += (f" ({doing})" if runs else "") + (f" · {reasons}" if reasons else "")
         self.out.write(f"\r\x1b[K{line[: _width(self.out) - 1]}")
@@ -262,8 +251,8 @@ def _ended(o: Outcome) -> str:
     return what
 
 
-def _doing(run: _Run, silent: float) -> str:
-    return f"{named(run.name, NAME)} " + DOING[run.last].format(call=run.call, silent=_seconds(silent))
+def _doing(since: float, name: str, call: int, last: str, now: float) -> str:
+    return f"{named(name, NAME)} " + DOING[last].format(call=call, silent=_seconds(now - since))
 
 
 def _seconds(s: float) -> str:
