@@ -5,14 +5,18 @@ for CI (harness.batch_report). `harness replay A B DIR` shares `run_batch`."""
 from __future__ import annotations
 
 import os
+import queue
 import sys
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass, replace
+from functools import partial
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 import typer
 
-from harness.cli_io import ModelOptions, RunModels, as_asked, checked, scenario_file, write
+from harness.cli_io import ModelOptions, as_asked, checked, scenario_file, write
 from harness.errors import HarnessError
 
 if TYPE_CHECKING:  # imported when a batch runs: `harness --help` stays fast
@@ -29,6 +33,44 @@ class Options:
     peek: int = 0
     max_steps: int | None = None
     no_stop: bool = False
+
+
+class RunModels:
+    """A model of its own for each run of a batch (`with models.one() as model:`), or None
+    for their scripts. A server's share the first's connections (`another`). An in-process
+    model (llama.cpp) is loaded once per run in flight, before any run (loading swaps stdout
+    and stderr, which would swallow what other threads print), reset for each run."""
+
+    def __init__(self, options: ModelOptions, jobs: int, runs: int) -> None:
+        self.first = options.open(connections=jobs)
+        self._idle: queue.SimpleQueue[Any] = queue.SimpleQueue()
+        if self.first is not None and not self.first.serves_many:
+            self._idle.put(self.first)
+            for _ in range(min(jobs, runs) - 1):
+                self._idle.put(options.open())
+
+    @contextmanager
+    def one(self) -> Iterator[Any]:
+        if self.first is None:
+            yield None
+        elif self.first.serves_many:
+            yield self.first.another()
+        else:
+            model = self._idle.get()
+            try:
+                model.reset()
+                yield model
+            finally:
+                self._idle.put(model)
+
+    def interrupt(self) -> None:
+        """Ctrl-C in a batch: a server's calls in flight end now, and a wait for it stops."""
+        if self.first is not None:
+            self.first.interrupt()
+
+    def close(self) -> None:
+        if self.first is not None:
+            self.first.close()
 
 
 HOLDS = {"scenario": (".toml", ".toml scenario"), "transcript": (".txt", "saved transcript (*.txt)")}
@@ -131,12 +173,14 @@ def worker(options: Options, root: Path, models: RunModels) -> Work:
     return work
 
 
-def run_batch(jobs: list[Job], work: Work, models: RunModels, workers: int, what: str = "scenario") -> tuple[list[Outcome], int, bool]:
-    """The jobs run by `work` on `models` (closed at the end), then the summary on stdout:
-    every outcome in the jobs' order, how many never started, and whether Ctrl-C came."""
+def run_batch(jobs: list[Job], worker: Callable[[RunModels], Work], options: ModelOptions, workers: int, what: str = "scenario") -> tuple[list[Outcome], int, bool]:
+    """The jobs run by the worker of their models (closed at the end), then the summary on
+    stdout: every outcome in the jobs' order, how many never started, and whether Ctrl-C came."""
     from harness.batch import Outcome, run_all
     from harness.batch_report import Progress, one_line, summary
 
+    models = RunModels(options, workers, sum(not j.error for j in jobs))  # a bad --model: one line, once, before any run
+    work = worker(models)
     for job in jobs:
         if job.error:
             typer.echo(f"error: {one_line(job.error)}", err=True)
@@ -167,8 +211,7 @@ def run_many(arguments: list[str], options: Options) -> None:
     jobs = gather(arguments)
     earlier, asked = check(jobs, options), options
     options = replace(options, **{k: getattr(options, k).absolute() for k in ("save_dir", "report", "junit") if getattr(options, k) is not None})  # now: a tool's os.chdir cannot move them
-    models = RunModels(options.models, options.jobs, sum(not j.error for j in jobs))  # a bad --model: one line, once
-    ordered, not_started, interrupted = run_batch(jobs, worker(options, Path.cwd(), models), models, options.jobs)
+    ordered, not_started, interrupted = run_batch(jobs, partial(worker, options, Path.cwd()), options.models, options.jobs)
     for o in ordered:  # a folder reused by another recipe never loses a recording unsaid
         if o.transcript is not None and o.transcript in earlier:
             typer.echo(f"replaced {one_line(str(earlier[o.transcript]))} (it held an earlier run)", err=True)

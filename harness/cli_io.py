@@ -4,7 +4,6 @@ files, output files, and how one run is shown (harness.render does the work)."""
 from __future__ import annotations
 
 import os
-import queue
 import sys
 import time
 from collections.abc import Iterator
@@ -97,44 +96,6 @@ class ModelOptions(NamedTuple):
         if bounds:
             raise HarnessError("--" + next(iter(bounds)).replace("_", "-"), "goes with a live --model")
         return None
-
-
-class RunModels:
-    """A model of its own for each run of a batch (`with models.one() as model:`), or None
-    for their scripts. A server's share the first's connections (`another`). An in-process
-    model (llama.cpp) is loaded once per run in flight, before any run (loading swaps stdout
-    and stderr, which would swallow what other threads print), reset for each run."""
-
-    def __init__(self, options: ModelOptions, jobs: int, runs: int) -> None:
-        self.first = options.open(connections=jobs)
-        self._idle: queue.SimpleQueue[Any] = queue.SimpleQueue()
-        if self.first is not None and not self.first.serves_many:
-            self._idle.put(self.first)
-            for _ in range(min(jobs, runs) - 1):
-                self._idle.put(options.open())
-
-    @contextmanager
-    def one(self) -> Iterator[Any]:
-        if self.first is None:
-            yield None
-        elif self.first.serves_many:
-            yield self.first.another()
-        else:
-            model = self._idle.get()
-            try:
-                model.reset()
-                yield model
-            finally:
-                self._idle.put(model)
-
-    def interrupt(self) -> None:
-        """Ctrl-C in a batch: a server's calls in flight end now, and a wait for it stops."""
-        if self.first is not None:
-            self.first.interrupt()
-
-    def close(self) -> None:
-        if self.first is not None:
-            self.first.close()
 
 
 def tell_stderr(record: RunRecord, model: Any) -> None:

@@ -6,19 +6,21 @@ from __future__ import annotations
 
 import os
 from dataclasses import replace
+from functools import partial
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated
 
 import typer
 
 from harness.cli_io import (
-    BaseUrlOption, Format, FormatOption, Jobs, MaxChars, MaxSeconds, MaxTokens, ModelOption, ModelOptions, RunModels, Strict, WaitForServer,
+    BaseUrlOption, Format, FormatOption, Jobs, MaxChars, MaxSeconds, MaxTokens, ModelOption, ModelOptions, Strict, WaitForServer,
     call_lines, exit_if_failed, named, saved_text, show_record, tell_stderr,
 )  # fmt: skip
 from harness.errors import HarnessError
 
 if TYPE_CHECKING:  # imported when replays run: `harness --help` stays fast
     from harness.batch import Job, Outcome, Work
+    from harness.cli_batch import RunModels
 
 REHASHED = "its source was edited since the recording (--update, or pytest --harness-update, records the new hash; --strict-source fails on it)"
 RECORD_HINT = "`harness run SCENARIO --save FILE` or `pytest --harness-record MODEL` asks the model again"
@@ -84,7 +86,7 @@ def replay(
     raise typer.Exit(1)
 
 
-def worker(check: bool, models: RunModels, root: Path, strict_source: bool, update: bool) -> Work:
+def worker(check: bool, root: Path, strict_source: bool, update: bool, models: RunModels) -> Work:
     """The work of one replay: what `harness replay FILE [--check]` does, without printing;
     with `update`, the file rewritten if its replay changed and completed."""
     from harness.batch import Outcome
@@ -133,9 +135,8 @@ def replay_many(arguments: list[str], check: bool, jobs: int, options: ModelOpti
     from harness.batch_report import exit_code, one_line
     from harness.cli_batch import gather, run_batch
 
-    found = gather(arguments, "transcript")
-    models = RunModels(options, jobs, sum(not j.error for j in found))  # a bad --model is one line, once, before any replay
-    ordered, _, interrupted = run_batch(found, worker(check, models, Path.cwd(), strict_source, update), models, jobs, "transcript")
+    work = partial(worker, check, Path.cwd(), strict_source, update)
+    ordered, _, interrupted = run_batch(gather(arguments, "transcript"), work, options, jobs, "transcript")
     for o in ordered:
         if o.transcript is not None:
             typer.echo(f"replaced {one_line(o.name)}", err=True)
