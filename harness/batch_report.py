@@ -80,7 +80,7 @@ def marks(o: Outcome) -> dict[str, str]:
 
 def summary(outcomes: Sequence[Outcome], not_started: int = 0, what: str = "scenario") -> str:
     """The table, one row per run in the order given (`what` ran: scenario, or transcript
-    for replays), then the counts."""
+    for replays), then the counts of stop reasons and marks."""
     columns = [c for c in ("expect", "check") if any(c in marks(o) for o in outcomes)]  # shown when any run has one
     rows = [(what, "stop reason", "steps", "final answer", "seconds", "tokens", *columns)]
     for o in outcomes:
@@ -92,18 +92,14 @@ def summary(outcomes: Sequence[Outcome], not_started: int = 0, what: str = "scen
     widths = [max(len(r[i]) for r in rows) for i in range(len(rows[0]))]
     right = {2, 4, 5}  # numbers line up on the right
     lines = ["  ".join(c.rjust(w) if i in right else c.ljust(w) for i, (c, w) in enumerate(zip(r, widths))).rstrip() for r in rows]
-    return "\n".join(lines) + "\n" + counts_line(outcomes, not_started) + "\n"
-
-
-def counts_line(outcomes: Sequence[Outcome], not_started: int = 0) -> str:
-    reasons = Counter(o.stop_reason or "not run" for o in outcomes)
+    reasons = Counter(o.stop_reason or "not run" for o in outcomes)  # then the counts, on one line
     parts = [f"{len(outcomes)} run{'s' if len(outcomes) != 1 else ''}: " + ", ".join(f"{n} {r}" for r, n in sorted(reasons.items()))]
-    for column in ("expect", "check"):
-        if counted := Counter(marks(o)[column] for o in outcomes if column in marks(o)):
-            parts.append(f"{column}: " + ", ".join(f"{n} {k}" for k, n in sorted(counted.items())))
+    for column in columns:
+        counted = Counter(marks(o)[column] for o in outcomes if column in marks(o))
+        parts.append(f"{column}: " + ", ".join(f"{n} {k}" for k, n in sorted(counted.items())))
     if not_started:
         parts.append(f"{not_started} not started (interrupted)")
-    return " · ".join(parts)
+    return "\n".join(lines) + "\n" + " · ".join(parts) + "\n"
 
 
 def failed(o: Outcome, fail_on: Iterable[str]) -> bool:
@@ -217,8 +213,8 @@ class Progress:
         self.out.flush()
 
     def tick(self) -> None:
-        """Draw the bar afresh (the times move on), cut to the terminal's width: what runs,
-        the longest silent first, then the stop reasons so far."""
+        """Draw the bar afresh (the times move on), cut to the terminal's width (stdout may be
+        a file by now): what runs, the longest silent first, then the stop reasons so far."""
         if not self.bar:
             return
         now = time.monotonic()
@@ -229,7 +225,11 @@ class Progress:
         doing = "; ".join(_doing(*run, now) for run in runs[:SHOWN]) + (f"; {len(runs) - SHOWN} more" if len(runs) > SHOWN else "")
         line = f"runs {'━' * filled}{'─' * (BAR - filled)} {self.done}/{self.total} {elapsed // 3600}:{elapsed // 60 % 60:02d}:{elapsed % 60:02d} running {len(runs)}"
         line += (f" ({doing})" if runs else "") + (f" · {reasons}" if reasons else "")
-        self.out.write(f"\r\x1b[K{line[: _width(self.out) - 1]}")
+        try:
+            width = os.get_terminal_size(self.out.fileno()).columns
+        except (OSError, ValueError):
+            width = 80
+        self.out.write(f"\r\x1b[K{line[: width - 1]}")
         self.out.flush()
 
     def end(self) -> None:
@@ -252,16 +252,6 @@ def _ended(o: Outcome) -> str:
 
 
 def _doing(since: float, name: str, call: int, last: str, now: float) -> str:
-    return f"{named(name, NAME)} " + DOING[last].format(call=call, silent=_seconds(now - since))
-
-
-def _seconds(s: float) -> str:
-    return f"{s:.1f} s" if s < 60 else f"{int(s // 60)}:{int(s % 60):02d}"
-
-
-def _width(out: IO[str]) -> int:
-    """The terminal's own width (stdout may be a file by now)."""
-    try:
-        return os.get_terminal_size(out.fileno()).columns
-    except (OSError, ValueError):
-        return 80
+    silent = now - since
+    shown = f"{silent:.1f} s" if silent < 60 else f"{int(silent // 60)}:{int(silent % 60):02d}"
+    return f"{named(name, NAME)} " + DOING[last].format(call=call, silent=shown)
