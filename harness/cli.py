@@ -5,11 +5,12 @@ imported only when that command is asked for, and imports what it uses when it r
 """
 
 import sys
-from collections.abc import Iterator, Mapping
+from importlib import import_module
 from typing import Annotated, Any
 
 import typer
 from typer.core import TyperGroup
+from typer.main import CommandInfo, get_command_from_info
 
 from harness.cli_io import MODEL_FAILED
 from harness.errors import HarnessError
@@ -28,37 +29,21 @@ WHERE = {  # each command, in the order --help lists them, and the function that
 }
 
 
-class Commands(Mapping):
-    """The commands by name, each imported and built the first time it is asked for:
-    `harness run` never loads replay's module, nor reads any other command's options."""
-
-    def __init__(self) -> None:
-        self.built: dict[str, Any] = {}
-
-    def __getitem__(self, name: str) -> Any:
-        if name not in self.built:
-            from importlib import import_module
-
-            from typer.main import CommandInfo, get_command_from_info
-
-            module, function = WHERE[name].split(":")
-            info = CommandInfo(name, callback=getattr(import_module(module), function))
-            self.built[name] = get_command_from_info(info, pretty_exceptions_short=True, rich_markup_mode=None)
-        return self.built[name]
-
-    def __iter__(self) -> Iterator[str]:
-        return iter(WHERE)
-
-    def __len__(self) -> int:
-        return len(WHERE)
-
-
 class OneLineErrors(TyperGroup):
     """Every user error, click's or ours, becomes one line on stderr and exit code 2."""
 
     def __init__(self, **kwargs: Any) -> None:
         super().__init__(**kwargs)
-        self.commands = Commands()
+        self.commands = dict.fromkeys(WHERE)  # each built by get_command when first asked for
+
+    def get_command(self, ctx: typer.Context, name: str) -> Any:
+        """A command, imported and built only when it is asked for: `harness run` never
+        loads replay's module nor reads the other commands' options."""
+        if name in WHERE and self.commands[name] is None:
+            module, function = WHERE[name].split(":")
+            info = CommandInfo(name, callback=getattr(import_module(module), function))
+            self.commands[name] = get_command_from_info(info, pretty_exceptions_short=True, rich_markup_mode=None)
+        return self.commands.get(name)
 
     def main(self, *args: Any, standalone_mode: bool = True, **kwargs: Any) -> Any:
         said = ""
