@@ -137,10 +137,9 @@ def check(jobs: list[Job], options: Options) -> dict[Path, Path]:
         folder.mkdir(exist_ok=True)
     except FileExistsError:
         raise HarnessError(where, "is a link that loops or leads nowhere" if folder.is_symlink() else "is not a folder") from None
-    except FileNotFoundError:
-        raise HarnessError(where, "its parent folder does not exist") from None
     except OSError as e:  # (a name too long to look up: one line here, not in every run)
-        raise HarnessError(where, f"cannot create the folder ({e.strerror or e})") from None
+        missing = isinstance(e, FileNotFoundError) and not folder.parent.is_dir()
+        raise HarnessError(where, "its parent folder does not exist" if missing else f"cannot create the folder ({e.strerror or e})") from None
     earlier = {}
     for name in sources:  # a folder of earlier runs: only harness's own files are replaced
         check_target(path := folder / f"{name}.txt", HEADER, "--save-dir")

@@ -45,13 +45,11 @@ def open_target(target: str, no_stop: bool, models: ModelOptions):
     named(target, "target", "scenario or transcript")
     if not no_stop and models == ModelOptions():
         return open_run(target)
-    path = Path(target)
-    if path.is_file() and read_text(path).startswith(HEADER):
-        flag = "--no-stop" if no_stop else "--model"
-        raise HarnessError(flag, f"goes with a scenario; {target} is a saved run and is shown as it was run")
-    spec = load_scenario(scenario_file(target))
+    if Path(target).is_file() and read_text(Path(target)).startswith(HEADER):
+        raise HarnessError("--no-stop" if no_stop else "--model", f"goes with a scenario; {target} is a saved run and is shown as it was run")
+    spec = as_asked(load_scenario(scenario_file(target)), None, no_stop)
     live = models.open()
-    record = run_scenario(as_asked(spec, None, no_stop), model=live)
+    record = run_scenario(spec, model=live)
     tell_stderr(record, live)  # (the command exits 3 once it has written what it writes: exit_if_failed)
     return record
 
