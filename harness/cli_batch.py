@@ -73,9 +73,6 @@ class RunModels:
             self.first.close()
 
 
-HOLDS = {"scenario": (".toml", ".toml scenario"), "transcript": (".txt", "saved transcript (*.txt)")}
-
-
 def gather(arguments: list[str], kind: str = "scenario") -> list[Job]:
     """Scenarios (names and files) or saved transcripts, and folders (every one under them,
     sorted), in the order given; a file given twice runs once. One that cannot be loaded,
@@ -84,7 +81,7 @@ def gather(arguments: list[str], kind: str = "scenario") -> list[Job]:
     from harness.files import is_transcript, same_file
     from harness.scenario import load_scenario
 
-    suffix, held = HOLDS[kind]
+    suffix, held = (".toml", ".toml scenario") if kind == "scenario" else (".txt", "saved transcript (*.txt)")
     jobs, seen = [], set()
     for argument in arguments:
         if not argument.strip():  # Path("") is ".": an empty argument would run everything under here

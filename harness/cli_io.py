@@ -25,11 +25,7 @@ if TYPE_CHECKING:
 MODEL_FAILED = 3  # the exit code of a run that ended in model_error: a live model or server failed
 
 
-class Format(StrEnum):
-    rich = "rich"
-    tagged = "tagged"
-    json = "json"
-    events = "events"
+Format = StrEnum("Format", ["rich", "tagged", "json", "events"])  # --format's choices, each its own name
 
 
 def seconds(value: float | None) -> float | None:
@@ -39,10 +35,8 @@ def seconds(value: float | None) -> float | None:
     return value
 
 
-def output_path(value: str | Path) -> Path:
+def output_path(value: str) -> Path:
     """The value of an option that names an output (--save, --html, ...), refused if empty."""
-    if isinstance(value, Path):
-        return value
     if not value.strip():
         raise typer.BadParameter("the argument is empty; give a path")
     return Path(value)
@@ -129,8 +123,7 @@ def named(argument: str, what: str, names: str) -> str:
 
 
 def scenario_file(argument: str) -> Path:
-    """find_scenario's file; on Python 3.11 `Path.is_dir()` raises on a name longer than the
-    system allows, which is one line naming the argument."""
+    """find_scenario's file; a name too long to look up is one line naming it."""
     from harness.errors import ScenarioError
     from harness.scenario import find_scenario
 
