@@ -134,8 +134,7 @@ def run_all(jobs: Sequence[Job], work: Work, workers: int, progress: Any, interr
 
 
 def _next_ended(ended: queue.SimpleQueue[Future], pending: dict[Future, int]) -> Future | None:
-    """The next run that ended, or None after a quarter of a second (then any that ended
-    as a Ctrl-C came is queued again)."""
+    """The next run that ended, or None after a quarter of a second (then any lost to a Ctrl-C is queued again)."""
     try:
         future = ended.get(timeout=0.25)
     except queue.Empty:

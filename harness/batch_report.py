@@ -68,8 +68,7 @@ def missed(o: Outcome, width: int = ANSWER_WIDTH) -> str:
 
 
 def marks(o: Outcome) -> dict[str, str]:
-    """The run's marks, by column: `expect` (match or mismatch) and `check` (replay --check:
-    same or differs), where it has them."""
+    """The run's marks by column, where it has them: expect (match, mismatch), check (replay --check: same, differs)."""
     out = {}
     if o.expected is not None:
         out["expect"] = "match" if o.expected else "mismatch"

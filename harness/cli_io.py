@@ -150,9 +150,8 @@ def saved_text(path: Path, shown: str = "") -> Iterator[str]:
 
 
 def checked(*outputs: tuple[str, Path | None, str]) -> list[Path | None]:
-    """Outputs (option, path or None, header) refused before the run unless each is
-    harness's to write (a file that begins with its header, or none) and no two are one
-    file; made absolute, so a tool's os.chdir cannot move them."""
+    """Outputs (option, path or None, header) refused before the run unless each is harness's to
+    write (none, or a file that begins with its header) and no two are one; made absolute (a tool's chdir cannot move them)."""
     from harness.files import check_target, same_file
 
     given = [(option, path, header) for option, path, header in outputs if path is not None]
@@ -211,9 +210,8 @@ def show_record(fmt: Format, record: RunRecord) -> None:
 
 
 def listener(fmt: Format, delay: float, live: bool, stop_off: bool):
-    """What draws a run as it happens (rich, events; tagged and json are written at the
-    end), with call_lines. The rich view is drawn by rich where the terminal or the
-    environment (rich's variables) says so, else as plain text."""
+    """What draws a run as it happens (rich, events; tagged and json are written at the end), with
+    call_lines. The rich view is drawn by rich where the terminal or rich's variables say so."""
     from harness.loop import nobody
 
     if fmt is Format.rich:
