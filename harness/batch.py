@@ -11,15 +11,17 @@ needs, never the transcript, so memory grows with the runs in flight.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 import queue
 import threading
+import time
+from dataclasses import dataclass, replace
 from collections.abc import Callable, Generator, Iterable, Iterator, Sequence
 from concurrent.futures import Future, ThreadPoolExecutor
 from pathlib import Path
 from typing import Any
 
 from harness import captured
+from harness.errors import HarnessError
 from harness.model import Around, Model
 from harness.run_record import RunRecord
 from harness.scenario import Scenario
@@ -62,7 +64,7 @@ class Outcome:
         return (self.prompt_tokens or 0) + (self.completion_tokens or 0)
 
     @classmethod
-    def of(cls, name: str, record: RunRecord, seconds: float, **more: Any) -> Outcome:
+    def of(cls, name: str, record: RunRecord, **more: Any) -> Outcome:
         """What the summary needs of a finished run's record; `more`: the other fields."""
 
         def total(key: str) -> int | None:  # None when no call counted it
@@ -70,7 +72,7 @@ class Outcome:
             return sum(counted) if counted else None
 
         facts = dict(stop_reason=record.stop_reason.value, steps=record.steps, final_answer=record.final_answer, detail=record.detail)
-        return cls(name, seconds=seconds, prompt_tokens=total("prompt_tokens"), completion_tokens=total("completion_tokens"), **facts, **more)
+        return cls(name, prompt_tokens=total("prompt_tokens"), completion_tokens=total("completion_tokens"), **facts, **more)
 
 
 STUCK = "still running at the second Ctrl-C (a tool that never returned?); not saved"
@@ -88,7 +90,12 @@ def run_all(jobs: Sequence[Job], work: Work, workers: int, progress: Any, interr
         if stop.is_set():  # Ctrl-C came while it waited for a thread
             return None
         progress.heard(job, "start")
-        return work(job, lambda model: Cancelable(model, stop, lambda what: progress.heard(job, what)))
+        start = time.perf_counter()
+        try:
+            outcome = work(job, lambda model: Cancelable(model, stop, lambda what: progress.heard(job, what)))
+        except HarnessError as e:  # a template or tool found missing as it is built, a file that cannot be loaded or written
+            outcome = Outcome(job.name, error=str(e))
+        return replace(outcome, seconds=time.perf_counter() - start)
 
     outcomes: list[Outcome | None] = [None] * len(jobs)
     interrupted = abandoned = False
@@ -127,8 +134,7 @@ def run_all(jobs: Sequence[Job], work: Work, workers: int, progress: Any, interr
 
 
 def _next_ended(ended: queue.SimpleQueue[Future], pending: dict[Future, int]) -> Future | None:
-    """The next run that ended, or None after a quarter of a second (then any that ended
-    as a Ctrl-C came is queued again)."""
+    """The next run that ended, or None after a quarter of a second (then any lost to a Ctrl-C is queued again)."""
     try:
         future = ended.get(timeout=0.25)
     except queue.Empty:

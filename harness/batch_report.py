@@ -26,8 +26,7 @@ import threading
 import time
 from collections import Counter
 from collections.abc import Iterable, Sequence
-from dataclasses import dataclass
-from typing import IO, Any
+from typing import IO
 
 from harness.batch import Job, Outcome
 from harness.escape import encodable, for_xml, one_line
@@ -69,8 +68,7 @@ def missed(o: Outcome, width: int = ANSWER_WIDTH) -> str:
 
 
 def marks(o: Outcome) -> dict[str, str]:
-    """The run's marks, by column: `expect` (match or mismatch) and `check` (replay --check:
-    same or differs), where it has them."""
+    """The run's marks by column, where it has them: expect (match, mismatch), check (replay --check: same, differs)."""
     out = {}
     if o.expected is not None:
         out["expect"] = "match" if o.expected else "mismatch"
@@ -81,7 +79,7 @@ def marks(o: Outcome) -> dict[str, str]:
 
 def summary(outcomes: Sequence[Outcome], not_started: int = 0, what: str = "scenario") -> str:
     """The table, one row per run in the order given (`what` ran: scenario, or transcript
-    for replays), then the counts."""
+    for replays), then the counts of stop reasons and marks."""
     columns = [c for c in ("expect", "check") if any(c in marks(o) for o in outcomes)]  # shown when any run has one
     rows = [(what, "stop reason", "steps", "final answer", "seconds", "tokens", *columns)]
     for o in outcomes:
@@ -93,18 +91,14 @@ def summary(outcomes: Sequence[Outcome], not_started: int = 0, what: str = "scen
     widths = [max(len(r[i]) for r in rows) for i in range(len(rows[0]))]
     right = {2, 4, 5}  # numbers line up on the right
     lines = ["  ".join(c.rjust(w) if i in right else c.ljust(w) for i, (c, w) in enumerate(zip(r, widths))).rstrip() for r in rows]
-    return "\n".join(lines) + "\n" + counts_line(outcomes, not_started) + "\n"
-
-
-def counts_line(outcomes: Sequence[Outcome], not_started: int = 0) -> str:
-    reasons = Counter(o.stop_reason or "not run" for o in outcomes)
+    reasons = Counter(o.stop_reason or "not run" for o in outcomes)  # then the counts, on one line
     parts = [f"{len(outcomes)} run{'s' if len(outcomes) != 1 else ''}: " + ", ".join(f"{n} {r}" for r, n in sorted(reasons.items()))]
-    for column in ("expect", "check"):
-        if counted := Counter(marks(o)[column] for o in outcomes if column in marks(o)):
-            parts.append(f"{column}: " + ", ".join(f"{n} {k}" for k, n in sorted(counted.items())))
+    for column in columns:
+        counted = Counter(marks(o)[column] for o in outcomes if column in marks(o))
+        parts.append(f"{column}: " + ", ".join(f"{n} {k}" for k, n in sorted(counted.items())))
     if not_started:
         parts.append(f"{not_started} not started (interrupted)")
-    return " · ".join(parts)
+    return "\n".join(lines) + "\n" + " · ".join(parts) + "\n"
 
 
 def failed(o: Outcome, fail_on: Iterable[str]) -> bool:
@@ -124,28 +118,27 @@ def exit_code(outcomes: Sequence[Outcome], fail_on: Iterable[str], model_failed:
     return 1 if any(failed(o, fail_on) for o in outcomes) else 0
 
 
-def as_dict(o: Outcome) -> dict[str, Any]:
-    return {
-        "scenario": o.name,
-        "stop_reason": o.stop_reason or None,
-        "steps": o.steps,
-        "final_answer": o.final_answer,
-        "detail": o.detail,
-        "seconds": round(o.seconds, 3),
-        "tokens": o.tokens,
-        "prompt_tokens": o.prompt_tokens,
-        "completion_tokens": o.completion_tokens,
-        "expect": marks(o).get("expect"),
-        "expected": None if o.wanted is None else {o.wanted[0]: o.wanted[1]},
-        "transcript": None if o.transcript is None else str(o.transcript),
-        "error": o.error or None,
-    }
-
-
 def to_json(outcomes: Sequence[Outcome], not_started: int = 0) -> str:
-    # A name that is not UTF-8 (its byte 0xff held as "\udcff") is written as the summary
-    # shows it, x\xffy: json.dumps would write the lone surrogate, which strict readers refuse.
-    runs = [{k: encodable(v) if isinstance(v, str) else v for k, v in as_dict(o).items()} for o in outcomes]
+    runs = []
+    for o in outcomes:
+        run = {
+            "scenario": o.name,
+            "stop_reason": o.stop_reason or None,
+            "steps": o.steps,
+            "final_answer": o.final_answer,
+            "detail": o.detail,
+            "seconds": round(o.seconds, 3),
+            "tokens": o.tokens,
+            "prompt_tokens": o.prompt_tokens,
+            "completion_tokens": o.completion_tokens,
+            "expect": marks(o).get("expect"),
+            "expected": None if o.wanted is None else dict([o.wanted]),
+            "transcript": None if o.transcript is None else str(o.transcript),
+            "error": o.error or None,
+        }
+        # A name that is not UTF-8 (its byte 0xff held as "\udcff") is written as the summary
+        # shows it, x\xffy: json.dumps would write the lone surrogate, which strict readers refuse.
+        runs.append({k: encodable(v) if isinstance(v, str) else v for k, v in run.items()})
     report = {"harness": "batch report v1", "runs": runs, "not_started": not_started}
     return json.dumps(report, indent=2) + "\n"  # ASCII: every other character as \u
 
@@ -154,16 +147,17 @@ def to_junit(outcomes: Sequence[Outcome], fail_on: Iterable[str]) -> str:
     import xml.etree.ElementTree as ET
 
     fail_on = set(fail_on)
-    suite = ET.Element("testsuite", name="harness run", tests=str(len(outcomes)))
-    errors = failures = 0
-    for o in outcomes:
+    errors = [bool(o.error) or o.stop_reason in ERRORS for o in outcomes]
+    failures = [not error and failed(o, fail_on) for o, error in zip(outcomes, errors)]
+    root = ET.Element("testsuites")
+    suite = ET.SubElement(root, "testsuite", name="harness run", tests=str(len(outcomes)), errors=str(sum(errors)), failures=str(sum(failures)))
+    suite.set("time", f"{sum(o.seconds for o in outcomes):.3f}")
+    for o, error, failure in zip(outcomes, errors, failures):
         case = ET.SubElement(suite, "testcase", classname="harness", name=for_xml(o.name), time=f"{o.seconds:.3f}")
-        if o.error or o.stop_reason in ERRORS:
-            errors += 1
+        if error:
             message = o.error or f"{o.stop_reason}: {o.detail}".rstrip(": ")
             ET.SubElement(case, "error", type=o.stop_reason or "not_loaded", message=for_xml(message))
-        elif failed(o, fail_on):
-            failures += 1
+        elif failure:
             kind = o.stop_reason if o.stop_reason in fail_on else "mismatch"
             answer = "no final answer" if o.final_answer is None else f"final answer {json.dumps(o.final_answer, ensure_ascii=False)}"
             wanted = f"; {missed(o, MISSED_WIDTH)}" if kind == "mismatch" and missed(o) else ""
@@ -175,26 +169,11 @@ def to_junit(outcomes: Sequence[Outcome], fail_on: Iterable[str]) -> str:
         if o.transcript is not None:
             out.append(f"transcript: {o.transcript}")
         ET.SubElement(case, "system-out").text = for_xml("\n".join(out))
-    suite.set("errors", str(errors))
-    suite.set("failures", str(failures))
-    suite.set("time", f"{sum(o.seconds for o in outcomes):.3f}")
-    root = ET.Element("testsuites")
-    root.append(suite)
     ET.indent(root)
     return JUNIT_HEADER + ET.tostring(root, encoding="unicode") + "\n"
 
 
-@dataclass(frozen=True)
-class _Run:
-    """What one running scenario's model is doing, as the bar shows it."""
-
-    name: str
-    call: int = 0  # its model calls so far (0: none yet)
-    last: str = "start"  # the last thing heard: "start", "call" (opened), "token" or "end" (of the call)
-    since: float = 0.0  # time.monotonic() when it was heard
-
-
-DOING = {  # what a run is doing, by the last thing heard
+DOING = {  # what a run is doing, by the last thing heard: its start, or its model's call (opened), token or end (of the call)
     "start": "starting, {silent}",
     "call": "call {call}, no token yet after {silent}",
     "token": "call {call}, last token {silent} ago",
@@ -210,13 +189,13 @@ class Progress:
     def __init__(self, out: IO[str], total: int) -> None:
         self.out, self.total, self.done, self.bar = out, total, 0, out.isatty()
         self.lock, self.reasons, self.start = threading.Lock(), Counter(), time.monotonic()
-        self.runs: dict[int, _Run] = {}  # the running ones, by id(job)
+        self.runs: dict[int, tuple[float, str, int, str]] = {}  # id(job) -> (since, name, calls so far, last thing heard)
 
     def heard(self, job: Job, what: str) -> None:
         """What a run just did: "start", then its model's "call", "token" or "end"."""
         with self.lock:
-            call = 0 if what == "start" else self.runs[id(job)].call
-            self.runs[id(job)] = _Run(job.name, call + (what == "call"), what, time.monotonic())
+            call = 0 if what == "start" else self.runs[id(job)][2]
+            self.runs[id(job)] = (time.monotonic(), job.name, call + (what == "call"), what)
 
     def finished(self, job: Job, o: Outcome) -> None:
         """A run's notes (what its model dropped on arrival), each on a line of its own, then
@@ -233,19 +212,23 @@ class Progress:
         self.out.flush()
 
     def tick(self) -> None:
-        """Draw the bar afresh (the times move on), cut to the terminal's width: what runs,
-        the longest silent first, then the stop reasons so far."""
+        """Draw the bar afresh (the times move on), cut to the terminal's width (stdout may be
+        a file by now): what runs, the longest silent first, then the stop reasons so far."""
         if not self.bar:
             return
         now = time.monotonic()
         with self.lock:
-            runs = sorted(self.runs.values(), key=lambda r: r.since)
+            runs = sorted(self.runs.values())  # the longest silent first
             reasons = ", ".join(f"{n} {r}" for r, n in sorted(self.reasons.items()))
         filled, elapsed = BAR * self.done // max(1, self.total), int(now - self.start)
-        doing = "; ".join(_doing(run, now - run.since) for run in runs[:SHOWN]) + (f"; {len(runs) - SHOWN} more" if len(runs) > SHOWN else "")
+        doing = "; ".join(_doing(*run, now) for run in runs[:SHOWN]) + (f"; {len(runs) - SHOWN} more" if len(runs) > SHOWN else "")
         line = f"runs {'━' * filled}{'─' * (BAR - filled)} {self.done}/{self.total} {elapsed // 3600}:{elapsed // 60 % 60:02d}:{elapsed % 60:02d} running {len(runs)}"
         line += (f" ({doing})" if runs else "") + (f" · {reasons}" if reasons else "")
-        self.out.write(f"\r\x1b[K{line[: _width(self.out) - 1]}")
+        try:
+            width = os.get_terminal_size(self.out.fileno()).columns
+        except (OSError, ValueError):
+            width = 80
+        self.out.write(f"\r\x1b[K{line[: width - 1]}")
         self.out.flush()
 
     def end(self) -> None:
@@ -267,17 +250,7 @@ def _ended(o: Outcome) -> str:
     return what
 
 
-def _doing(run: _Run, silent: float) -> str:
-    return f"{named(run.name, NAME)} " + DOING[run.last].format(call=run.call, silent=_seconds(silent))
-
-
-def _seconds(s: float) -> str:
-    return f"{s:.1f} s" if s < 60 else f"{int(s // 60)}:{int(s % 60):02d}"
-
-
-def _width(out: IO[str]) -> int:
-    """The terminal's own width (stdout may be a file by now)."""
-    try:
-        return os.get_terminal_size(out.fileno()).columns
-    except (OSError, ValueError):
-        return 80
+def _doing(since: float, name: str, call: int, last: str, now: float) -> str:
+    silent = now - since
+    shown = f"{silent:.1f} s" if silent < 60 else f"{int(silent // 60)}:{int(silent % 60):02d}"
+    return f"{named(name, NAME)} " + DOING[last].format(call=call, silent=shown)

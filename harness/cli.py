@@ -1,27 +1,49 @@
 """The `harness` command: the app and its one error rule (exit codes: `harness --help`).
 
-Each command lives in a module of its own (cli_run, cli_replay, cli_show, cli_proxy) and
-imports what it uses when it runs, so `harness --help` stays fast.
+Each command lives in a module of its own (cli_run, cli_replay, cli_show, cli_proxy),
+imported only when that command is asked for, and imports what it uses when it runs.
 """
 
 import sys
+from importlib import import_module
 from typing import Annotated, Any
 
 import typer
 from typer.core import TyperGroup
+from typer.main import CommandInfo, get_command_from_info
 
-from harness.cli_replay import replay
 from harness.cli_io import MODEL_FAILED
-from harness.cli_proxy import proxy
-from harness.cli_run import agent, run
-from harness.cli_show import export, list_scenarios, show, step
 from harness.errors import HarnessError
 
 __all__ = ["MODEL_FAILED", "app", "main"]
 
+WHERE = {  # each command, in the order --help lists them, and the function that is it
+    "run": "harness.cli_run:run",
+    "show": "harness.cli_show:show",
+    "replay": "harness.cli_replay:replay",
+    "agent": "harness.cli_run:agent",
+    "step": "harness.cli_show:step",
+    "export": "harness.cli_show:export",
+    "proxy": "harness.cli_proxy:proxy",
+    "list": "harness.cli_show:list_scenarios",
+}
+
 
 class OneLineErrors(TyperGroup):
     """Every user error, click's or ours, becomes one line on stderr and exit code 2."""
+
+    def __init__(self, **kwargs: Any) -> None:
+        super().__init__(**kwargs)
+        self.commands = dict.fromkeys(WHERE)  # each built by get_command when first asked for
+
+    def get_command(self, ctx: typer.Context, name: str) -> Any:
+        """A command, imported and built only when it is asked for: `harness run` never
+        loads replay's module nor reads the other commands' options."""
+        if name in WHERE and self.commands[name] is None:
+            module, function = WHERE[name].split(":")
+            info = CommandInfo(name, callback=getattr(import_module(module), function))
+            self.commands[name] = get_command_from_info(info, pretty_exceptions_short=True, rich_markup_mode=None)
+        return self.commands.get(name)
 
     def main(self, *args: Any, standalone_mode: bool = True, **kwargs: Any) -> Any:
         said = ""
@@ -78,11 +100,6 @@ def _root(
 ) -> None:
     if ctx.invoked_subcommand is None:
         typer.echo(ctx.get_help())
-
-
-for command in (run, show, replay, agent, step, export, proxy):
-    app.command()(command)
-app.command("list")(list_scenarios)
 
 
 def main() -> None:

@@ -5,15 +5,18 @@ for CI (harness.batch_report). `harness replay A B DIR` shares `run_batch`."""
 from __future__ import annotations
 
 import os
+import queue
 import sys
-import time
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass, replace
+from functools import partial
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 import typer
 
-from harness.cli_io import ModelOptions, RunModels, as_asked, scenario_file, write
+from harness.cli_io import ModelOptions, as_asked, checked, scenario_file, write
 from harness.errors import HarnessError
 
 if TYPE_CHECKING:  # imported when a batch runs: `harness --help` stays fast
@@ -32,7 +35,42 @@ class Options:
     no_stop: bool = False
 
 
-HOLDS = {"scenario": (".toml", ".toml scenario"), "transcript": (".txt", "saved transcript (*.txt)")}
+class RunModels:
+    """A model of its own for each run of a batch (`with models.one() as model:`), or None
+    for their scripts. A server's share the first's connections (`another`). An in-process
+    model (llama.cpp) is loaded once per run in flight, before any run (loading swaps stdout
+    and stderr, which would swallow what other threads print), reset for each run."""
+
+    def __init__(self, options: ModelOptions, jobs: int, runs: int) -> None:
+        self.first = options.open(connections=jobs)
+        self._idle: queue.SimpleQueue[Any] = queue.SimpleQueue()
+        if self.first is not None and not self.first.serves_many:
+            self._idle.put(self.first)
+            for _ in range(min(jobs, runs) - 1):
+                self._idle.put(options.open())
+
+    @contextmanager
+    def one(self) -> Iterator[Any]:
+        if self.first is None:
+            yield None
+        elif self.first.serves_many:
+            yield self.first.another()
+        else:
+            model = self._idle.get()
+            try:
+                model.reset()
+                yield model
+            finally:
+                self._idle.put(model)
+
+    def interrupt(self) -> None:
+        """Ctrl-C in a batch: a server's calls in flight end now, and a wait for it stops."""
+        if self.first is not None:
+            self.first.interrupt()
+
+    def close(self) -> None:
+        if self.first is not None:
+            self.first.close()
 
 
 def gather(arguments: list[str], kind: str = "scenario") -> list[Job]:
@@ -43,7 +81,7 @@ def gather(arguments: list[str], kind: str = "scenario") -> list[Job]:
     from harness.files import is_transcript, same_file
     from harness.scenario import load_scenario
 
-    suffix, held = HOLDS[kind]
+    suffix, held = (".toml", ".toml scenario") if kind == "scenario" else (".txt", "saved transcript (*.txt)")
     jobs, seen = [], set()
     for argument in arguments:
         if not argument.strip():  # Path("") is ".": an empty argument would run everything under here
@@ -80,40 +118,30 @@ def check(jobs: list[Job], options: Options) -> dict[Path, Path]:
     from harness.files import check_target, same_file
     from harness.transcript import HEADER
 
-    outputs = {o: p for o, p in (("--report", options.report), ("--junit", options.junit)) if p is not None}
-    for option, path in outputs.items():
-        check_target(path, JSON_HEADER if option == "--report" else JUNIT_HEADER, option)
-    if len(outputs) == 2 and same_file(options.report) == same_file(options.junit):
-        raise HarnessError(f"--junit {options.junit}", "is the file --report writes too; give each its own")
+    checked(("--report", options.report, JSON_HEADER), ("--junit", options.junit, JUNIT_HEADER))
     if (folder := options.save_dir) is None:
         return {}
     where = f"--save-dir {folder}"
-    for option, path in outputs.items():  # a transcript would be written over the report, or the report over it
-        if same_file(path.parent) == same_file(folder) and path.suffix == ".txt":
+    for option, path in (("--report", options.report), ("--junit", options.junit)):  # a transcript would be written over the report, or the report over it
+        if path is not None and same_file(path.parent) == same_file(folder) and path.suffix == ".txt":
             raise HarnessError(f"{option} {path}", f"lies in {where}, among the transcripts; write it elsewhere")
-    try:  # (a name too long to look up: one line here, not in every run)
-        if folder.is_symlink() and not folder.exists():
-            raise HarnessError(where, "is a link that loops or leads nowhere")
-        if folder.exists() and not folder.is_dir():
-            raise HarnessError(where, "is not a folder")
-        if not folder.parent.is_dir():
-            raise HarnessError(where, "its parent folder does not exist")
-    except OSError as e:
-        raise HarnessError(where, f"cannot look at the folder ({e.strerror or e})") from None
     sources: dict[str, str] = {}
-    earlier = {}
     for job in (j for j in jobs if j.scenario is not None):
         if job.name in sources:
             raise HarnessError(where, f"{sources[job.name]} and {job.scenario.source} would both be saved as {job.name}.txt")
         sources[job.name] = job.scenario.source
-        if folder.is_dir():  # a folder of earlier runs: only harness's own files are replaced
-            check_target(path := folder / f"{job.name}.txt", HEADER, "--save-dir")
-            if path.is_file():
-                earlier[path.absolute()] = path
-    try:
+    try:  # made only now, once nothing else refuses the batch; a folder made now holds no earlier run
         folder.mkdir(exist_ok=True)
-    except OSError as e:
-        raise HarnessError(where, f"cannot create the folder ({e.strerror or e})") from None
+    except FileExistsError:
+        raise HarnessError(where, "is a link that loops or leads nowhere" if folder.is_symlink() else "is not a folder") from None
+    except OSError as e:  # (a name too long to look up: one line here, not in every run)
+        missing = isinstance(e, FileNotFoundError) and not folder.parent.is_dir()
+        raise HarnessError(where, "its parent folder does not exist" if missing else f"cannot create the folder ({e.strerror or e})") from None
+    earlier = {}
+    for name in sources:  # a folder of earlier runs: only harness's own files are replaced
+        check_target(path := folder / f"{name}.txt", HEADER, "--save-dir")
+        if path.is_file():
+            earlier[path.absolute()] = path
     return earlier
 
 
@@ -126,31 +154,29 @@ def worker(options: Options, root: Path, models: RunModels) -> Work:
     from harness.transcript import HEADER
 
     def work(job: Job, wrap: Wrap) -> Outcome:
-        start = time.perf_counter()
         spec = as_asked(job.scenario, options.max_steps, options.no_stop)
-        try:
-            with models.one() as live:  # a model of its own
-                record = run_scenario(spec, model=live, peek=options.peek, root=root, wrap=wrap)
-            seconds, saved = time.perf_counter() - start, None
-            if options.save_dir is not None:
-                saved = (options.save_dir / f"{job.name}.txt").absolute()
-                record = record.placed(saved)
-                write_file(saved, record.saved, HEADER, "--save-dir")
-        except HarnessError as e:  # a template or tool that is missing: found when it is built
-            return Outcome(job.name, seconds=time.perf_counter() - start, error=str(e))
+        with models.one() as live:  # a model of its own
+            record = run_scenario(spec, model=live, peek=options.peek, root=root, wrap=wrap)
+        saved = None
+        if options.save_dir is not None:
+            saved = (options.save_dir / f"{job.name}.txt").absolute()
+            record = record.placed(saved)
+            write_file(saved, record.saved, HEADER, "--save-dir")
         wanted = next(((f, getattr(spec, f)) for f in ("expect", "expect_regex") if getattr(spec, f) is not None), None)  # for the reports to say what a mismatch missed
         notes = tuple(live.notes) if live is not None else ()  # what its model dropped on arrival
-        return Outcome.of(job.name, record, seconds, transcript=saved, expected=matches(spec, record.final_answer), wanted=wanted, notes=notes)
+        return Outcome.of(job.name, record, transcript=saved, expected=matches(spec, record.final_answer), wanted=wanted, notes=notes)
 
     return work
 
 
-def run_batch(jobs: list[Job], work: Work, models: RunModels, workers: int, what: str = "scenario") -> tuple[list[Outcome], int, bool]:
-    """The jobs run by `work` on `models` (closed at the end), then the summary on stdout:
-    every outcome in the jobs' order, how many never started, and whether Ctrl-C came."""
+def run_batch(jobs: list[Job], worker: Callable[[RunModels], Work], options: ModelOptions, workers: int, what: str = "scenario") -> tuple[list[Outcome], int, bool]:
+    """The jobs run by the worker of their models (closed at the end), then the summary on
+    stdout: every outcome in the jobs' order, how many never started, and whether Ctrl-C came."""
     from harness.batch import Outcome, run_all
     from harness.batch_report import Progress, one_line, summary
 
+    models = RunModels(options, workers, sum(not j.error for j in jobs))  # a bad --model: one line, once, before any run
+    work = worker(models)
     for job in jobs:
         if job.error:
             typer.echo(f"error: {one_line(job.error)}", err=True)
@@ -181,8 +207,7 @@ def run_many(arguments: list[str], options: Options) -> None:
     jobs = gather(arguments)
     earlier, asked = check(jobs, options), options
     options = replace(options, **{k: getattr(options, k).absolute() for k in ("save_dir", "report", "junit") if getattr(options, k) is not None})  # now: a tool's os.chdir cannot move them
-    models = RunModels(options.models, options.jobs, sum(not j.error for j in jobs))  # a bad --model: one line, once
-    ordered, not_started, interrupted = run_batch(jobs, worker(options, Path.cwd(), models), models, options.jobs)
+    ordered, not_started, interrupted = run_batch(jobs, partial(worker, options, Path.cwd()), options.models, options.jobs)
     for o in ordered:  # a folder reused by another recipe never loses a recording unsaid
         if o.transcript is not None and o.transcript in earlier:
             typer.echo(f"replaced {one_line(str(earlier[o.transcript]))} (it held an earlier run)", err=True)

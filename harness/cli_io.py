@@ -4,7 +4,6 @@ files, output files, and how one run is shown (harness.render does the work)."""
 from __future__ import annotations
 
 import os
-import queue
 import sys
 import time
 from collections.abc import Iterator
@@ -26,11 +25,7 @@ if TYPE_CHECKING:
 MODEL_FAILED = 3  # the exit code of a run that ended in model_error: a live model or server failed
 
 
-class Format(StrEnum):
-    rich = "rich"
-    tagged = "tagged"
-    json = "json"
-    events = "events"
+Format = StrEnum("Format", ["rich", "tagged", "json", "events"])  # --format's choices, each its own name
 
 
 def seconds(value: float | None) -> float | None:
@@ -40,10 +35,8 @@ def seconds(value: float | None) -> float | None:
     return value
 
 
-def output_path(value: str | Path) -> Path:
+def output_path(value: str) -> Path:
     """The value of an option that names an output (--save, --html, ...), refused if empty."""
-    if isinstance(value, Path):
-        return value
     if not value.strip():
         raise typer.BadParameter("the argument is empty; give a path")
     return Path(value)
@@ -99,44 +92,6 @@ class ModelOptions(NamedTuple):
         return None
 
 
-class RunModels:
-    """A model of its own for each run of a batch (`with models.one() as model:`), or None
-    for their scripts. A server's share the first's connections (`another`). An in-process
-    model (llama.cpp) is loaded once per run in flight, before any run (loading swaps stdout
-    and stderr, which would swallow what other threads print), reset for each run."""
-
-    def __init__(self, options: ModelOptions, jobs: int, runs: int) -> None:
-        self.first = options.open(connections=jobs)
-        self._idle: queue.SimpleQueue[Any] = queue.SimpleQueue()
-        if self.first is not None and not self.first.serves_many:
-            self._idle.put(self.first)
-            for _ in range(min(jobs, runs) - 1):
-                self._idle.put(options.open())
-
-    @contextmanager
-    def one(self) -> Iterator[Any]:
-        if self.first is None:
-            yield None
-        elif self.first.serves_many:
-            yield self.first.another()
-        else:
-            model = self._idle.get()
-            try:
-                model.reset()
-                yield model
-            finally:
-                self._idle.put(model)
-
-    def interrupt(self) -> None:
-        """Ctrl-C in a batch: a server's calls in flight end now, and a wait for it stops."""
-        if self.first is not None:
-            self.first.interrupt()
-
-    def close(self) -> None:
-        if self.first is not None:
-            self.first.close()
-
-
 def tell_stderr(record: RunRecord, model: Any) -> None:
     """Whatever --format writes on stdout, why a live run failed, and what was dropped on
     arrival, are said on stderr: a CI log shows them even when stdout is the transcript."""
@@ -168,8 +123,7 @@ def named(argument: str, what: str, names: str) -> str:
 
 
 def scenario_file(argument: str) -> Path:
-    """find_scenario's file; on Python 3.11 `Path.is_dir()` raises on a name longer than the
-    system allows, which is one line naming the argument."""
+    """find_scenario's file; a name too long to look up is one line naming it."""
     from harness.errors import ScenarioError
     from harness.scenario import find_scenario
 
@@ -180,25 +134,32 @@ def scenario_file(argument: str) -> Path:
 
 
 @contextmanager
-def scenario_hint(path: Path) -> Iterator[None]:
-    """A scenario given where a saved transcript belongs: the error says to `run` it."""
+def saved_text(path: Path, shown: str = "") -> Iterator[str]:
+    """A saved transcript's text, read to be loaded in the `with` block: a scenario given
+    instead (its first line is not a transcript's header) is told to `run` it."""
     from harness.errors import TranscriptFormatError
+    from harness.record import read_text
 
     try:
-        yield
+        yield read_text(path, shown or None)
     except TranscriptFormatError as e:
         if path.suffix != ".toml" or "header line" not in e.message:
             raise
-        raise HarnessError(e.where, f"{e.message}; {path} is a scenario: run it with `harness run {path}`") from None
+        shown = shown or str(path)
+        raise HarnessError(e.where, f"{e.message}; {shown} is a scenario: run it with `harness run {shown}`") from None
 
 
-def checked(path: Path, header: str, option: str) -> Path:
-    """An output refused before the run unless it is harness's to write (a file that begins
-    with `header`, or none); made absolute, so a tool's os.chdir cannot move it."""
-    from harness.files import check_target
+def checked(*outputs: tuple[str, Path | None, str]) -> list[Path | None]:
+    """Outputs (option, path or None, header) refused before the run unless each is harness's to
+    write (none, or a file that begins with its header) and no two are one; made absolute (a tool's chdir cannot move them)."""
+    from harness.files import check_target, same_file
 
-    check_target(path, header, option)
-    return path.absolute()
+    given = [(option, path, header) for option, path, header in outputs if path is not None]
+    for option, path, header in given:
+        check_target(path, header, option)
+    if len(given) == 2 and same_file(given[0][1]) == same_file(given[1][1]):  # one would replace the other
+        raise HarnessError(f"{given[1][0]} {given[1][1]}", f"is the file {given[0][0]} writes too; give each its own")
+    return [None if path is None else path.absolute() for _, path, _ in outputs]
 
 
 def write(path: Path, text: str, header: str, option: str, target: Path | None = None) -> None:
@@ -249,9 +210,8 @@ def show_record(fmt: Format, record: RunRecord) -> None:
 
 
 def listener(fmt: Format, delay: float, live: bool, stop_off: bool):
-    """What draws a run as it happens (rich, events; tagged and json are written at the
-    end), with call_lines. The rich view is drawn by rich where the terminal or the
-    environment (rich's variables) says so, else as plain text."""
+    """What draws a run as it happens (rich, events; tagged and json are written at the end), with
+    call_lines. The rich view is drawn by rich where the terminal or rich's variables say so."""
     from harness.loop import nobody
 
     if fmt is Format.rich:

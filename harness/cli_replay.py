@@ -5,21 +5,22 @@ Several files, or folders, are a batch (harness.cli_batch), as is --update."""
 from __future__ import annotations
 
 import os
-import time
 from dataclasses import replace
+from functools import partial
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated
 
 import typer
 
 from harness.cli_io import (
-    BaseUrlOption, Format, FormatOption, Jobs, MaxChars, MaxSeconds, MaxTokens, ModelOption, ModelOptions, RunModels, Strict, WaitForServer,
-    call_lines, exit_if_failed, named, scenario_hint, show_record, tell_stderr,
+    BaseUrlOption, Format, FormatOption, Jobs, MaxChars, MaxSeconds, MaxTokens, ModelOption, ModelOptions, Strict, WaitForServer,
+    call_lines, exit_if_failed, named, saved_text, show_record, tell_stderr,
 )  # fmt: skip
 from harness.errors import HarnessError
 
 if TYPE_CHECKING:  # imported when replays run: `harness --help` stays fast
     from harness.batch import Job, Outcome, Work
+    from harness.cli_batch import RunModels
 
 REHASHED = "its source was edited since the recording (--update, or pytest --harness-update, records the new hash; --strict-source fails on it)"
 RECORD_HINT = "`harness run SCENARIO --save FILE` or `pytest --harness-record MODEL` asks the model again"
@@ -58,13 +59,12 @@ def replay(
         return replay_many(files, check, jobs, models, strict_source, update)
     from harness.diff import transcript_diff
     from harness.loop import nobody
-    from harness.record import read_text
     from harness.record import replay as replay_text
 
     path = Path(files[0])
     live_model = models.open()
-    with scenario_hint(path):
-        result = replay_text(read_text(path), str(path), call_lines(nobody, live_model is not None), live_model, root=Path.cwd())
+    with saved_text(path) as text:
+        result = replay_text(text, str(path), call_lines(nobody, live_model is not None), live_model, root=Path.cwd())
     tell_stderr(result.record, live_model)
     if not check:
         show_record(format, result.record)
@@ -86,27 +86,22 @@ def replay(
     raise typer.Exit(1)
 
 
-def worker(check: bool, models: RunModels, root: Path, strict_source: bool, update: bool) -> Work:
+def worker(check: bool, root: Path, strict_source: bool, update: bool, models: RunModels) -> Work:
     """The work of one replay: what `harness replay FILE [--check]` does, without printing;
     with `update`, the file rewritten if its replay changed and completed."""
     from harness.batch import Outcome
     from harness.diff import transcript_diff
-    from harness.record import read_text
     from harness.record import replay as replay_text
     from harness.source import only_rehashed
 
     def work(job: Job, wrap) -> Outcome:
-        start, path = time.perf_counter(), job.saved
+        path = job.saved
         assert path is not None
-        try:
-            with models.one() as live, scenario_hint(Path(job.name)):  # a scripted replay takes no time to cancel: only a live one is wrapped
-                result = replay_text(read_text(path, job.name), job.name, model=None if live is None else wrap(live), base=path.parent, root=root)
-            seconds = time.perf_counter() - start
-            outcome = Outcome.of(job.name, result.record, seconds, notes=tuple(live.notes) if live is not None else ())
-            if update:
-                return updated(outcome, result, path)
-        except HarnessError as e:  # the file, or the source it names, cannot be loaded (or written)
-            return Outcome(job.name, seconds=time.perf_counter() - start, error=str(e))
+        with models.one() as live, saved_text(path, job.name) as text:  # a scripted replay takes no time to cancel: only a live one is wrapped
+            result = replay_text(text, job.name, model=None if live is None else wrap(live), base=path.parent, root=root)
+        outcome = Outcome.of(job.name, result.record, notes=tuple(live.notes) if live is not None else ())
+        if update:
+            return updated(outcome, result, path)
         if not check:
             return outcome
         same = result.matches or (not strict_source and only_rehashed(result.saved, result.fresh))
@@ -140,9 +135,8 @@ def replay_many(arguments: list[str], check: bool, jobs: int, options: ModelOpti
     from harness.batch_report import exit_code, one_line
     from harness.cli_batch import gather, run_batch
 
-    found = gather(arguments, "transcript")
-    models = RunModels(options, jobs, sum(not j.error for j in found))  # a bad --model is one line, once, before any replay
-    ordered, _, interrupted = run_batch(found, worker(check, models, Path.cwd(), strict_source, update), models, jobs, "transcript")
+    work = partial(worker, check, Path.cwd(), strict_source, update)
+    ordered, _, interrupted = run_batch(gather(arguments, "transcript"), work, options, jobs, "transcript")
     for o in ordered:
         if o.transcript is not None:
             typer.echo(f"replaced {one_line(o.name)}", err=True)

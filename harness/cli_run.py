@@ -102,7 +102,7 @@ def run_one(
         raise HarnessError("--cost" if cost else "--live", "goes with the rich view; it cannot go with --format " + format.value)
     spec = as_asked(load_scenario(scenario_file(scenario)), max_steps, no_stop)
     live_model = models.open()
-    target = None if save is None else checked(save, HEADER, "--save")
+    [target] = checked(("--save", save, HEADER))
     emit = listener(format, delay if delay is not None else 0.03 if live else 0.0, live_model is not None, not spec.use_stop)
     record = run_scenario(spec, emit, live_model, peek or 0, Path.cwd())
     tell_stderr(record, live_model)
@@ -147,7 +147,7 @@ def agent(
         typer.echo(e.to_json())
         typer.echo(f"error: {e.message}", err=True)
         raise typer.Exit(2) from None
-    target = None if transcript is None else checked(transcript, HEADER, "--transcript")
+    [target] = checked(("--transcript", transcript, HEADER))
     record = run_scenario(scenario_for(request))
     if transcript is not None:
         write(transcript, record.saved, HEADER, "--transcript", target)

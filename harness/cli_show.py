@@ -9,7 +9,7 @@ import typer
 
 from harness.cli_io import (
     BaseUrlOption, Format, FormatOption, ModelOption, ModelOptions, NoStop,
-    as_asked, checked, exit_if_failed, named, new_console, output_path, scenario_file, scenario_hint, show_record, tell_stderr, write,
+    as_asked, checked, exit_if_failed, named, new_console, output_path, saved_text, scenario_file, show_record, tell_stderr, write,
 )  # fmt: skip
 from harness.errors import HarnessError
 
@@ -20,12 +20,11 @@ def show(
     messages: Annotated[bool, typer.Option("--messages", help="A chat run: the messages each call sent, as the server got them.")] = False,
 ) -> None:
     """Print a saved transcript."""
-    from harness.record import read_text
     from harness.saved import load_record
 
     path = Path(named(saved, "saved", "transcript"))
-    with scenario_hint(path):
-        record = load_record(read_text(path), str(path))  # everything to show is in the file
+    with saved_text(path) as text:
+        record = load_record(text, str(path))  # everything to show is in the file
     if messages:
         from harness.backends.messages import sent_text
 
@@ -46,13 +45,11 @@ def open_target(target: str, no_stop: bool, models: ModelOptions):
     named(target, "target", "scenario or transcript")
     if not no_stop and models == ModelOptions():
         return open_run(target)
-    path = Path(target)
-    if path.is_file() and read_text(path).startswith(HEADER):
-        flag = "--no-stop" if no_stop else "--model"
-        raise HarnessError(flag, f"goes with a scenario; {target} is a saved run and is shown as it was run")
-    spec = load_scenario(scenario_file(target))
+    if Path(target).is_file() and read_text(Path(target)).startswith(HEADER):
+        raise HarnessError("--no-stop" if no_stop else "--model", f"goes with a scenario; {target} is a saved run and is shown as it was run")
+    spec = as_asked(load_scenario(scenario_file(target)), None, no_stop)
     live = models.open()
-    record = run_scenario(as_asked(spec, None, no_stop), model=live)
+    record = run_scenario(spec, model=live)
     tell_stderr(record, live)  # (the command exits 3 once it has written what it writes: exit_if_failed)
     return record
 
@@ -106,24 +103,22 @@ def export(
     base_url: BaseUrlOption = None,
 ) -> None:
     """Export a run as one HTML file that opens anywhere (a stepper, the facts, the cost per call), or as Markdown."""
-    from harness.files import same_file
     from harness.render.frames import stop_was_off
     from harness.render.html import PAGE_HEADER, page
     from harness.render.markdown import NOTES_HEADER, notes
 
-    outputs = [(o, path, header, view) for o, path, header, view in (("--html", html, PAGE_HEADER, page), ("--markdown", markdown, NOTES_HEADER, notes)) if path]
-    if not outputs:
+    if html is None and markdown is None:
         raise HarnessError("harness export", "say where: --html FILE and/or --markdown FILE")
-    if len(outputs) == 2 and same_file(html) == same_file(markdown):  # one would replace the other
-        raise HarnessError(f"--markdown {markdown}", "is the file --html writes too; give each its own")
-    targets = [checked(path, header, option) for option, path, header, _ in outputs]
+    outputs = (("--html", html, PAGE_HEADER), ("--markdown", markdown, NOTES_HEADER))
+    targets = checked(*outputs)
     models = ModelOptions(model, base_url)
     record = open_target(target, no_stop, models)
     title = (record.scenario.title if record.scenario else "") or Path(target).stem
     if stop_was_off(record):  # its title may say what the stop sequence does: say what happened instead
         title = f"{title.split(':')[0]} — run with no stop sequence (--no-stop): nothing cut what the model wrote"
-    for (option, path, header, view), absolute in zip(outputs, targets):
-        write(path, view(record, "harness · " + title), header, option, absolute)
+    for (option, path, header), target, view in zip(outputs, targets, (page, notes)):
+        if path is not None:
+            write(path, view(record, "harness · " + title), header, option, target)
     exit_if_failed(record, models.live)  # a live model failed (said on stderr): the page shows where
 
 

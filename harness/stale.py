@@ -33,10 +33,8 @@ def stale_turn(saved: Transcript, fresh: Transcript) -> Stale | None:
     for i, (old, new) in enumerate(zip_longest(recorded, now)):
         if old == new:
             continue
-        if new is None or new.author is Author.MODEL or (old is not None and old.author is Author.MODEL):
-            return None  # the fresh run ended, or the model's own turn differs
-        if not any(s.author is Author.MODEL for s in now[i + 1 :]):
-            return None  # no recorded turn followed the change
+        if new is None or new.author is Author.MODEL or (old is not None and old.author is Author.MODEL) or not any(s.author is Author.MODEL for s in now[i + 1 :]):
+            return None  # the fresh run ended, the model's own turn differs, or no recorded turn followed the change
         call = 1 + sum(1 for s in now[:i] if s.author is Author.MODEL)  # (one span per model call)
         lines = zip_longest(old.text.split("\n") if old is not None else [], new.text.split("\n"), fillvalue="")
         before, after = next(((x, y) for x, y in lines if x != y), ("", ""))

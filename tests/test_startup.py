@@ -63,3 +63,10 @@ def test_a_live_run_loads_the_client_but_not_httpxs_own_command_line():
     modules = imported("run", "nimbus", "--model", "openai:m", "--base-url", "http://127.0.0.1:9/v1", "-f", "tagged", entry="harness.__main__:command")
     assert "httpx" in modules
     assert not modules & {"click", "pygments", "rich.syntax"}
+
+
+def test_a_command_imports_its_own_module_and_no_other_commands():
+    modules = imported("run", "nimbus", "--format", "tagged")
+    assert "harness.cli_run" in modules
+    assert not modules & {"harness.cli_replay", "harness.cli_show", "harness.cli_proxy", "harness.cli_batch"}
+    assert {"harness.cli_run", "harness.cli_replay", "harness.cli_show", "harness.cli_proxy"} <= imported("--help")

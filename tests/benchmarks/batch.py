@@ -161,8 +161,8 @@ def in_process(folder: str, url: str) -> float:
     import harness.record  # noqa: F401
     from harness.batch import run_all
     from harness.batch_report import Progress
-    from harness.cli_batch import Options, gather, worker
-    from harness.cli_io import ModelOptions, RunModels
+    from harness.cli_batch import Options, RunModels, gather, worker
+    from harness.cli_io import ModelOptions
 
     options = Options(jobs=8, models=ModelOptions("openai:m", url))
     start = time.perf_counter()
