@@ -22,7 +22,7 @@ from harness.errors import HarnessError, TranscriptFormatError
 from harness.events import StopReason
 from harness.files import read_input
 from harness.loop import UNLIMITED, Emit, Setup, nobody, run
-from harness.model import FailingModel, InterruptedModel, Model, ScriptedModel, TokenUsage
+from harness.model import EndingModel, Model, ScriptedModel, TokenUsage
 from harness.prompts import data_dir
 from harness.run_record import RunRecord
 from harness.saved import load_record
@@ -66,9 +66,9 @@ def scripted(scenario: Scenario) -> Model:
     """The scenario's own model: its completions, failing or interrupted where it says so."""
     model: Model = ScriptedModel(scenario.completions, scenario.chunk_size)
     if scenario.model_error is not None:
-        model = FailingModel(model, *scenario.model_error)
+        model = EndingModel(model, scenario.model_error[0], error=scenario.model_error[1])
     if scenario.interrupt is not None:
-        model = InterruptedModel(model, *scenario.interrupt)
+        model = EndingModel(model, scenario.interrupt[0], at=scenario.interrupt[1])
     return chat_script(model) if scenario.endpoint == "chat" else model
 
 
@@ -79,9 +79,9 @@ def recorded(saved: RunRecord, chunk_size: int = 8) -> Model:
     tokens = [None if c.tokens is None else TokenUsage(c.tokens.get("prompt_tokens"), c.tokens.get("evaluated_tokens"), c.tokens.get("completion_tokens")) for c in saved.calls]  # type: ignore[arg-type]
     model: Model = ScriptedModel(tuple(turns), chunk_size, tokens)
     if saved.stop_reason is StopReason.MODEL_ERROR:
-        model = FailingModel(model, saved.steps + 1, saved.detail)
+        model = EndingModel(model, saved.steps + 1, error=saved.detail)
     elif saved.stop_reason is StopReason.CANCELED and saved.transcript.last_author is Author.MODEL:
-        model = InterruptedModel(model, saved.steps, len(saved.transcript.spans[-1].text))
+        model = EndingModel(model, saved.steps, at=len(saved.transcript.spans[-1].text))
     if saved.endpoint == "chat":
         model = chat_script(model)
     model.name = saved.model
