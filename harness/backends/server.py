@@ -66,6 +66,7 @@ class ServerModel(Model):
         timeout: float = 120.0,  # seconds to wait for the next byte (reading a long prompt takes a while)
         connect_timeout: float = 5.0,
         connections: int | None = None,  # calls at once over this model and its others (default: httpx's)
+        key: str | None = None,  # default: HARNESS_API_KEY or OPENAI_API_KEY
     ) -> None:
         self.model = model
         self.base_url = server_url(base_url, DEFAULT_BASE_URL)
@@ -86,7 +87,7 @@ class ServerModel(Model):
         self.timeout = timeout
         self._wait = wait_for_server
         self.notes: list[str] = []  # what was dropped on arrival (a malformed token count), once each
-        self._key = _api_key()
+        self._key = _api_key() if key is None else key
         self._sockets: weakref.WeakSet[socket.socket] = weakref.WeakSet()  # every connection's, of this model and its others
         self._interrupted = threading.Event()  # Ctrl-C in a batch: no more waiting
         self.entry = Entry(url_secrets(self.base_url), key=self._key)
@@ -156,6 +157,23 @@ class ServerModel(Model):
                 if time.monotonic() >= deadline or self._interrupted.wait(min(0.25, max(0.0, deadline - time.monotonic()))):
                     return False
 
+    def post(self, body: dict[str, Any], headers: Mapping[str, str], path: str) -> dict[str, Any]:
+        """One call unstreamed, its body as given (harness proxy forwards an agent's to `path`):
+        the server's JSON answer, bounded and failing as a streamed call does."""
+        budget, limit = Budget(self.bounds), 8 * self.bounds.max_chars + 65536
+        sent = json.dumps(body).encode()  # ASCII: what was given, even a lone surrogate, as it was given
+        try:
+            headers = {"Content-Type": "application/json", **headers}
+            with CALLS.until(budget.deadline, self._sockets), self._client.stream("POST", f"{self.base_url}/{path}", content=sent, headers=headers) as response:
+                if (error := refused(response, self, path, streamed=False)) is not None:
+                    raise error
+                raw = read_raw(response, limit + 1)
+        except httpx.HTTPError as e:
+            raise self._failed(e, budget) from None
+        if len(raw) > limit:
+            raise ModelError(f"{self.where}'s answer passed {limit:,} bytes; the call was stopped (raise --max-chars)")
+        return wire.parse_event(raw.decode("utf-8", "replace"), self.entry)
+
     def _stream(self, body: dict[str, Any], prompt_chars: int) -> Iterator[str | TokenUsage]:
         url = f"{self.base_url}/{self.path}"
         if self._wait is not None:  # a server still starting: the first call waits for it, once
@@ -167,7 +185,7 @@ class ServerModel(Model):
             # Closing this generator early (a stop was found) closes the response and its
             # connection, so the server stops generating.
             with CALLS.until(budget.deadline, self._sockets), self._client.stream("POST", url, json=body) as response:
-                if (error := refused(response, self)) is not None:
+                if (error := refused(response, self, self.path)) is not None:
                     raise error
                 max_line = 8 * self.bounds.max_chars + 65536  # room for JSON's escapes around the text
                 raw = response.iter_raw()
@@ -288,8 +306,9 @@ class PromptCounter:
         return counted
 
 
-def refused(response: httpx.Response, model: ServerModel) -> ModelError | None:
-    """What is wrong with an answer that is not an uncompressed stream of events, and what to check."""
+def refused(response: httpx.Response, model: ServerModel, path: str, streamed: bool = True) -> ModelError | None:
+    """What is wrong with an answer that is not an uncompressed stream of events (or JSON: not
+    `streamed`) from `path`, and what to check."""
     status = response.status_code
     if status != 200:
         try:
@@ -300,14 +319,14 @@ def refused(response: httpx.Response, model: ServerModel) -> ModelError | None:
         hint = {
             401: "check HARNESS_API_KEY",
             403: "check HARNESS_API_KEY",
-            404: f"check the base URL (it ends in /v1) and the model name; does the server serve /{model.path}?",
+            404: f"check the base URL (it ends in /v1) and the model name; does the server serve /{path}?",
         }.get(status, "the server refused the request" if status < 500 else "the server failed")
         if "context" in detail.lower():
             hint = f"the prompt is probably {TOO_LONG}"
         return ModelError(f"{model.where} answered HTTP {status}: {detail or '(no message)'}; {hint}")
     kind = model.entry.detail(response.headers.get("content-type", ""), 60) or "no content type"
-    if not kind.startswith("text/event-stream"):
-        return ModelError(f"{model.where} answered with {kind}, not a stream of events: does it serve /{model.path} with stream: true?")
+    if streamed and not kind.startswith("text/event-stream"):
+        return ModelError(f"{model.where} answered with {kind}, not a stream of events: does it serve /{path} with stream: true?")
     encoding = response.headers.get("content-encoding", "identity").strip().lower()
     if encoding not in ("", "identity"):
         return ModelError(f"{model.where} compressed its answer (Content-Encoding: {model.entry.detail(encoding, 40)}) though harness asked for none")
