@@ -15,7 +15,7 @@ from __future__ import annotations
 import time
 from collections.abc import Generator, Iterable, Iterator, Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, NamedTuple
 
 from harness.entry import Entry
 from harness.errors import HarnessError
@@ -41,15 +41,13 @@ class TokenUsage:
     completion_tokens: int | None = None
 
 
-@dataclass(frozen=True, slots=True)
-class Sent:
+class Sent(NamedTuple):
     """A chat backend's first item: how many messages it sent."""
 
     messages: int
 
 
-@dataclass(frozen=True, slots=True)
-class Bounds:
+class Bounds(NamedTuple):
     """Bounds on every model call: past `max_chars` or `max_seconds` the call ends in a
     ModelError naming its option (the run stops in model_error)."""
 
