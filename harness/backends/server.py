@@ -16,17 +16,19 @@ import copy
 import json
 import os
 import socket
+import ssl
 import threading
 import time
 import weakref
 from collections.abc import Iterator, Mapping, Sequence
+from contextlib import contextmanager
 from typing import Any
 from urllib.parse import urlsplit
 
 import httpx
 
 from harness.backends import wire
-from harness.backends.connection import CALLS, certificate_refused, drain, handshake_failed, new_client, proxied, read_bounded, read_raw, shut
+from harness.backends.connection import CALLS, drain, new_client, proxied, read_bounded, read_raw, shut, tls_cause
 from harness.backends.messages import messages, with_count
 from harness.backends.urls import hidden, server_url, url_secrets
 from harness.entry import Entry
@@ -152,7 +154,7 @@ class ServerModel(Model):
                 read_bounded(self._client, "GET", f"{self.base_url}/models", min(2.0, max(0.1, deadline - time.monotonic())), 0)  # ends by the deadline
                 return True
             except httpx.HTTPError as e:
-                if certificate_refused(e):  # it is up, and refused: waiting would not change that
+                if isinstance(tls_cause(e), ssl.SSLCertVerificationError):  # it is up, and refused: waiting would not change that
                     return True
                 if time.monotonic() >= deadline or self._interrupted.wait(min(0.25, max(0.0, deadline - time.monotonic()))):
                     return False
@@ -162,49 +164,48 @@ class ServerModel(Model):
         the server's JSON answer, bounded and failing as a streamed call does."""
         budget, limit = Budget(self.bounds), 8 * self.bounds.max_chars + 65536
         sent = json.dumps(body).encode()  # ASCII: what was given, even a lone surrogate, as it was given
-        try:
-            headers = {"Content-Type": "application/json", **headers}
-            with CALLS.until(budget.deadline, self._sockets), self._client.stream("POST", f"{self.base_url}/{path}", content=sent, headers=headers) as response:
-                if (error := refused(response, self, path, streamed=False)) is not None:
-                    raise error
-                raw = read_raw(response, limit + 1)
-        except httpx.HTTPError as e:
-            raise self._failed(e, budget) from None
+        with self._posting(path, budget, False, content=sent, headers={"Content-Type": "application/json", **headers}) as response:
+            raw = read_raw(response, limit + 1)
         if len(raw) > limit:
             raise ModelError(f"{self.where}'s answer passed {limit:,} bytes; the call was stopped (raise --max-chars)")
         return wire.parse_event(raw.decode("utf-8", "replace"), self.entry)
 
+    @contextmanager
+    def _posting(self, path: str, budget: Budget, streamed: bool, **request: Any) -> Iterator[httpx.Response]:
+        """One POST within the call's deadline, its answer checked (refused), a failure to
+        reach or hear the server a ModelError (_failed). Closed early, it closes the connection,
+        so the server stops generating."""
+        try:
+            with CALLS.until(budget.deadline, self._sockets), self._client.stream("POST", f"{self.base_url}/{path}", **request) as response:
+                if (error := refused(response, self, path, streamed)) is not None:
+                    raise error
+                yield response
+        except httpx.HTTPError as e:
+            raise self._failed(e, budget) from None
+
     def _stream(self, body: dict[str, Any], prompt_chars: int) -> Iterator[str | TokenUsage]:
-        url = f"{self.base_url}/{self.path}"
         if self._wait is not None:  # a server still starting: the first call waits for it, once
             self.wait(self._wait)
             self._wait = None
         budget = Budget(self.bounds)  # its deadline ends every read and write of the call
         text_chars, events, finished, had_choices, usage = 0, 0, False, False, None
-        try:
-            # Closing this generator early (a stop was found) closes the response and its
-            # connection, so the server stops generating.
-            with CALLS.until(budget.deadline, self._sockets), self._client.stream("POST", url, json=body) as response:
-                if (error := refused(response, self, self.path)) is not None:
-                    raise error
-                max_line = 8 * self.bounds.max_chars + 65536  # room for JSON's escapes around the text
-                raw = response.iter_raw()
-                for data in wire.data_lines(raw, max_line):
-                    budget.spend(0)  # the clock, checked with every event
-                    if data == "[DONE]":
-                        drain(response, raw)
-                        break
-                    events += 1
-                    piece = wire.piece(data, self.chat, self.entry)
-                    if piece.usage is not None:
-                        usage = wire.usage(piece.usage, notes := [])
-                        self._note(notes)
-                    if piece.text:
-                        text_chars += len(piece.text)
-                        yield piece.text
-                    finished, had_choices = finished or piece.finished, had_choices or piece.had_choices
-        except httpx.HTTPError as e:
-            raise self._failed(e, budget) from None
+        with self._posting(self.path, budget, True, json=body) as response:
+            max_line = 8 * self.bounds.max_chars + 65536  # room for JSON's escapes around the text
+            raw = response.iter_raw()
+            for data in wire.data_lines(raw, max_line):
+                budget.spend(0)  # the clock, checked with every event
+                if data == "[DONE]":
+                    drain(response, raw)
+                    break
+                events += 1
+                piece = wire.piece(data, self.chat, self.entry)
+                if piece.usage is not None:
+                    usage = wire.usage(piece.usage, notes := [])
+                    self._note(notes)
+                if piece.text:
+                    text_chars += len(piece.text)
+                    yield piece.text
+                finished, had_choices = finished or piece.finished, had_choices or piece.had_choices
         if events == 0 and text_chars == 0:  # llama.cpp's answer to a prompt longer than its context
             raise ModelError(
                 f"the server closed the stream without sending an event: the prompt ({prompt_chars} characters) "
@@ -220,10 +221,11 @@ class ServerModel(Model):
     def _failed(self, error: httpx.HTTPError, budget: Budget) -> ModelError:
         """What a call that could not reach, or stopped hearing from, the server says."""
         if isinstance(error, (httpx.ConnectError, httpx.ConnectTimeout)):
-            if refused := certificate_refused(error):
-                return ModelError(f"{self.where} is not trusted: its TLS certificate was refused ({refused}; SSL_CERT_FILE names a CA to trust)")
-            if failed := handshake_failed(error):
-                return ModelError(f"the TLS handshake with {self.where} failed ({failed}): does it speak https://, or plain http://?")
+            if (tls := tls_cause(error)) is not None:
+                why = hidden(str(getattr(tls, "verify_message", None) or tls.reason or tls))[:200]
+                if isinstance(tls, ssl.SSLCertVerificationError):
+                    return ModelError(f"{self.where} is not trusted: its TLS certificate was refused ({why}; SSL_CERT_FILE names a CA to trust)")
+                return ModelError(f"the TLS handshake with {self.where} failed ({why}): does it speak https://, or plain http://?")
             where = "set --base-url or HARNESS_BASE_URL, or --wait-for-server SECONDS while it starts"
             through = " through the proxy a *_proxy variable names (is the proxy up? NO_PROXY=127.0.0.1 skips it)" if proxied(self.base_url) else ""
             return ModelError(f"cannot connect to {self.where}{through}: is the server running? ({where})")
@@ -306,7 +308,7 @@ class PromptCounter:
         return counted
 
 
-def refused(response: httpx.Response, model: ServerModel, path: str, streamed: bool = True) -> ModelError | None:
+def refused(response: httpx.Response, model: ServerModel, path: str, streamed: bool) -> ModelError | None:
     """What is wrong with an answer that is not an uncompressed stream of events (or JSON: not
     `streamed`) from `path`, and what to check."""
     status = response.status_code
