@@ -4,12 +4,10 @@
     server = serve(proxy)                       # on 127.0.0.1, a free port: proxy.url
     server.shutdown(); proxy.close()            # the runs saved as transcripts (harness.cassette)
 
-The modes are VCR's: `once` replays a cassette if there is one, else records one;
-`new_episodes` replays and records what is new; `all` records again; `none` only replays.
-A request that was not recorded fails closed: HTTP 400 with a diff of the agent's buffer
-against the nearest recording. Recording forwards each call unstreamed and bounded; an
-upstream failure is HTTP 502 and a run saved as model_error. The agent's key is forwarded,
-and scrubbed from all that is kept.
+The modes are VCR's (`harness proxy --help`). A request that was not recorded fails closed:
+HTTP 400 with a diff of the agent's buffer against the nearest recording. Recording forwards
+each call unstreamed through the backend (ServerModel.post), bounded; an upstream failure is
+HTTP 502 and a run saved as model_error. The agent's key is forwarded, and scrubbed from all kept.
 """
 
 from __future__ import annotations
@@ -30,7 +28,7 @@ from harness.backends.urls import server_url
 from harness.diff import transcript_diff
 from harness.entry import Entry, is_secret_key
 from harness.errors import HarnessError
-from harness.model import DEFAULTS, Bounds, ModelError
+from harness.model import DEFAULTS, Bounds, Budget, ModelError
 from harness.traffic import Call, body, chat_text, group, transcript
 from harness.transcript import dumps
 
@@ -190,8 +188,7 @@ def _answered(call: Call, data: dict[str, Any], entry: Entry, bounds: Bounds) ->
         text, calls = answer, ()
     else:
         raise ModelError(f"the upstream's answer holds no choices[0].{'message' if call.endpoint == 'chat' else 'text'}: {entry.detail(json.dumps(data))}")
-    if len(text) > bounds.max_chars:
-        raise ModelError(f"the completion passed {bounds.max_chars:,} characters; the call was stopped (raise --max-chars)")
+    Budget(bounds).spend(len(text))
     used, reason = wire.usage(data.get("usage"), []), choice.get("finish_reason")
     tokens = None if used is None else {"prompt_tokens": used.prompt_tokens, "completion_tokens": used.completion_tokens}
     return call.but(completion=entry.scrub(text), tool_calls=calls, finish_reason=reason if isinstance(reason, str) else "stop", tokens=tokens)

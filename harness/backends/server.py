@@ -1,13 +1,9 @@
 """A model behind any OpenAI-compatible server (llama.cpp, vLLM, Ollama, ...): `openai:NAME`
-posts the buffer byte for byte to `{base_url}/completions`, `chat:NAME` posts it to
-`/chat/completions` split into messages by author (harness.backends.messages).
-
-Every sampling parameter is sent, as servers' defaults differ, and llama.cpp's own knobs
-set to "off", unless the server is strict (`--strict`, or api.openai.com: it rejects them
-and takes at most 4 stops; the loop's own scanner enforces all of them). The API key comes
-from HARNESS_API_KEY or OPENAI_API_KEY. A server whose streams carry no token counts is
-asked for the prompt's (llama-cpp-python's /extras/tokenize/count; PromptCounter). Left
-out: retries (a failed call ends the run: model_error), n > 1, logprobs, compressed answers.
+posts the buffer byte for byte to `{base_url}/completions`, `chat:NAME` to `/chat/completions`
+as messages by author (harness.backends.messages). Every sampling parameter is sent, as
+servers' defaults differ, and llama.cpp's own knobs set to "off", unless the server is strict
+(`--strict`, or api.openai.com: it rejects them and takes at most 4 stops; the loop's scanner
+enforces them all). Left out: retries (a failed call ends the run), n > 1, logprobs.
 """
 
 from __future__ import annotations
@@ -172,9 +168,8 @@ class ServerModel(Model):
 
     @contextmanager
     def _posting(self, path: str, budget: Budget, streamed: bool, **request: Any) -> Iterator[httpx.Response]:
-        """One POST within the call's deadline, its answer checked (refused), a failure to
-        reach or hear the server a ModelError (_failed). Closed early, it closes the connection,
-        so the server stops generating."""
+        """One POST by the call's deadline, its answer checked; closed early, it closes the
+        connection, so the server stops generating."""
         try:
             with CALLS.until(budget.deadline, self._sockets), self._client.stream("POST", f"{self.base_url}/{path}", **request) as response:
                 if (error := refused(response, self, path, streamed)) is not None:
@@ -244,9 +239,8 @@ class ServerModel(Model):
 
 
 class ChatModel(ServerModel):
-    """`chat:NAME`: each call sends the buffer as messages (harness.backends.messages), which the
-    server's template frames; its stream begins with a Sent, how many. `stream(prompt, stop)`
-    sends the prompt as one user message."""
+    """`chat:NAME`: the buffer as messages, which the server's template frames; each stream
+    begins with a Sent, how many. `stream(prompt, stop)` sends one user message."""
 
     path = "chat/completions"
     chat = True  # the events carry choices[].delta.content
@@ -269,10 +263,9 @@ class ChatModel(ServerModel):
 
 class PromptCounter:
     """What one server counts, found out once and shared by a batch's runs. llama-cpp-python's
-    server streams no counts but answers `POST /extras/tokenize/count {"model", "input"}` with
-    `{"count": 412}`. A server whose first stream had no counts is asked there; if it answers,
-    for every later call; if it cannot, never again. A count not in time (the server is busy)
-    is dropped with a note, and the next call asks again. No count is made up."""
+    streams carry no counts, but `POST /extras/tokenize/count {"model", "input"}` answers
+    `{"count": 412}`: asked there after a first stream without counts, then on every call if it
+    answered, never if it could not. A count not in time is dropped with a note; none is made up."""
 
     PATH = "/extras/tokenize/count"
 
@@ -283,8 +276,7 @@ class PromptCounter:
         self._finding = threading.Lock()  # held by the one call that finds out
 
     def after(self, prompt: str, usage: TokenUsage | None, notes: list[str]) -> TokenUsage | None:
-        """After a stream, with what counted the call so far (see above; while nobody knows
-        yet, one call asks and the others wait)."""
+        """After a stream, with what counted it so far (while nobody knows, one call asks, the others wait)."""
         if self.state == "unknown":
             with self._finding:
                 if self.state == "unknown":
