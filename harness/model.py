@@ -13,7 +13,7 @@ else a model can do is declared on the base, never probed.
 from __future__ import annotations
 
 import time
-from collections.abc import Generator, Iterable, Iterator, Sequence
+from collections.abc import Collection, Generator, Iterable, Iterator, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, NamedTuple
 
@@ -92,7 +92,7 @@ class Model:
     bounds: Bounds | None = DEFAULTS  # None: unbounded (a script's canned text)
     entry = Entry()  # its secrets, scrubbed from all it sends back (a server's: its key, its URL's password)
     serves_many = False  # True: another() gives each run of a batch its own model on shared connections
-    notes: Sequence[str] = ()  # what was dropped on arrival (a malformed token count), once each
+    notes: Collection[str] = ()  # what was dropped on arrival (a malformed token count), once each
 
     def stream(self, prompt: str, stop: Sequence[str]) -> Iterable[str | TokenUsage]:
         raise NotImplementedError(f"{type(self).__name__} must define stream(prompt, stop)")

@@ -189,7 +189,7 @@ def _answered(call: Call, data: dict[str, Any], entry: Entry, bounds: Bounds) ->
     else:
         raise ModelError(f"the upstream's answer holds no choices[0].{'message' if call.endpoint == 'chat' else 'text'}: {entry.detail(json.dumps(data))}")
     Budget(bounds).spend(len(text))
-    used, reason = wire.usage(data.get("usage"), []), choice.get("finish_reason")
+    used, reason = wire.usage(data.get("usage"), {}), choice.get("finish_reason")
     tokens = None if used is None else {"prompt_tokens": used.prompt_tokens, "completion_tokens": used.completion_tokens}
     return call.but(completion=entry.scrub(text), tool_calls=calls, finish_reason=reason if isinstance(reason, str) else "stop", tokens=tokens)
 

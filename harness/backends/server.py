@@ -84,7 +84,7 @@ class ServerModel(Model):
         }
         self.timeout = timeout
         self._wait = wait_for_server
-        self.notes: list[str] = []  # what was dropped on arrival (a malformed token count), once each
+        self.notes: dict[str, None] = {}  # what was dropped on arrival (a malformed token count), once each
         self._key = _api_key() if key is None else key
         self._sockets: weakref.WeakSet[socket.socket] = weakref.WeakSet()  # every connection's, of this model and its others
         self._interrupted = threading.Event()  # Ctrl-C in a batch: no more waiting
@@ -98,7 +98,7 @@ class ServerModel(Model):
     def another(self) -> ServerModel:
         """A model for another run of a batch: its own notes, sharing the client and token counter."""
         twin = copy.copy(self)
-        twin.notes = []
+        twin.notes = {}
         return twin
 
     def __repr__(self) -> str:
@@ -120,8 +120,8 @@ class ServerModel(Model):
 
     def _counted(self, prompt: str, chunks: Iterator[str | TokenUsage]) -> Iterator[str | TokenUsage]:
         """A server that streams no counts is asked for the prompt's (PromptCounter)."""
-        counter, usage, notes = self._counter, None, []
-        if counter.state == "ask" and (usage := counter.count(prompt, notes)) is not None:
+        counter, usage = self._counter, None
+        if counter.state == "ask" and (usage := counter.count(prompt, self.notes)) is not None:
             yield usage  # before the text: a stream closed early keeps it
         try:
             for chunk in chunks:
@@ -130,9 +130,8 @@ class ServerModel(Model):
                 yield chunk
         finally:
             chunks.close()
-        if (late := counter.after(prompt, usage, notes)) is not None:
+        if (late := counter.after(prompt, usage, self.notes)) is not None:
             yield late
-        self._note(notes)
 
     def close(self) -> None:
         self._client.close()
@@ -195,8 +194,7 @@ class ServerModel(Model):
                 events += 1
                 piece = wire.piece(data, self.chat, self.entry)
                 if piece.usage is not None:
-                    usage = wire.usage(piece.usage, notes := [])
-                    self._note(notes)
+                    usage = wire.usage(piece.usage, self.notes)
                 if piece.text:
                     text_chars += len(piece.text)
                     yield piece.text
@@ -231,11 +229,6 @@ class ServerModel(Model):
         if isinstance(error, httpx.TransportError):
             return ModelError(f"the connection to {self.where} broke mid-stream ({type(error).__name__}): did the server stop?")
         raise error
-
-    def _note(self, notes: list[str]) -> None:
-        for note in notes:
-            if note not in self.notes:
-                self.notes.append(note)
 
 
 class ChatModel(ServerModel):
@@ -275,7 +268,7 @@ class PromptCounter:
         self.state = "unknown"  # "server": its streams count; "ask": this endpoint does; "none"
         self._finding = threading.Lock()  # held by the one call that finds out
 
-    def after(self, prompt: str, usage: TokenUsage | None, notes: list[str]) -> TokenUsage | None:
+    def after(self, prompt: str, usage: TokenUsage | None, notes: dict[str, None]) -> TokenUsage | None:
         """After a stream, with what counted it so far (while nobody knows, one call asks, the others wait)."""
         if self.state == "unknown":
             with self._finding:
@@ -286,12 +279,12 @@ class PromptCounter:
                     return self.count(prompt, notes)
         return self.count(prompt, notes) if usage is None and self.state == "ask" else None
 
-    def count(self, prompt: str, notes: list[str]) -> TokenUsage | None:
+    def count(self, prompt: str, notes: dict[str, None]) -> TokenUsage | None:
         try:
             status, body = read_bounded(self._client, "POST", self.url, self.seconds, 65536, json={"model": self.model, "input": prompt})
             data: Any = json.loads(body) if status == 200 else None
         except (httpx.TimeoutException, httpx.TransportError):  # busy or gone for now: not a "no"
-            notes.append(f"the server's token count ({self.PATH}) did not answer in {self.seconds:g} s; some of this run's calls are not counted")
+            notes[f"the server's token count ({self.PATH}) did not answer in {self.seconds:g} s; some of this run's calls are not counted"] = None
             return None
         except (httpx.HTTPError, ValueError, RecursionError):
             data = None

@@ -97,12 +97,12 @@ def _shaped(value: Any, field: str, shape: type, said: str) -> Any:
     return value
 
 
-def usage(value: Any, notes: list[str]) -> TokenUsage | None:
-    """The server's token counts, each checked; a bad one is dropped and noted."""
+def usage(value: Any, notes: dict[str, None]) -> TokenUsage | None:
+    """The server's token counts, each checked; a bad one is dropped and noted (`notes`: each once)."""
     if value is None:
         return None
     if not isinstance(value, dict):
-        notes.append(f"the server's usage is {kind(value)}, not an object: its token counts were dropped")
+        notes[f"the server's usage is {kind(value)}, not an object: its token counts were dropped"] = None
         return None
 
     def count(name: str, where: dict[str, Any], field: str) -> int | None:
@@ -110,7 +110,7 @@ def usage(value: Any, notes: list[str]) -> TokenUsage | None:
         if n is None:
             return None
         if type(n) is not int or not 0 <= n <= MAX_COUNT:
-            notes.append(f"the server's {field} is {kind(n)}, not a whole number from 0: it was dropped")
+            notes[f"the server's {field} is {kind(n)}, not a whole number from 0: it was dropped"] = None
             return None
         return n
 
@@ -122,7 +122,7 @@ def usage(value: Any, notes: list[str]) -> TokenUsage | None:
     if isinstance(details, dict):
         cached = count("cached_tokens", details, "usage.prompt_tokens_details.cached_tokens")
     elif details is not None:
-        notes.append(f"the server's usage.prompt_tokens_details is {kind(details)}, not an object: it was dropped")
+        notes[f"the server's usage.prompt_tokens_details is {kind(details)}, not an object: it was dropped"] = None
     evaluated = prompt - cached if cached is not None and cached <= prompt else None
     return TokenUsage(prompt, evaluated, completion)
 
