@@ -13,9 +13,9 @@ else a model can do is declared on the base, never probed.
 from __future__ import annotations
 
 import time
-from collections.abc import Generator, Iterable, Iterator, Sequence
+from collections.abc import Collection, Generator, Iterable, Iterator, Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, NamedTuple
 
 from harness.entry import Entry
 from harness.errors import HarnessError
@@ -41,15 +41,13 @@ class TokenUsage:
     completion_tokens: int | None = None
 
 
-@dataclass(frozen=True, slots=True)
-class Sent:
+class Sent(NamedTuple):
     """A chat backend's first item: how many messages it sent."""
 
     messages: int
 
 
-@dataclass(frozen=True, slots=True)
-class Bounds:
+class Bounds(NamedTuple):
     """Bounds on every model call: past `max_chars` or `max_seconds` the call ends in a
     ModelError naming its option (the run stops in model_error)."""
 
@@ -94,7 +92,7 @@ class Model:
     bounds: Bounds | None = DEFAULTS  # None: unbounded (a script's canned text)
     entry = Entry()  # its secrets, scrubbed from all it sends back (a server's: its key, its URL's password)
     serves_many = False  # True: another() gives each run of a batch its own model on shared connections
-    notes: Sequence[str] = ()  # what was dropped on arrival (a malformed token count), once each
+    notes: Collection[str] = ()  # what was dropped on arrival (a malformed token count), once each
 
     def stream(self, prompt: str, stop: Sequence[str]) -> Iterable[str | TokenUsage]:
         raise NotImplementedError(f"{type(self).__name__} must define stream(prompt, stop)")
@@ -184,12 +182,6 @@ class Around(Model):
         self.model.check(buffer)
 
 
-@dataclass(frozen=True, slots=True)
-class Call:
-    prompt_chars: int  # how much of the buffer it was sent: every prompt is a prefix of the final buffer
-    stop: tuple[str, ...]
-
-
 STREAMED = 4_096  # characters of a completion a script streams `chunk_size` at a time
 LONG_CHUNK = 65_536  # characters a chunk past them: a 10 MB reply is not a million chunks
 
@@ -209,18 +201,18 @@ class ScriptedModel(Model):
             raise HarnessError(f"ScriptedModel.completions[{bad}]", f"must be a str, not {type(self.completions[bad]).__name__}")
         self.chunk_size = max(1, chunk_size)
         self.tokens = list(tokens)
-        self.calls: list[Call] = []
+        self.calls: list[int] = []  # each call's prompt, by its length: every prompt is a prefix of the final buffer
 
     def send(self, buffer: Transcript, stop: Sequence[str]) -> Iterator[str | TokenUsage]:
-        return self._play(len(buffer), stop)  # only the prompt's length: the buffer is never joined
+        return self._play(len(buffer))  # only the prompt's length: the buffer is never joined
 
     def stream(self, prompt: str, stop: Sequence[str]) -> Iterator[str | TokenUsage]:
-        return self._play(len(prompt), stop)
+        return self._play(len(prompt))
 
-    def _play(self, prompt_chars: int, stop: Sequence[str]) -> Iterator[str | TokenUsage]:
+    def _play(self, prompt_chars: int) -> Iterator[str | TokenUsage]:
         if len(self.calls) == len(self.completions):
             raise ModelExhausted(f"the script has {len(self.completions)} completions and all were used")
-        self.calls.append(Call(prompt_chars, tuple(stop)))
+        self.calls.append(prompt_chars)
         i = len(self.calls) - 1
         text, at = self.completions[i], 0
         while at < len(text):
@@ -231,36 +223,21 @@ class ScriptedModel(Model):
             yield self.tokens[i]
 
 
-# --- what goes wrong, for demos: small wrappers around any model ------------------------
+class EndingModel(Around):
+    """Passes calls through to `model`, except call number `step`, which ends as a recording
+    ended: with a ModelError saying `error`, or else with Ctrl-C after `at` characters."""
 
-
-class FailingModel(Around):
-    """Passes calls through to `model`, except call number `step`, which fails with `message`."""
-
-    def __init__(self, model: Model, step: int, message: str) -> None:
+    def __init__(self, model: Model, step: int, error: str | None = None, at: int = 0) -> None:
         super().__init__(model)
-        self.step, self.message, self.calls = step, message, 0
+        self.step, self.error, self.at, self.calls = step, error, at, 0
 
     def send(self, buffer: Transcript, stop: Sequence[str]) -> Iterable[str | TokenUsage | Sent]:
         self.calls += 1
-        if self.calls == self.step:
-            raise ModelError(self.message)
-        return self.model.send(buffer, stop)
+        if self.calls != self.step:
+            return self.model.send(buffer, stop)
+        return self._end(self.model.send(buffer, stop) if self.error is None and self.at else ())
 
-
-class InterruptedModel(Around):
-    """Passes calls through to `model`; call `step` raises KeyboardInterrupt after `at` characters."""
-
-    def __init__(self, model: Model, step: int, at: int) -> None:
-        super().__init__(model)
-        self.step, self.at, self.calls = step, at, 0
-
-    def send(self, buffer: Transcript, stop: Sequence[str]) -> Iterable[str | TokenUsage | Sent]:
-        self.calls += 1
-        chunks = self.model.send(buffer, stop)
-        return self._cut(chunks) if self.calls == self.step else chunks
-
-    def _cut(self, chunks: Iterable[str | TokenUsage | Sent]) -> Iterator[str | TokenUsage | Sent]:
+    def _end(self, chunks: Iterable[str | TokenUsage | Sent]) -> Iterator[str | TokenUsage | Sent]:
         left = self.at
         for chunk in chunks:
             if isinstance(chunk, str):
@@ -270,4 +247,4 @@ class InterruptedModel(Around):
                 yield chunk
             if left == 0:
                 break
-        raise KeyboardInterrupt
+        raise KeyboardInterrupt if self.error is None else ModelError(self.error)

@@ -4,12 +4,10 @@
     server = serve(proxy)                       # on 127.0.0.1, a free port: proxy.url
     server.shutdown(); proxy.close()            # the runs saved as transcripts (harness.cassette)
 
-The modes are VCR's: `once` replays a cassette if there is one, else records one;
-`new_episodes` replays and records what is new; `all` records again; `none` only replays.
-A request that was not recorded fails closed: HTTP 400 with a diff of the agent's buffer
-against the nearest recording. Recording forwards each call unstreamed and bounded; an
-upstream failure is HTTP 502 and a run saved as model_error. The agent's key is forwarded,
-and scrubbed from all that is kept.
+The modes are VCR's (`harness proxy --help`). A request that was not recorded fails closed:
+HTTP 400 with a diff of the agent's buffer against the nearest recording. Recording forwards
+each call unstreamed through the backend (ServerModel.post), bounded; an upstream failure is
+HTTP 502 and a run saved as model_error. The agent's key is forwarded, and scrubbed from all kept.
 """
 
 from __future__ import annotations
@@ -23,16 +21,14 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from typing import Any
 
-import httpx
-
 from harness import captured, cassette
 from harness.backends import wire
-from harness.backends.connection import new_client, read_bounded
-from harness.backends.urls import hidden, server_url, url_secrets
+from harness.backends.server import ServerModel
+from harness.backends.urls import server_url
 from harness.diff import transcript_diff
 from harness.entry import Entry, is_secret_key
 from harness.errors import HarnessError
-from harness.model import DEFAULTS, Bounds, ModelError
+from harness.model import DEFAULTS, Bounds, Budget, ModelError
 from harness.traffic import Call, body, chat_text, group, transcript
 from harness.transcript import dumps
 
@@ -66,11 +62,14 @@ class Proxy:
         self.old = cassette.load(folder) if mode != "all" and folder.is_dir() else []
         self.recording = mode in ("all", "new_episodes") or (mode == "once" and not self.old)
         self.answers = {call.key(): call for run in self.old for call in run}
-        self.upstream = server_url(upstream) if self.recording else ""  # --base-url, else $HARNESS_BASE_URL
-        if self.recording and not self.upstream:
+        url = server_url(upstream) if self.recording else ""  # --base-url, else $HARNESS_BASE_URL
+        if self.recording and not url:
             raise HarnessError("--base-url", f"mode {mode} records {'new calls' if self.old else 'a new cassette'}: name the upstream server")
         self.held = cassette.claim(folder) if self.recording else None  # no other proxy records here meanwhile
-        self.client = new_client(self.upstream, headers={"Accept-Encoding": "identity"}) if self.upstream else None
+        self.upstream: ServerModel | None = None  # each call goes through the backend, with the agent's key (KEY_HEADERS)
+        if url:
+            limits = {"max_chars": bounds.max_chars, "max_seconds": bounds.max_seconds, "timeout": bounds.max_seconds}
+            self.upstream = ServerModel("", url, key="", max_tokens=bounds.max_tokens, **limits)
         self.calls: list[Call] = []  # this session's, in the order they ended
         self.live: set[int] = set()  # the ids of those that came from upstream
         self.mismatches: list[str] = []
@@ -80,7 +79,7 @@ class Proxy:
     def handle(self, endpoint: str, request: dict[str, Any], keys: dict[str, str]) -> Call:
         """The answer to one request (an upstream failure: a Call with `error`); `keys`: its KEY_HEADERS."""
         sent = [*keys.values(), *(v.removeprefix("Bearer ").strip() for v in keys.values()), str(request.get("api_key") or "")]
-        entry = Entry([*url_secrets(self.upstream), *filter(is_secret_key, sent)])
+        entry = Entry([*(self.upstream.entry.secrets if self.upstream else ()), *filter(is_secret_key, sent)])
         call = _call(endpoint, request, entry)
         recorded = self.answers.get(call.key())
         if recorded is None and not self.recording:
@@ -96,19 +95,11 @@ class Proxy:
         body = {k: v for k, v in request.items() if k not in ("stream", "stream_options")} | {"stream": False}
         if not 0 < (body.get("max_tokens") or 0) <= self.bounds.max_tokens:
             body["max_tokens"] = self.bounds.max_tokens
-        url = f"{self.upstream}/{'chat/completions' if call.endpoint == 'chat' else 'completions'}"
-        limit = self.bounds.max_chars * 8 + 65536
+        upstream = self.upstream.another()  # this call's: the agent's key scrubbed from what it says
+        upstream.entry = entry
         try:
-            sent = json.dumps(body).encode()  # ASCII: what the agent sent, even a lone surrogate, as it sent it
-            headers = {"Content-Type": "application/json", **keys}
-            status, raw = read_bounded(self.client, "POST", url, self.bounds.max_seconds, limit + 1, content=sent, headers=headers)
-            if status != 200:
-                raise ModelError(f"{hidden(self.upstream)} answered HTTP {status}: {wire.error_text(raw, entry) or '(no message)'}")
-            if len(raw) > limit:
-                raise ModelError(f"the upstream's answer passed {limit:,} bytes; the call was stopped (raise --max-chars)")
-            return _answered(call, wire.parse_event(raw.decode("utf-8", "replace"), entry), entry, self.bounds)
-        except httpx.HTTPError as e:
-            return call.but(error=entry.detail(f"{hidden(self.upstream)} could not be reached: {e}", 400))
+            answer = upstream.post(body, keys, "chat/completions" if call.endpoint == "chat" else "completions")
+            return _answered(call, answer, entry, self.bounds)
         except ModelError as e:
             return call.but(error=entry.detail(str(e), 400))
 
@@ -134,8 +125,8 @@ class Proxy:
     def close(self, save: bool = True) -> list[Path]:
         """Save the runs that hold a new call: added (`new_episodes`) or in the cassette's place,
         unless a call failed and there is a cassette to keep."""
-        if self.client is not None:
-            self.client.close()
+        if self.upstream is not None:
+            self.upstream.close()
         with self.lock:
             runs = [run for run in group(self.calls) if any(id(call) in self.live for call in run)]
         try:
@@ -197,9 +188,8 @@ def _answered(call: Call, data: dict[str, Any], entry: Entry, bounds: Bounds) ->
         text, calls = answer, ()
     else:
         raise ModelError(f"the upstream's answer holds no choices[0].{'message' if call.endpoint == 'chat' else 'text'}: {entry.detail(json.dumps(data))}")
-    if len(text) > bounds.max_chars:
-        raise ModelError(f"the completion passed {bounds.max_chars:,} characters; the call was stopped (raise --max-chars)")
-    used, reason = wire.usage(data.get("usage"), []), choice.get("finish_reason")
+    Budget(bounds).spend(len(text))
+    used, reason = wire.usage(data.get("usage"), {}), choice.get("finish_reason")
     tokens = None if used is None else {"prompt_tokens": used.prompt_tokens, "completion_tokens": used.completion_tokens}
     return call.but(completion=entry.scrub(text), tool_calls=calls, finish_reason=reason if isinstance(reason, str) else "stop", tokens=tokens)
 

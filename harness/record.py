@@ -21,7 +21,7 @@ from harness.errors import HarnessError, TranscriptFormatError
 from harness.events import StopReason
 from harness.files import read_input
 from harness.loop import UNLIMITED, Emit, Setup, nobody, run
-from harness.model import FailingModel, InterruptedModel, Model, ScriptedModel, TokenUsage
+from harness.model import EndingModel, Model, ScriptedModel, TokenUsage
 from harness.run_record import RunRecord
 from harness.saved import load_record
 from harness.scenario import Scenario, find_scenario, load_scenario
@@ -76,9 +76,9 @@ def recorded(saved: RunRecord, chunk_size: int = 8) -> Model:
 def script(model: Model, model_error: tuple | None, interrupt: tuple | None, endpoint: str) -> Model:
     """A scripted model failing or interrupted where told, sent messages through a chat endpoint."""
     if model_error is not None:
-        model = FailingModel(model, *model_error)
+        model = EndingModel(model, model_error[0], error=model_error[1])
     if interrupt is not None:
-        model = InterruptedModel(model, *interrupt)
+        model = EndingModel(model, interrupt[0], at=interrupt[1])
     if endpoint == "chat":
         from harness.backends.messages import ChatScript  # (only a chat run needs it: a script sent messages)
 

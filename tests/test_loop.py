@@ -6,7 +6,7 @@ from harness.dialects import DefaultDialect
 from harness.events import StopReason
 from harness.limits import Limits
 from harness.loop import UNLIMITED, Setup, run
-from harness.model import FailingModel, InterruptedModel, ScriptedModel
+from harness.model import EndingModel, ScriptedModel
 from harness.tools import Registry, calculator, from_function
 from harness.transcript import Author, Transcript
 
@@ -23,7 +23,7 @@ def test_the_model_sees_the_whole_buffer_fresh_every_call_and_it_only_grows():
     model = ScriptedModel(["Action: calculator(6 * 7)\n", "Final Answer: 42\n"])
     result = run(agent(), model)
     # The model keeps only how much it was sent: every prompt is a prefix of the buffer.
-    first, second = (result.transcript.text[: call.prompt_chars] for call in model.calls)
+    first, second = (result.transcript.text[:chars] for chars in model.calls)
     assert first == PROMPT
     assert second == PROMPT + "Action: calculator(6 * 7)\nObservation: 42\n"
     assert result.transcript.text.startswith(second)
@@ -100,9 +100,9 @@ def test_a_known_tool_resets_the_unknown_tool_count():
 
 
 def test_a_model_error_and_an_interrupt_end_the_run_without_a_crash():
-    failed = run(agent(), FailingModel(ScriptedModel(["Action: calculator(1)\n"]), 2, "HTTP 503"))
+    failed = run(agent(), EndingModel(ScriptedModel(["Action: calculator(1)\n"]), 2, error="HTTP 503"))
     assert (failed.stop_reason, failed.detail, failed.steps) == (StopReason.MODEL_ERROR, "HTTP 503", 1)
-    canceled = run(agent(), InterruptedModel(ScriptedModel(["Thought: six times seven\n"], chunk_size=3), 1, 10))
+    canceled = run(agent(), EndingModel(ScriptedModel(["Thought: six times seven\n"], chunk_size=3), 1, at=10))
     assert canceled.stop_reason == StopReason.CANCELED
     assert canceled.transcript.spans[-1] == canceled.transcript.spans[-1].__class__(Author.MODEL, "Thought: s")
 

@@ -81,8 +81,8 @@ def test_each_prompt_is_the_buffer_up_to_its_length():
     record = run(setup(50), model)
     text = record.transcript.text
     assert len(model.calls) == len(model.digests) == 51
-    for call, digest in zip(model.calls, model.digests):
-        assert hashlib.sha256(text[: call.prompt_chars].encode()).hexdigest() == digest
+    for chars, digest in zip(model.calls, model.digests):
+        assert hashlib.sha256(text[:chars].encode()).hexdigest() == digest
 
 
 def test_a_scripted_run_does_not_join_the_buffer_for_every_call(monkeypatch):

@@ -382,3 +382,13 @@ def test_the_model_list_is_served_with_a_query_too(tmp_path, upstream):
     session = Session(tmp_path / "c", "once", upstream.url)
     assert httpx.get(f"{session.url}/models?limit=5").status_code == 200  # as /completions?... is
     session.close()
+
+
+def test_an_upstream_that_does_not_serve_the_path_gets_the_backend_s_hint_to_the_agent(tmp_path, upstream):
+    upstream.serve(Reply(404, [b'{"detail": "Not Found"}'], content_type="application/json"))
+    session = Session(tmp_path / "c", "once", upstream.url.removesuffix("/v1"))  # the base URL without its /v1
+    r = httpx.post(f"{session.url}/completions", json={"model": "m", "prompt": PROMPT})
+    message = r.json()["error"]["message"]
+    assert r.status_code == 502 and "answered HTTP 404: Not Found; check the base URL (it ends in /v1)" in message
+    (path,) = session.close()
+    assert load_record(path.read_text(), str(path)).stop_reason == "model_error"

@@ -15,7 +15,7 @@ from hypothesis import strategies as st
 from harness.dialects import DefaultDialect, GovernedDialect, ReactPaperDialect
 from harness.limits import Limits
 from harness.loop import Setup, run
-from harness.model import InterruptedModel, ModelError, ModelExhausted, TokenUsage
+from harness.model import EndingModel, ModelError, ModelExhausted, TokenUsage
 from harness.tools import Registry, calculator, canned
 from harness.saved import load_record
 from harness.transcript import Author, Transcript
@@ -85,7 +85,7 @@ def ran(dialect, completions, sizes, count=False, peek=0, interrupt=None):
     setup = Setup(buffer, dialect, TOOLS, Limits(max_steps=6), peek=peek)
     model = Chunked(completions, sizes, count)
     if interrupt is not None:
-        model = InterruptedModel(model, *interrupt)
+        model = EndingModel(model, interrupt[0], at=interrupt[1])
     shown, events = [], []
     record = run(setup, model, events.append)
     for event in events:

@@ -97,21 +97,11 @@ def drain(response: httpx.Response, raw: Iterator[bytes]) -> None:
         pass
 
 
-def certificate_refused(error: BaseException) -> str:
-    """Why TLS refused the server's certificate, if that is why the connection failed."""
-    cause = _cause(error, ssl.SSLCertVerificationError)
-    return hidden(str(cause.verify_message or cause.reason or "not verified"))[:200] if cause else ""
-
-
-def handshake_failed(error: BaseException) -> str:
-    """Why the TLS handshake failed otherwise (`https://` to a plain-HTTP server), if it did."""
-    cause = _cause(error, ssl.SSLError)
-    return hidden(str(cause.reason or cause))[:200] if cause else ""
-
-
-def _cause(error: BaseException, kind: type[BaseException]) -> Any:
+def tls_cause(error: BaseException) -> ssl.SSLError | None:
+    """The TLS error behind a failed connection, if that is why it failed (a refused
+    certificate: an ssl.SSLCertVerificationError)."""
     cause: BaseException | None = error
-    while cause is not None and not isinstance(cause, kind):
+    while cause is not None and not isinstance(cause, ssl.SSLError):
         cause = cause.__cause__ or cause.__context__
     return cause
 

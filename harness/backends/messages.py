@@ -27,35 +27,28 @@ ROLE = {Author.MODEL: "assistant", Author.CODE: "user", Author.DEVELOPER: "user"
 
 def messages(spans: Iterable[Span]) -> list[dict[str, str]]:
     """The buffer's spans as chat messages, by the rule above."""
-    out: list[dict[str, str]] = []
-    for span in spans:
-        _add(out, span)
-    return out
+    return sent_counts(spans, sending=True)[0]
 
 
-def _add(out: list[dict[str, str]], span: Span, sending: bool = True) -> None:
-    """The rule, one span at a time; only what is sent refuses a control token (a view shows it)."""
-    if sending and span.author is Author.DEVELOPER and (token := PATTERN.search(span.text)):
-        raise HarnessError(
-            "--model chat:NAME",
-            f"the prompt template writes the control token {token.group()!r}, but a chat endpoint frames "
-            "the turns itself: use a template without control tokens or turn frames (e.g. prompt = \"default\")",
-        )
-    role = ROLE[span.author]
-    if out and out[-1]["role"] == role:
-        out[-1]["content"] += span.text
-    else:
-        out.append({"role": role, "content": span.text})
-
-
-def sent_counts(spans: Iterable[Span]) -> tuple[list[dict[str, str]], list[int]]:
-    """For the views: the run's messages once, and how many each call was sent (call i: `all[:counts[i]]`)."""
+def sent_counts(spans: Iterable[Span], sending: bool = False) -> tuple[list[dict[str, str]], list[int]]:
+    """The run's messages once, and how many each call was sent (call i: `all[:counts[i]]`);
+    only what is sent refuses a control token (a view shows it)."""
     out: list[dict[str, str]] = []
     counts: list[int] = []
     for span in spans:
         if span.author is Author.MODEL:
             counts.append(len(out))
-        _add(out, span, sending=False)
+        elif sending and span.author is Author.DEVELOPER and (token := PATTERN.search(span.text)):
+            raise HarnessError(
+                "--model chat:NAME",
+                f"the prompt template writes the control token {token.group()!r}, but a chat endpoint frames "
+                "the turns itself: use a template without control tokens or turn frames (e.g. prompt = \"default\")",
+            )
+        role = ROLE[span.author]
+        if out and out[-1]["role"] == role:
+            out[-1]["content"] += span.text
+        else:
+            out.append({"role": role, "content": span.text})
     return out, counts
 
 

@@ -1,13 +1,9 @@
 """A model behind any OpenAI-compatible server (llama.cpp, vLLM, Ollama, ...): `openai:NAME`
-posts the buffer byte for byte to `{base_url}/completions`, `chat:NAME` posts it to
-`/chat/completions` split into messages by author (harness.backends.messages).
-
-Every sampling parameter is sent, as servers' defaults differ, and llama.cpp's own knobs
-set to "off", unless the server is strict (`--strict`, or api.openai.com: it rejects them
-and takes at most 4 stops; the loop's own scanner enforces all of them). The API key comes
-from HARNESS_API_KEY or OPENAI_API_KEY. A server whose streams carry no token counts is
-asked for the prompt's (llama-cpp-python's /extras/tokenize/count; PromptCounter). Left
-out: retries (a failed call ends the run: model_error), n > 1, logprobs, compressed answers.
+posts the buffer byte for byte to `{base_url}/completions`, `chat:NAME` to `/chat/completions`
+as messages by author (harness.backends.messages). Every sampling parameter is sent, as
+servers' defaults differ, and llama.cpp's own knobs set to "off", unless the server is strict
+(`--strict`, or api.openai.com: it rejects them and takes at most 4 stops; the loop's scanner
+enforces them all). Left out: retries (a failed call ends the run), n > 1, logprobs.
 """
 
 from __future__ import annotations
@@ -16,17 +12,19 @@ import copy
 import json
 import os
 import socket
+import ssl
 import threading
 import time
 import weakref
 from collections.abc import Iterator, Mapping, Sequence
+from contextlib import contextmanager
 from typing import Any
 from urllib.parse import urlsplit
 
 import httpx
 
 from harness.backends import wire
-from harness.backends.connection import CALLS, certificate_refused, drain, handshake_failed, new_client, proxied, read_bounded, read_raw, shut
+from harness.backends.connection import CALLS, drain, new_client, proxied, read_bounded, read_raw, shut, tls_cause
 from harness.backends.messages import messages, with_count
 from harness.backends.urls import hidden, server_url, url_secrets
 from harness.entry import Entry
@@ -66,6 +64,7 @@ class ServerModel(Model):
         timeout: float = 120.0,  # seconds to wait for the next byte (reading a long prompt takes a while)
         connect_timeout: float = 5.0,
         connections: int | None = None,  # calls at once over this model and its others (default: httpx's)
+        key: str | None = None,  # default: HARNESS_API_KEY or OPENAI_API_KEY
     ) -> None:
         self.model = model
         self.base_url = server_url(base_url, DEFAULT_BASE_URL)
@@ -85,8 +84,8 @@ class ServerModel(Model):
         }
         self.timeout = timeout
         self._wait = wait_for_server
-        self.notes: list[str] = []  # what was dropped on arrival (a malformed token count), once each
-        self._key = _api_key()
+        self.notes: dict[str, None] = {}  # what was dropped on arrival (a malformed token count), once each
+        self._key = _api_key() if key is None else key
         self._sockets: weakref.WeakSet[socket.socket] = weakref.WeakSet()  # every connection's, of this model and its others
         self._interrupted = threading.Event()  # Ctrl-C in a batch: no more waiting
         self.entry = Entry(url_secrets(self.base_url), key=self._key)
@@ -99,7 +98,7 @@ class ServerModel(Model):
     def another(self) -> ServerModel:
         """A model for another run of a batch: its own notes, sharing the client and token counter."""
         twin = copy.copy(self)
-        twin.notes = []
+        twin.notes = {}
         return twin
 
     def __repr__(self) -> str:
@@ -121,8 +120,8 @@ class ServerModel(Model):
 
     def _counted(self, prompt: str, chunks: Iterator[str | TokenUsage]) -> Iterator[str | TokenUsage]:
         """A server that streams no counts is asked for the prompt's (PromptCounter)."""
-        counter, usage, notes = self._counter, None, []
-        if counter.state == "ask" and (usage := counter.count(prompt, notes)) is not None:
+        counter, usage = self._counter, None
+        if counter.state == "ask" and (usage := counter.count(prompt, self.notes)) is not None:
             yield usage  # before the text: a stream closed early keeps it
         try:
             for chunk in chunks:
@@ -131,9 +130,8 @@ class ServerModel(Model):
                 yield chunk
         finally:
             chunks.close()
-        if (late := counter.after(prompt, usage, notes)) is not None:
+        if (late := counter.after(prompt, usage, self.notes)) is not None:
             yield late
-        self._note(notes)
 
     def close(self) -> None:
         self._client.close()
@@ -151,42 +149,56 @@ class ServerModel(Model):
                 read_bounded(self._client, "GET", f"{self.base_url}/models", min(2.0, max(0.1, deadline - time.monotonic())), 0)  # ends by the deadline
                 return True
             except httpx.HTTPError as e:
-                if certificate_refused(e):  # it is up, and refused: waiting would not change that
+                if isinstance(tls_cause(e), ssl.SSLCertVerificationError):  # it is up, and refused: waiting would not change that
                     return True
                 if time.monotonic() >= deadline or self._interrupted.wait(min(0.25, max(0.0, deadline - time.monotonic()))):
                     return False
 
+    def post(self, body: dict[str, Any], headers: Mapping[str, str], path: str) -> dict[str, Any]:
+        """One call unstreamed, its body as given (harness proxy forwards an agent's to `path`):
+        the server's JSON answer, bounded and failing as a streamed call does."""
+        budget, limit = Budget(self.bounds), 8 * self.bounds.max_chars + 65536
+        sent = json.dumps(body).encode()  # ASCII: what was given, even a lone surrogate, as it was given
+        with self._posting(path, budget, False, content=sent, headers={"Content-Type": "application/json", **headers}) as response:
+            raw = read_raw(response, limit + 1)
+        if len(raw) > limit:
+            raise ModelError(f"{self.where}'s answer passed {limit:,} bytes; the call was stopped (raise --max-chars)")
+        return wire.parse_event(raw.decode("utf-8", "replace"), self.entry)
+
+    @contextmanager
+    def _posting(self, path: str, budget: Budget, streamed: bool, **request: Any) -> Iterator[httpx.Response]:
+        """One POST by the call's deadline, its answer checked; closed early, it closes the
+        connection, so the server stops generating."""
+        try:
+            with CALLS.until(budget.deadline, self._sockets), self._client.stream("POST", f"{self.base_url}/{path}", **request) as response:
+                if (error := refused(response, self, path, streamed)) is not None:
+                    raise error
+                yield response
+        except httpx.HTTPError as e:
+            raise self._failed(e, budget) from None
+
     def _stream(self, body: dict[str, Any], prompt_chars: int) -> Iterator[str | TokenUsage]:
-        url = f"{self.base_url}/{self.path}"
         if self._wait is not None:  # a server still starting: the first call waits for it, once
             self.wait(self._wait)
             self._wait = None
         budget = Budget(self.bounds)  # its deadline ends every read and write of the call
         text_chars, events, finished, had_choices, usage = 0, 0, False, False, None
-        try:
-            # Closing this generator early (a stop was found) closes the response and its
-            # connection, so the server stops generating.
-            with CALLS.until(budget.deadline, self._sockets), self._client.stream("POST", url, json=body) as response:
-                if (error := refused(response, self)) is not None:
-                    raise error
-                max_line = 8 * self.bounds.max_chars + 65536  # room for JSON's escapes around the text
-                raw = response.iter_raw()
-                for data in wire.data_lines(raw, max_line):
-                    budget.spend(0)  # the clock, checked with every event
-                    if data == "[DONE]":
-                        drain(response, raw)
-                        break
-                    events += 1
-                    piece = wire.piece(data, self.chat, self.entry)
-                    if piece.usage is not None:
-                        usage = wire.usage(piece.usage, notes := [])
-                        self._note(notes)
-                    if piece.text:
-                        text_chars += len(piece.text)
-                        yield piece.text
-                    finished, had_choices = finished or piece.finished, had_choices or piece.had_choices
-        except httpx.HTTPError as e:
-            raise self._failed(e, budget) from None
+        with self._posting(self.path, budget, True, json=body) as response:
+            max_line = 8 * self.bounds.max_chars + 65536  # room for JSON's escapes around the text
+            raw = response.iter_raw()
+            for data in wire.data_lines(raw, max_line):
+                budget.spend(0)  # the clock, checked with every event
+                if data == "[DONE]":
+                    drain(response, raw)
+                    break
+                events += 1
+                piece = wire.piece(data, self.chat, self.entry)
+                if piece.usage is not None:
+                    usage = wire.usage(piece.usage, self.notes)
+                if piece.text:
+                    text_chars += len(piece.text)
+                    yield piece.text
+                finished, had_choices = finished or piece.finished, had_choices or piece.had_choices
         if events == 0 and text_chars == 0:  # llama.cpp's answer to a prompt longer than its context
             raise ModelError(
                 f"the server closed the stream without sending an event: the prompt ({prompt_chars} characters) "
@@ -202,10 +214,11 @@ class ServerModel(Model):
     def _failed(self, error: httpx.HTTPError, budget: Budget) -> ModelError:
         """What a call that could not reach, or stopped hearing from, the server says."""
         if isinstance(error, (httpx.ConnectError, httpx.ConnectTimeout)):
-            if refused := certificate_refused(error):
-                return ModelError(f"{self.where} is not trusted: its TLS certificate was refused ({refused}; SSL_CERT_FILE names a CA to trust)")
-            if failed := handshake_failed(error):
-                return ModelError(f"the TLS handshake with {self.where} failed ({failed}): does it speak https://, or plain http://?")
+            if (tls := tls_cause(error)) is not None:
+                why = hidden(str(getattr(tls, "verify_message", None) or tls.reason or tls))[:200]
+                if isinstance(tls, ssl.SSLCertVerificationError):
+                    return ModelError(f"{self.where} is not trusted: its TLS certificate was refused ({why}; SSL_CERT_FILE names a CA to trust)")
+                return ModelError(f"the TLS handshake with {self.where} failed ({why}): does it speak https://, or plain http://?")
             where = "set --base-url or HARNESS_BASE_URL, or --wait-for-server SECONDS while it starts"
             through = " through the proxy a *_proxy variable names (is the proxy up? NO_PROXY=127.0.0.1 skips it)" if proxied(self.base_url) else ""
             return ModelError(f"cannot connect to {self.where}{through}: is the server running? ({where})")
@@ -217,16 +230,10 @@ class ServerModel(Model):
             return ModelError(f"the connection to {self.where} broke mid-stream ({type(error).__name__}): did the server stop?")
         raise error
 
-    def _note(self, notes: list[str]) -> None:
-        for note in notes:
-            if note not in self.notes:
-                self.notes.append(note)
-
 
 class ChatModel(ServerModel):
-    """`chat:NAME`: each call sends the buffer as messages (harness.backends.messages), which the
-    server's template frames; its stream begins with a Sent, how many. `stream(prompt, stop)`
-    sends the prompt as one user message."""
+    """`chat:NAME`: the buffer as messages, which the server's template frames; each stream
+    begins with a Sent, how many. `stream(prompt, stop)` sends one user message."""
 
     path = "chat/completions"
     chat = True  # the events carry choices[].delta.content
@@ -249,10 +256,9 @@ class ChatModel(ServerModel):
 
 class PromptCounter:
     """What one server counts, found out once and shared by a batch's runs. llama-cpp-python's
-    server streams no counts but answers `POST /extras/tokenize/count {"model", "input"}` with
-    `{"count": 412}`. A server whose first stream had no counts is asked there; if it answers,
-    for every later call; if it cannot, never again. A count not in time (the server is busy)
-    is dropped with a note, and the next call asks again. No count is made up."""
+    streams carry no counts, but `POST /extras/tokenize/count {"model", "input"}` answers
+    `{"count": 412}`: asked there after a first stream without counts, then on every call if it
+    answered, never if it could not. A count not in time is dropped with a note; none is made up."""
 
     PATH = "/extras/tokenize/count"
 
@@ -262,9 +268,8 @@ class PromptCounter:
         self.state = "unknown"  # "server": its streams count; "ask": this endpoint does; "none"
         self._finding = threading.Lock()  # held by the one call that finds out
 
-    def after(self, prompt: str, usage: TokenUsage | None, notes: list[str]) -> TokenUsage | None:
-        """After a stream, with what counted the call so far (see above; while nobody knows
-        yet, one call asks and the others wait)."""
+    def after(self, prompt: str, usage: TokenUsage | None, notes: dict[str, None]) -> TokenUsage | None:
+        """After a stream, with what counted it so far (while nobody knows, one call asks, the others wait)."""
         if self.state == "unknown":
             with self._finding:
                 if self.state == "unknown":
@@ -274,12 +279,12 @@ class PromptCounter:
                     return self.count(prompt, notes)
         return self.count(prompt, notes) if usage is None and self.state == "ask" else None
 
-    def count(self, prompt: str, notes: list[str]) -> TokenUsage | None:
+    def count(self, prompt: str, notes: dict[str, None]) -> TokenUsage | None:
         try:
             status, body = read_bounded(self._client, "POST", self.url, self.seconds, 65536, json={"model": self.model, "input": prompt})
             data: Any = json.loads(body) if status == 200 else None
         except (httpx.TimeoutException, httpx.TransportError):  # busy or gone for now: not a "no"
-            notes.append(f"the server's token count ({self.PATH}) did not answer in {self.seconds:g} s; some of this run's calls are not counted")
+            notes[f"the server's token count ({self.PATH}) did not answer in {self.seconds:g} s; some of this run's calls are not counted"] = None
             return None
         except (httpx.HTTPError, ValueError, RecursionError):
             data = None
@@ -288,8 +293,9 @@ class PromptCounter:
         return counted
 
 
-def refused(response: httpx.Response, model: ServerModel) -> ModelError | None:
-    """What is wrong with an answer that is not an uncompressed stream of events, and what to check."""
+def refused(response: httpx.Response, model: ServerModel, path: str, streamed: bool) -> ModelError | None:
+    """What is wrong with an answer that is not an uncompressed stream of events (or JSON: not
+    `streamed`) from `path`, and what to check."""
     status = response.status_code
     if status != 200:
         try:
@@ -300,14 +306,14 @@ def refused(response: httpx.Response, model: ServerModel) -> ModelError | None:
         hint = {
             401: "check HARNESS_API_KEY",
             403: "check HARNESS_API_KEY",
-            404: f"check the base URL (it ends in /v1) and the model name; does the server serve /{model.path}?",
+            404: f"check the base URL (it ends in /v1) and the model name; does the server serve /{path}?",
         }.get(status, "the server refused the request" if status < 500 else "the server failed")
         if "context" in detail.lower():
             hint = f"the prompt is probably {TOO_LONG}"
         return ModelError(f"{model.where} answered HTTP {status}: {detail or '(no message)'}; {hint}")
     kind = model.entry.detail(response.headers.get("content-type", ""), 60) or "no content type"
-    if not kind.startswith("text/event-stream"):
-        return ModelError(f"{model.where} answered with {kind}, not a stream of events: does it serve /{model.path} with stream: true?")
+    if streamed and not kind.startswith("text/event-stream"):
+        return ModelError(f"{model.where} answered with {kind}, not a stream of events: does it serve /{path} with stream: true?")
     encoding = response.headers.get("content-encoding", "identity").strip().lower()
     if encoding not in ("", "identity"):
         return ModelError(f"{model.where} compressed its answer (Content-Encoding: {model.entry.detail(encoding, 40)}) though harness asked for none")

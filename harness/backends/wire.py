@@ -71,41 +71,38 @@ def piece(data: str, chat: bool, entry: Entry) -> Piece:
     """The text, finish and usage of one event's JSON, every field checked."""
     event = parse_event(data, entry)
     if "error" in event:
-        raise ModelError(f"the server reported an error mid-stream: {message(event['error'], entry)}")
+        raise ModelError(f"the server reported an error mid-stream: {error_text(event['error'], entry)}")
     choices = event.get("choices")
     if choices is None:
         return Piece("", False, event.get("usage"), False)
-    if not isinstance(choices, list):
-        raise ModelError(f"the server's event is malformed: choices is {kind(choices)}, not a list")
     texts, finished = [], False
-    for i, choice in enumerate(choices):
+    for i, choice in enumerate(_shaped(choices, "choices", list, "a list")):
         if not isinstance(choice, dict):
             raise ModelError(f"the server's event is malformed: choices[{i}] is {kind(choice)}, not an object")
         if chat:
-            field, delta = f"choices[{i}].delta.content", choice.get("delta", {})
-            if delta is None:
-                delta = {}
-            if not isinstance(delta, dict):
-                raise ModelError(f"the server's event is malformed: choices[{i}].delta is {kind(delta)}, not an object")
-            value = delta.get("content")
+            delta = _shaped(choice.get("delta"), f"choices[{i}].delta", dict, "an object") or {}
+            value = _shaped(delta.get("content"), f"choices[{i}].delta.content", str, "a string")
         else:
-            field, value = f"choices[{i}].text", choice.get("text")
-        if value is not None and not isinstance(value, str):
-            raise ModelError(f"the server's event is malformed: {field} is {kind(value)}, not a string")
-        reason = choice.get("finish_reason")
-        if reason is not None and not isinstance(reason, str):
-            raise ModelError(f"the server's event is malformed: choices[{i}].finish_reason is {kind(reason)}, not a string")
+            value = _shaped(choice.get("text"), f"choices[{i}].text", str, "a string")
+        reason = _shaped(choice.get("finish_reason"), f"choices[{i}].finish_reason", str, "a string")
         texts.append(value or "")
         finished = finished or reason is not None
     return Piece("".join(texts), finished, event.get("usage"), True)
 
 
-def usage(value: Any, notes: list[str]) -> TokenUsage | None:
-    """The server's token counts, each checked; a bad one is dropped and noted."""
+def _shaped(value: Any, field: str, shape: type, said: str) -> Any:
+    """`value` if it is null or of `shape`; a ModelError naming `field` if not."""
+    if value is not None and not isinstance(value, shape):
+        raise ModelError(f"the server's event is malformed: {field} is {kind(value)}, not {said}")
+    return value
+
+
+def usage(value: Any, notes: dict[str, None]) -> TokenUsage | None:
+    """The server's token counts, each checked; a bad one is dropped and noted (`notes`: each once)."""
     if value is None:
         return None
     if not isinstance(value, dict):
-        notes.append(f"the server's usage is {kind(value)}, not an object: its token counts were dropped")
+        notes[f"the server's usage is {kind(value)}, not an object: its token counts were dropped"] = None
         return None
 
     def count(name: str, where: dict[str, Any], field: str) -> int | None:
@@ -113,7 +110,7 @@ def usage(value: Any, notes: list[str]) -> TokenUsage | None:
         if n is None:
             return None
         if type(n) is not int or not 0 <= n <= MAX_COUNT:
-            notes.append(f"the server's {field} is {kind(n)}, not a whole number from 0: it was dropped")
+            notes[f"the server's {field} is {kind(n)}, not a whole number from 0: it was dropped"] = None
             return None
         return n
 
@@ -125,23 +122,21 @@ def usage(value: Any, notes: list[str]) -> TokenUsage | None:
     if isinstance(details, dict):
         cached = count("cached_tokens", details, "usage.prompt_tokens_details.cached_tokens")
     elif details is not None:
-        notes.append(f"the server's usage.prompt_tokens_details is {kind(details)}, not an object: it was dropped")
+        notes[f"the server's usage.prompt_tokens_details is {kind(details)}, not an object: it was dropped"] = None
     evaluated = prompt - cached if cached is not None and cached <= prompt else None
     return TokenUsage(prompt, evaluated, completion)
 
 
-def message(error: Any, entry: Entry) -> str:
-    """A server's error as its message says it: OpenAI's {"message": ...}, or all of it."""
+def error_text(error: bytes | Any, entry: Entry) -> str:
+    """The message of an error answer's body (bytes) or an error value: OpenAI's {"error":
+    {"message"}}, FastAPI's {"detail"}, or all of it."""
+    if isinstance(error, bytes):
+        try:
+            error = json.loads(error.decode("utf-8", "replace"))
+        except (ValueError, RecursionError):
+            return entry.detail(error.decode("utf-8", "replace"))
+    if isinstance(error, dict):
+        error = error.get("error", error.get("detail", error))
     if isinstance(error, dict):
         error = error.get("message", json.dumps(error, ensure_ascii=False))
     return entry.detail(error)
-
-
-def error_text(body: bytes, entry: Entry) -> str:
-    """The message of an error answer: OpenAI's {"error": {"message"}}, FastAPI's {"detail"}, or the text."""
-    text = body.decode("utf-8", "replace")
-    try:
-        data = json.loads(text)
-    except (ValueError, RecursionError):
-        return entry.detail(text)
-    return message(data.get("error", data.get("detail", data)), entry) if isinstance(data, dict) else entry.detail(text)
