@@ -2,16 +2,17 @@
 returned as text.
 
 Importing a Python tool (or an Agent a saved file names) may print, raise anything or fail
-in its own __str__: each is one HarnessError naming the field and the module, and what it
-prints is dropped. A scenario's tool modules are loaded afresh by every build, from their
-text, as a package of the build's own: a module finds its neighbours there, never on sys.path.
+in its exception's own __str__: each is one HarnessError naming the field and the module,
+and what it prints is dropped. A scenario's tool modules are loaded afresh on every build,
+from their text, so an edit is seen by the next run of a long pytest session. While a
+build loads them, the scenario's folder is on sys.path and is a package of harness's own
+(so a module imports its neighbours absolutely or relatively); what the build found in
+the folder leaves sys.modules as it ends.
 """
 
 from __future__ import annotations
 
-import builtins
 import importlib
-import importlib.machinery
 import importlib.util
 import inspect
 import itertools
@@ -74,7 +75,7 @@ def import_function(spec: str, folder: Path, field: str) -> Callable[..., Any]:
         raise HarnessError(field, f"{relative} in {folder} cannot be looked up ({e.strerror or e})") from None
     with loading(folder) as package:
         if path.is_file():
-            module = _contained(lambda: importlib.import_module(f"{package}.{module_name}"), module_name, field)
+            module = _from_file(path, package, module_name, field)
         else:
             missing = f"no module {module_name!r}: no {relative} in {folder}, and none importable"
             module = _contained(lambda: importlib.import_module(module_name), module_name, field, missing)
@@ -84,92 +85,75 @@ def import_function(spec: str, folder: Path, field: str) -> Callable[..., Any]:
     return fn
 
 
+# sys.path and sys.modules are the whole process's, and a batch builds runs in threads: one
+# load at a time, so that no import finds another folder's helpers (re-entrant: a tool
+# module may build a scenario's tools as it loads).
+_ON_PATH = threading.RLock()
 _loads = itertools.count()
 _load: ContextVar[tuple[Path, str] | None] = ContextVar("harness_load", default=None)  # (folder, its package)
 
 
 @contextmanager
 def loading(folder: Path) -> Iterator[str]:
-    """One build's tool modules from `folder`, as one package: two tools of one module, or
-    two modules importing one neighbour, share it. Yields the package's name."""
+    """One build's tool modules from `folder`, loaded together: two tools of one module, or
+    two modules importing one neighbour, share it. Yields the folder's package's name."""
     folder = resolved(folder)
-    if (load := _load.get()) is not None and load[0] == folder:  # a tool module that builds a scenario's tools
+    if (load := _load.get()) is not None and load[0] == folder:
         yield load[1]
         return
-    if _Fresh not in sys.meta_path:
-        sys.meta_path.insert(0, _Fresh)
-    package = f"harness_tools_{next(_loads)}"  # stays in sys.modules: a tool may import from it when called, or pickle a class of it
-    spec = importlib.machinery.ModuleSpec(package, None, is_package=True)
-    spec.submodule_search_locations = [str(folder)]
-    sys.modules[package] = importlib.util.module_from_spec(spec)
-    token = _load.set((folder, package))
-    try:
-        yield package
-    finally:
-        _load.reset(token)
+    with _ON_PATH:
+        package, before = f"harness_tools_{next(_loads)}", set(sys.modules)
+        spec = importlib.util.spec_from_loader(package, None, is_package=True)
+        spec.submodule_search_locations = [str(folder)]
+        sys.modules[package] = importlib.util.module_from_spec(spec)
+        sys.path.insert(0, str(folder))
+        token = _load.set((folder, package))
+        try:
+            yield package
+        finally:
+            _load.reset(token)
+            # The build's own package stays (its name is new each build; a tool may import
+            # from it when called, or pickle a class of it); the folder's top-level modules it
+            # brought in leave, so that no other folder's import finds them. A package imported
+            # before the load (the user's own, by a test module) is not the load's to remove.
+            for name in set(sys.modules) - before:  # (while the folder is on sys.path: see _beside)
+                top = name.partition(".")[0]
+                if top != package and top not in before and _beside(name, folder):
+                    del sys.modules[name]
+            if str(folder) in sys.path:  # (a tool module may have taken it off itself)
+                sys.path.remove(str(folder))
 
 
-class _Fresh(importlib.machinery.SourceFileLoader):
-    """On sys.meta_path, for the modules of a build's package (`harness_tools_N.helpers`):
-    found in its folder as Python finds them (modules, packages, namespace packages), each
-    compiled from its text, never a cached .pyc (an edit in the same second would pass for
-    it), its absolute imports of its folder's modules (`import helpers`) resolved inside the
-    package. So no other folder's build finds them, and no module outside the package is
-    added to sys.modules or taken from it."""
-
-    @classmethod
-    def find_spec(cls, name: str, path: Any = None, target: Any = None) -> Any:
-        if not name.startswith("harness_tools_") or "." not in name:
-            return None
-        spec = importlib.machinery.PathFinder.find_spec(name, path)
-        if spec is not None and type(spec.loader) is importlib.machinery.SourceFileLoader:
-            spec.loader = cls(name, spec.origin)
-        return spec
-
-    def get_code(self, fullname: str) -> Any:
-        return compile(self.get_data(self.path), self.path, "exec", dont_inherit=True)
-
-    def exec_module(self, module: Any) -> None:
-        package = module.__name__.partition(".")[0]
-
-        def folder_import(name: str, globals: Any = None, locals: Any = None, fromlist: Any = (), level: int = 0) -> Any:
-            top = name.partition(".")[0]
-            if level == 0 and _in_folder(package, top):
-                found = builtins.__import__(f"{package}.{name}", globals, locals, fromlist, 0)
-                return found if fromlist else sys.modules[f"{package}.{top}"]
-            return builtins.__import__(name, globals, locals, fromlist, level)
-
-        module.__builtins__ = _Builtins(__import__=folder_import)
-        super().exec_module(module)
+def _from_file(path: Path, package: str, module_name: str, field: str) -> Any:
+    name, parent = f"{package}.{module_name}", module_name.rpartition(".")[0]
+    if name in sys.modules:  # two tools of one module, in one load
+        return sys.modules[name]
+    if parent:  # its packages (pkg/__init__.py), imported as Python imports them
+        _contained(lambda: importlib.import_module(f"{package}.{parent}"), module_name, field)
+    module = importlib.util.module_from_spec(importlib.util.spec_from_file_location(name, path))
+    # Compiled from its text, never a cached .pyc (an edit in the same second would pass for
+    # it); as an import does: its own __future__ imports, its file's name, in sys.modules.
+    code = _contained(lambda: compile(path.read_bytes(), module.__file__, "exec", dont_inherit=True), module_name, field)
+    sys.modules[name] = module
+    _contained(lambda: exec(code, module.__dict__), module_name, field)
+    return module
 
 
-class _Builtins(dict):
-    """A folder module's builtins: its own __import__, any other name as builtins has it when
-    looked up (a test that patches `builtins.open` patches it for the tool too)."""
-
-    def __missing__(self, name: str) -> Any:
-        return builtins.__dict__[name]
-
-
-def _in_folder(package: str, top: str) -> bool:
-    """Is `top` a module of the package's folder, as Python would rank it there? A folder
-    without __init__.py (`lib/`) counts only when no module elsewhere has that name, and a
-    module already imported from that very file (the user's package, imported by a test) is
-    the user's: imported twice, its exception classes would not match."""
-    spec = importlib.machinery.PathFinder.find_spec(f"{package}.{top}", sys.modules[package].__path__)
-    if spec is None:
+def _beside(name: str, folder: Path) -> bool:
+    """Was the module `name` found at the top of `folder` by its top name (as found, links
+    not followed)? An installed module in a virtual environment under the folder is not. A
+    namespace package (`lib/` without `__init__.py`) may also have portions elsewhere on
+    sys.path (llama-cpp-python installs a `lib/`): one portion in the folder is enough."""
+    try:  # its own names, asking no module __getattr__ of user code (sys.modules may hold anything)
+        own = object.__getattribute__(sys.modules[name], "__dict__")
+        found = [own.get("__file__"), *(own.get("__path__") or ())]
+    except Exception:
         return False
-    if spec.origin is None:
-        elsewhere = importlib.machinery.PathFinder.find_spec(top)
-        return elsewhere is None or elsewhere.origin is None
-    try:
-        imported = sys.modules[top].__spec__.origin if top in sys.modules else None
-    except Exception:  # (sys.modules may hold anything)
-        imported = None
-    return imported != spec.origin
-
-
-_ON_PATH = threading.RLock()  # sys.path is the process's; a batch's threads import one at a time
+    top = name.partition(".")[0]
+    return any(
+        isinstance(f, str) and Path(f).is_relative_to(folder) and Path(f).relative_to(folder).parts[0].partition(".")[0] == top
+        for f in found
+    )
 
 
 def import_object(ref: str, root: Path, field: str) -> Any:
@@ -193,8 +177,8 @@ def import_object(ref: str, root: Path, field: str) -> Any:
 
 
 def _contained(load: Callable[[], Any], module_name: str, field: str, missing: str = "") -> Any:
-    """Import user code: its prints dropped, whatever it raises one HarnessError (`missing`
-    when the module itself, or a package above it, does not exist)."""
+    """Import user code: what it prints is dropped, whatever it raises is one HarnessError
+    (`missing` when the module itself, or a package above it, does not exist)."""
     try:
         call = captured.start()  # this thread's prints, dropped
         try:
@@ -206,8 +190,11 @@ def _contained(load: Callable[[], Any], module_name: str, field: str, missing: s
     except BaseException as e:
         if missing and isinstance(e, ModuleNotFoundError) and e.name and (module_name + ".").startswith(e.name + "."):
             raise HarnessError(field, missing) from None
-        said = regex.sub(r"harness_tools_[0-9]+\.?", "", describe(e))  # the build's package is harness's name, not the user's
+        said = _PACKAGE.sub("", describe(e))  # the folder's package is harness's name, not the user's
         raise HarnessError(field, f"the module {module_name!r} failed to import ({said})") from None
+
+
+_PACKAGE = regex.compile(r"harness_tools_[0-9]+\.?")
 
 
 def as_text(value: Any) -> str | None:

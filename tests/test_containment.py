@@ -722,43 +722,11 @@ def test_a_helpers_module_that_links_elsewhere_is_its_folders_own(tmp_path, monk
     assert "Observation: own\n" in (tmp_path / "out" / "b.txt").read_text(encoding="utf-8")
 
 
-def test_a_tool_module_that_puts_its_folder_on_sys_path_and_takes_it_off_is_no_crash(tmp_path, monkeypatch):
-    # The folder is never on sys.path (its modules are the build's package's); a tool written
-    # for a plain script, that puts it there itself, still runs and imports its own neighbour.
+def test_a_tool_module_that_takes_its_folder_off_sys_path_is_no_crash(tmp_path, monkeypatch):
     monkeypatch.chdir(tmp_path)
-    (tmp_path / "helpers.py").write_text('NAME = "ok"\n', encoding="utf-8")
-    source = 'import os, sys\nhere = os.path.dirname(os.path.abspath(__file__))\nsys.path.insert(0, here)\nimport helpers\nsys.path.remove(here)\n\ndef ask(q):\n    """Ask."""\n    return helpers.NAME\n'
+    source = 'import os, sys\nsys.path.remove(os.path.dirname(os.path.abspath(__file__)))\n\ndef ask(q):\n    """Ask."""\n    return "ok"\n'
     result = invoke("run", str(scenario(tmp_path, "ask", source=source)), "-f", "tagged")
     assert result.exit_code == 0 and observations(result.stdout) == ["code      | Observation: ok"], result.output
-    assert "helpers" not in sys.modules
-
-
-def test_an_installed_module_a_tool_imports_gets_its_own_neighbour_not_the_tool_folder_s(tmp_path, monkeypatch):
-    # An installed module that imports its own `helpers` while a tool module loads must not
-    # be handed the tool folder's helpers.py: only the folder's own modules look there.
-    site = tmp_path / "site"
-    site.mkdir()
-    (site / "helpers.py").write_text('NAME = "installed"\n', encoding="utf-8")
-    (site / "uses_helpers.py").write_text("import helpers\nNAME = helpers.NAME\n", encoding="utf-8")
-    monkeypatch.syspath_prepend(str(site))
-    monkeypatch.chdir(tmp_path)
-    (tmp_path / "helpers.py").write_text('NAME = "folder"\n', encoding="utf-8")
-    source = 'import uses_helpers\nimport helpers\n\ndef who(q):\n    """Who."""\n    return uses_helpers.NAME + " " + helpers.NAME\n'
-    try:
-        result = invoke("run", str(scenario(tmp_path, "who", source=source)), "-f", "tagged")
-        assert result.exit_code == 0 and observations(result.stdout) == ["code      | Observation: installed folder"], result.output
-    finally:
-        sys.modules.pop("uses_helpers", None), sys.modules.pop("helpers", None)
-
-
-def test_a_tool_module_sees_builtins_as_a_test_patches_them(tmp_path, monkeypatch):
-    monkeypatch.chdir(tmp_path)
-    # A test builds the tools, then patches a builtin the tool calls: the tool sees the patch.
-    from harness.scenario import load_scenario
-
-    (ask,) = load_scenario(scenario(tmp_path, "ask", source='def ask(q):\n    """Ask."""\n    return input("? ")\n')).build_tools()
-    monkeypatch.setattr("builtins.input", lambda prompt: "patched")
-    assert ask.call(("q",), {}) == "patched"
 
 
 def test_a_missing_neighbour_is_named_as_the_user_wrote_it(tmp_path, monkeypatch):
@@ -784,3 +752,13 @@ def test_a_looping_link_in_a_scenarios_folder_is_one_line(tmp_path, monkeypatch,
         errors = [line for line in result.stderr.splitlines() if line.startswith("error:")]
         assert len(errors) == 1 and ("Too many levels of symbolic links" in errors[0] or "a link that loops" in errors[0]), result.stderr
     assert (tmp_path / "out" / "nimbus.txt").is_file()  # the batch's other run ran and was saved
+
+
+def test_a_tool_module_sees_builtins_as_a_test_patches_them(tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    # A test builds the tools, then patches a builtin the tool calls: the tool sees the patch.
+    from harness.scenario import load_scenario
+
+    (ask,) = load_scenario(scenario(tmp_path, "ask", source='def ask(q):\n    """Ask."""\n    return input("? ")\n')).build_tools()
+    monkeypatch.setattr("builtins.input", lambda prompt: "patched")
+    assert ask.call(("q",), {}) == "patched"
