@@ -55,9 +55,11 @@ def name_of(kind: type) -> str:
 
 
 def describe(e: BaseException) -> str:
-    """'KeyError: 'b'', or the type's name alone when it has no message."""
+    """'KeyError: 'b'', or the type's name alone when it has no message. A build's package
+    name is harness's, not the user's, and new each build: it is left out, so that a tool's
+    error reads the same on every run and a replay matches."""
     text = message(e)
-    return f"{name_of(type(e))}: {text}" if text else name_of(type(e))
+    return _PACKAGE.sub("", f"{name_of(type(e))}: {text}" if text else name_of(type(e)))
 
 
 def import_function(spec: str, folder: Path, field: str) -> Callable[..., Any]:
@@ -190,7 +192,7 @@ def _contained(load: Callable[[], Any], module_name: str, field: str, missing: s
     except BaseException as e:
         if missing and isinstance(e, ModuleNotFoundError) and e.name and (module_name + ".").startswith(e.name + "."):
             raise HarnessError(field, missing) from None
-        said = _PACKAGE.sub("", describe(e))  # the folder's package is harness's name, not the user's
+        said = describe(e)
         raise HarnessError(field, f"the module {module_name!r} failed to import ({said})") from None
 
 

@@ -762,3 +762,17 @@ def test_a_tool_module_sees_builtins_as_a_test_patches_them(tmp_path, monkeypatc
     (ask,) = load_scenario(scenario(tmp_path, "ask", source='def ask(q):\n    """Ask."""\n    return input("? ")\n')).build_tools()
     monkeypatch.setattr("builtins.input", lambda prompt: "patched")
     assert ask.call(("q",), {}) == "patched"
+
+
+def test_a_tool_error_naming_its_module_reads_the_same_in_every_build_so_a_replay_matches(tmp_path, monkeypatch):
+    # Each build loads the folder as a package of harness's own (harness_tools_N, new each
+    # build); an error that names a module must say the user's name, or no replay matches.
+    monkeypatch.chdir(tmp_path)
+    source = 'import sys\n\ndef probe(q):\n    """Probe."""\n    return sys.modules[__name__].MISSING\n'
+    path = scenario(tmp_path, "probe", source=source)
+    first = invoke("run", str(path), "--save", str(tmp_path / "saved.txt"))
+    assert first.exit_code == 0, first.output
+    said = observations((tmp_path / "saved.txt").read_text(encoding="utf-8"))
+    assert said == ["code      | Observation: Error: AttributeError: module 'tools' has no attribute 'MISSING'"]
+    again = invoke("replay", str(tmp_path / "saved.txt"), "--check")
+    assert again.exit_code == 0, again.output
