@@ -166,9 +166,9 @@ class Fields:
 
     def text(self, key: str, default: str | None = None) -> str:
         value = self.data.get(key, default)
-        if value is None:
+        if value is None and key not in self.data:
             raise self.fail(key, "is required")
-        if not isinstance(value, str):
+        if not isinstance(value, str):  # (null too: it is there, but says nothing)
             raise self.fail(key, "must be a string")
         return value
 

@@ -538,6 +538,7 @@ def test_a_model_name_that_is_not_a_string_is_refused_in_one_line(tmp_path, monk
         ('{"agent": "os", "question": "q"}', ".agent: must read 'module:attribute'"),
         ('{"agent": "os:path", "question": 1}', ".question: must be a string"),
         ('{"scenario": "nimbus", "from": "shipped", "sha256": "zz"}', ".sha256: must be 64 hex digits"),
+        ('{"scenario": null, "from": "root"}', ".scenario: must be a string"),
         ('{"scenario": "nimbus", "from": "shipped", "overrides": []}', ".overrides: must be a table of scenario fields"),
         (  # a file that looks like a shipped scenario's run, carrying a tool of its own
             '{"scenario": "nimbus", "from": "shipped", "overrides": {"tools": {"system": {"python": "os:system"}}}}',
