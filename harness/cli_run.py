@@ -151,4 +151,4 @@ def agent(
     record = run_scenario(scenario_for(request))
     if transcript is not None:
         write(transcript, record.saved, HEADER, "--transcript", target)
-    typer.echo(answer(record).to_json())
+    typer.echo(answer(record))

@@ -8,7 +8,6 @@ Fields, statuses and error codes: `harness agent --help`.
 
 from __future__ import annotations
 
-from dataclasses import dataclass, fields
 import json
 from typing import Any
 
@@ -137,18 +136,8 @@ def scenario_for(request: dict[str, Any]) -> Scenario:
     )
 
 
-@dataclass(frozen=True, slots=True)
-class Answer:
-    final_message: str
-    status: str
-    steps: int
-    workspace: dict[str, str]
-
-    def to_json(self) -> str:
-        return compact({f.name: getattr(self, f.name) for f in fields(self)})  # in field order
-
-
-def answer(record: RunRecord) -> Answer:
+def answer(record: RunRecord) -> str:
+    """The answer's JSON: {"final_message", "status", "steps", "workspace"} (see `harness agent --help`)."""
     status, message = STATUS.get(record.stop_reason, (record.stop_reason.value, record.detail))
     final = record.final_answer if message is None else message
-    return Answer(final or "", status, record.steps, record.workspace or {})
+    return compact({"final_message": final or "", "status": status, "steps": record.steps, "workspace": record.workspace or {}})
