@@ -9,7 +9,6 @@ import queue
 import sys
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
-from dataclasses import dataclass, replace
 from functools import partial
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -21,18 +20,6 @@ from harness.errors import HarnessError
 
 if TYPE_CHECKING:  # imported when a batch runs: `harness --help` stays fast
     from harness.batch import Job, Outcome, Work, Wrap
-
-@dataclass(frozen=True, slots=True)
-class Options:
-    jobs: int = 1
-    save_dir: Path | None = None
-    report: Path | None = None
-    junit: Path | None = None
-    fail_on: frozenset[str] = frozenset()
-    models: ModelOptions = ModelOptions()
-    peek: int = 0
-    max_steps: int | None = None
-    no_stop: bool = False
 
 
 class RunModels:
@@ -111,18 +98,18 @@ def gather(arguments: list[str], kind: str = "scenario") -> list[Job]:
     return jobs
 
 
-def check(jobs: list[Job], options: Options) -> dict[Path, Path]:
+def check(jobs: list[Job], folder: Path | None, report: Path | None, junit: Path | None) -> dict[Path, Path]:
     """Refuse every output the batch would write wrongly, before the first run. Returns the
     earlier runs of ours --save-dir holds, which the batch replaces: absolute -> as named."""
     from harness.batch_report import JSON_HEADER, JUNIT_HEADER
     from harness.files import check_target, same_file
     from harness.transcript import HEADER
 
-    checked(("--report", options.report, JSON_HEADER), ("--junit", options.junit, JUNIT_HEADER))
-    if (folder := options.save_dir) is None:
+    checked(("--report", report, JSON_HEADER), ("--junit", junit, JUNIT_HEADER))
+    if folder is None:
         return {}
     where = f"--save-dir {folder}"
-    for option, path in (("--report", options.report), ("--junit", options.junit)):  # a transcript would be written over the report, or the report over it
+    for option, path in (("--report", report), ("--junit", junit)):  # a transcript would be written over the report, or the report over it
         if path is not None and same_file(path.parent) == same_file(folder) and path.suffix == ".txt":
             raise HarnessError(f"{option} {path}", f"lies in {where}, among the transcripts; write it elsewhere")
     sources: dict[str, str] = {}
@@ -145,7 +132,7 @@ def check(jobs: list[Job], options: Options) -> dict[Path, Path]:
     return earlier
 
 
-def worker(options: Options, root: Path, models: RunModels) -> Work:
+def worker(save_dir: Path | None, peek: int, max_steps: int | None, no_stop: bool, root: Path, models: RunModels) -> Work:
     """The work of one run: what `harness run NAME --save DIR/NAME.txt` does."""
     from harness.batch import Outcome
     from harness.expect import matches
@@ -154,12 +141,12 @@ def worker(options: Options, root: Path, models: RunModels) -> Work:
     from harness.transcript import HEADER
 
     def work(job: Job, wrap: Wrap) -> Outcome:
-        spec = as_asked(job.scenario, options.max_steps, options.no_stop)
+        spec = as_asked(job.scenario, max_steps, no_stop)
         with models.one() as live:  # a model of its own
-            record = run_scenario(spec, model=live, peek=options.peek, root=root, wrap=wrap)
+            record = run_scenario(spec, model=live, peek=peek, root=root, wrap=wrap)
         saved = None
-        if options.save_dir is not None:
-            saved = (options.save_dir / f"{job.name}.txt").absolute()
+        if save_dir is not None:
+            saved = (save_dir / f"{job.name}.txt").absolute()
             record = record.placed(saved)
             write_file(saved, record.saved, HEADER, "--save-dir")
         wanted = next(((f, getattr(spec, f)) for f in ("expect", "expect_regex") if getattr(spec, f) is not None), None)  # for the reports to say what a mismatch missed
@@ -201,20 +188,23 @@ def run_batch(jobs: list[Job], worker: Callable[[RunModels], Work], options: Mod
     return ordered, not_started, interrupted
 
 
-def run_many(arguments: list[str], options: Options) -> None:
+def run_many(
+    arguments: list[str], jobs: int, save_dir: Path | None, report: Path | None, junit: Path | None,
+    fail_on: frozenset[str], models: ModelOptions, peek: int, max_steps: int | None, no_stop: bool,
+) -> None:  # fmt: skip
     from harness.batch_report import JSON_HEADER, JUNIT_HEADER, exit_code, one_line, to_json, to_junit
 
-    jobs = gather(arguments)
-    earlier, asked = check(jobs, options), options
-    options = replace(options, **{k: getattr(options, k).absolute() for k in ("save_dir", "report", "junit") if getattr(options, k) is not None})  # now: a tool's os.chdir cannot move them
-    ordered, not_started, interrupted = run_batch(jobs, partial(worker, options, Path.cwd()), options.models, options.jobs)
+    runs = gather(arguments)
+    earlier = check(runs, save_dir, report, junit)
+    folder, report_to, junit_to = (None if p is None else p.absolute() for p in (save_dir, report, junit))  # now: a tool's os.chdir cannot move them
+    ordered, not_started, interrupted = run_batch(runs, partial(worker, folder, peek, max_steps, no_stop, Path.cwd()), models, jobs)
     for o in ordered:  # a folder reused by another recipe never loses a recording unsaid
         if o.transcript is not None and o.transcript in earlier:
             typer.echo(f"replaced {one_line(str(earlier[o.transcript]))} (it held an earlier run)", err=True)
-    if asked.report is not None:  # each written whole or not at all
-        write(asked.report, to_json(ordered, not_started), JSON_HEADER, "--report", options.report)
-    if asked.junit is not None:
-        write(asked.junit, to_junit(ordered, options.fail_on), JUNIT_HEADER, "--junit", options.junit)
+    if report is not None:  # each written whole or not at all
+        write(report, to_json(ordered, not_started), JSON_HEADER, "--report", report_to)
+    if junit is not None:
+        write(junit, to_junit(ordered, fail_on), JUNIT_HEADER, "--junit", junit_to)
     if interrupted:
         raise typer.Abort()  # "interrupted", exit 130 (harness.cli), once the reports are written
-    raise typer.Exit(exit_code(ordered, options.fail_on))
+    raise typer.Exit(exit_code(ordered, fail_on))

@@ -71,9 +71,9 @@ def run(
         raise HarnessError(option, f"goes with one scenario; {instead}" if several else f"shows one run, and {batch[0]} makes this a batch (a summary of runs); give one of them")
     if not (several or batch):
         return run_one(scenarios[0], format, save, max_steps, no_stop, live or delay is not None, delay, cost, models, peek)
-    from harness.cli_batch import Options, run_many
+    from harness.cli_batch import run_many
 
-    run_many(scenarios, Options(jobs, save_dir, report, junit, fail_reasons(fail_on), models, peek or 0, max_steps, no_stop))
+    run_many(scenarios, jobs, save_dir, report, junit, fail_reasons(fail_on), models, peek or 0, max_steps, no_stop)
 
 
 def fail_reasons(fail_on: str | None) -> frozenset[str]:
