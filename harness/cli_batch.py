@@ -190,10 +190,17 @@ def run_batch(jobs: list[Job], worker: Callable[[RunModels], Work], options: Mod
 
 def run_many(
     arguments: list[str], jobs: int, save_dir: Path | None, report: Path | None, junit: Path | None,
-    fail_on: frozenset[str], models: ModelOptions, peek: int, max_steps: int | None, no_stop: bool,
+    fail_on: str | None, models: ModelOptions, peek: int, max_steps: int | None, no_stop: bool,
 ) -> None:  # fmt: skip
     from harness.batch_report import JSON_HEADER, JUNIT_HEADER, exit_code, one_line, to_json, to_junit
+    from harness.events import StopReason
 
+    reasons = frozenset(r.strip() for r in (fail_on or "").split(",") if r.strip())  # --fail-on's stop reasons (or mismatch), each checked
+    if fail_on is not None and not reasons:
+        raise HarnessError("--fail-on", "names no stop reason (give REASON,... or mismatch)")
+    known = {"mismatch", *StopReason}
+    if unknown := sorted(reasons - known):
+        raise HarnessError("--fail-on", f"{unknown[0]!r} is not a stop reason or mismatch (known: {', '.join(sorted(known))})")
     runs = gather(arguments)
     earlier = check(runs, save_dir, report, junit)
     folder, report_to, junit_to = (None if p is None else p.absolute() for p in (save_dir, report, junit))  # now: a tool's os.chdir cannot move them
@@ -204,7 +211,7 @@ def run_many(
     if report is not None:  # each written whole or not at all
         write(report, to_json(ordered, not_started), JSON_HEADER, "--report", report_to)
     if junit is not None:
-        write(junit, to_junit(ordered, fail_on), JUNIT_HEADER, "--junit", junit_to)
+        write(junit, to_junit(ordered, reasons), JUNIT_HEADER, "--junit", junit_to)
     if interrupted:
         raise typer.Abort()  # "interrupted", exit 130 (harness.cli), once the reports are written
-    raise typer.Exit(exit_code(ordered, fail_on))
+    raise typer.Exit(exit_code(ordered, reasons))

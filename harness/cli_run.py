@@ -73,20 +73,7 @@ def run(
         return run_one(scenarios[0], format, save, max_steps, no_stop, live or delay is not None, delay, cost, models, peek)
     from harness.cli_batch import run_many
 
-    run_many(scenarios, jobs, save_dir, report, junit, fail_reasons(fail_on), models, peek or 0, max_steps, no_stop)
-
-
-def fail_reasons(fail_on: str | None) -> frozenset[str]:
-    """--fail-on's stop reasons (or mismatch), each checked."""
-    from harness.events import StopReason
-
-    reasons = frozenset(r.strip() for r in (fail_on or "").split(",") if r.strip())
-    if fail_on is not None and not reasons:
-        raise HarnessError("--fail-on", "names no stop reason (give REASON,... or mismatch)")
-    known = {"mismatch", *StopReason}
-    if unknown := sorted(reasons - known):
-        raise HarnessError("--fail-on", f"{unknown[0]!r} is not a stop reason or mismatch (known: {', '.join(sorted(known))})")
-    return reasons
+    run_many(scenarios, jobs, save_dir, report, junit, fail_on, models, peek or 0, max_steps, no_stop)
 
 
 def run_one(
