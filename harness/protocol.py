@@ -78,7 +78,7 @@ def parse_request(raw: bytes) -> dict[str, Any]:
             raise BadRequest("invalid_field", f"{key} must be {what}")
     request["model_turns"] = turns = request.get("model_turns", [])[:steps]  # only the turns a run can reach are kept, or read
     for i, turn in enumerate(turns):
-        if _nesting(turn) > MAX_NESTING:
+        if _too_deep(turn):
             raise BadRequest("invalid_field", f"model_turns[{i}] nests arrays and objects more than {MAX_NESTING} levels deep")
     return request
 
@@ -89,16 +89,12 @@ def _steps(request: dict[str, Any]) -> int | None:
     return steps if type(steps) is int and steps >= 0 else None  # (a boolean is not a step count)
 
 
-def _nesting(value: Any) -> int:
-    """How deep arrays and objects go inside one another ({} is 1)."""
-    deepest, todo = 0, [(value, 1)]
-    while todo:
-        value, depth = todo.pop()
-        children = value.values() if isinstance(value, dict) else value if isinstance(value, list) else None
-        if children is not None:
-            deepest = max(deepest, depth)
-            todo.extend((child, depth + 1) for child in children if isinstance(child, dict | list))
-    return deepest
+def _too_deep(value: Any, levels: int = MAX_NESTING) -> bool:
+    """Whether arrays and objects go more than `levels` deep inside one another ({} is one level)."""
+    if not isinstance(value, dict | list):
+        return False
+    children = value.values() if isinstance(value, dict) else value
+    return levels == 0 or any(_too_deep(child, levels - 1) for child in children if isinstance(child, dict | list))
 
 
 def render_turn(turn: Any) -> str:
