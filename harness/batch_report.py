@@ -25,7 +25,7 @@ import os
 import threading
 import time
 from collections import Counter
-from collections.abc import Iterable, Sequence
+from collections.abc import Collection, Sequence
 from typing import IO
 
 from harness.batch import Job, Outcome
@@ -101,14 +101,13 @@ def summary(outcomes: Sequence[Outcome], not_started: int = 0, what: str = "scen
     return "\n".join(lines) + "\n" + " · ".join(parts) + "\n"
 
 
-def failed(o: Outcome, fail_on: Iterable[str]) -> bool:
+def failed(o: Outcome, fail_on: Collection[str]) -> bool:
     """--fail-on names its stop reason, or `mismatch` and its answer was not the expected
     one; or it was a replay --check that did not give its file back."""
-    names = set(fail_on)
-    return o.stop_reason in names or ("mismatch" in names and o.expected is False) or o.same is False
+    return o.stop_reason in fail_on or ("mismatch" in fail_on and o.expected is False) or o.same is False
 
 
-def exit_code(outcomes: Sequence[Outcome], fail_on: Iterable[str], model_failed: bool = True) -> int:
+def exit_code(outcomes: Sequence[Outcome], fail_on: Collection[str], model_failed: bool = True) -> int:
     """2 one could not run; 3 one ended in model_error (unless not `model_failed`: a replay
     on its recorded turns ends where the recording did); 1 one failed; else 0."""
     if any(o.error for o in outcomes):
@@ -143,10 +142,9 @@ def to_json(outcomes: Sequence[Outcome], not_started: int = 0) -> str:
     return json.dumps(report, indent=2) + "\n"  # ASCII: every other character as \u
 
 
-def to_junit(outcomes: Sequence[Outcome], fail_on: Iterable[str]) -> str:
+def to_junit(outcomes: Sequence[Outcome], fail_on: Collection[str]) -> str:
     import xml.etree.ElementTree as ET
 
-    fail_on = set(fail_on)
     errors = [bool(o.error) or o.stop_reason in ERRORS for o in outcomes]
     failures = [not error and failed(o, fail_on) for o, error in zip(outcomes, errors)]
     root = ET.Element("testsuites")
