@@ -88,11 +88,8 @@ def gather(arguments: list[str], kind: str = "scenario") -> list[Job]:
             if (key := same_file(path)) in seen:
                 continue
             seen.add(key)
-            if kind == "transcript":
-                jobs.append(Job(str(path), None, saved=path.absolute()))  # (a tool's os.chdir cannot lose the next)
-                continue
-            try:
-                jobs.append(Job(path.stem, load_scenario(path)))
+            try:  # a transcript is read as it replays (absolute: a tool's os.chdir cannot lose the next)
+                jobs.append(Job(path.stem, load_scenario(path)) if kind == "scenario" else Job(str(path), None, saved=path.absolute()))
             except HarnessError as e:
                 jobs.append(Job(path.stem, None, str(e)))
     return jobs
