@@ -50,15 +50,6 @@ class RunModels:
             finally:
                 self._idle.put(model)
 
-    def interrupt(self) -> None:
-        """Ctrl-C in a batch: a server's calls in flight end now, and a wait for it stops."""
-        if self.first is not None:
-            self.first.interrupt()
-
-    def close(self) -> None:
-        if self.first is not None:
-            self.first.close()
-
 
 def gather(arguments: list[str], kind: str = "scenario") -> list[Job]:
     """Scenarios (names and files) or saved transcripts, and folders (every one under them,
@@ -158,8 +149,10 @@ def run_batch(jobs: list[Job], worker: Callable[[RunModels], Work], options: Mod
     stdout: every outcome in the jobs' order, how many never started, and whether Ctrl-C came."""
     from harness.batch import Outcome, run_all
     from harness.batch_report import Progress, one_line, summary
+    from harness.model import Model
 
     models = RunModels(options, workers, sum(not j.error for j in jobs))  # a bad --model: one line, once, before any run
+    first = Model() if models.first is None else models.first  # (the base Model: scripts have nothing to interrupt or close)
     work = worker(models)
     for job in jobs:
         if job.error:
@@ -167,10 +160,10 @@ def run_batch(jobs: list[Job], worker: Callable[[RunModels], Work], options: Mod
     runnable = [j for j in jobs if not j.error]
     progress = Progress(sys.stderr, len(runnable))
     try:
-        outcomes, interrupted = run_all(runnable, work, workers, progress, models.interrupt)
+        outcomes, interrupted = run_all(runnable, work, workers, progress, first.interrupt)  # Ctrl-C: a server's calls in flight end now, and a wait for it stops
     finally:
         progress.end()
-        models.close()
+        first.close()
     for outcome in outcomes:
         if outcome is not None and outcome.error:
             typer.echo(f"error: {one_line(outcome.error)}", err=True)

@@ -169,7 +169,7 @@ def in_process(folder: str, url: str) -> float:
     models = RunModels(ModelOptions("openai:m", url), 8, len(jobs))
     with open(os.devnull, "w") as quiet:  # the progress lines the command writes on stderr
         outcomes, _ = run_all(jobs, worker(None, 0, None, False, Path(folder), models), 8, Progress(quiet, len(jobs)))
-    models.close()
+    models.first.close()
     took = time.perf_counter() - start
     assert all(o is not None and o.stop_reason == "final_answer" and o.steps == 5 for o in outcomes)  # 5 calls each
     return took
