@@ -132,8 +132,7 @@ def agent(
         request = parse_request(typer.get_binary_stream("stdin").read())
     except BadRequest as e:
         typer.echo(e.to_json())
-        typer.echo(f"error: {e.message}", err=True)
-        raise typer.Exit(2) from None
+        raise  # and, as any bad input, one line on stderr and exit 2 (harness.cli)
     [target] = checked(("--transcript", transcript, HEADER))
     record = run_scenario(scenario_for(request))
     if transcript is not None:

@@ -11,6 +11,7 @@ from __future__ import annotations
 import json
 from typing import Any
 
+from harness.errors import HarnessError
 from harness.events import StopReason
 from harness.limits import Limits
 from harness.run_record import RunRecord
@@ -30,11 +31,10 @@ STATUS = {
 }
 
 
-class BadRequest(Exception):
+class BadRequest(HarnessError):
     def __init__(self, code: str, message: str) -> None:
-        super().__init__(message)
+        super().__init__("", message)
         self.code = code
-        self.message = message
 
     def to_json(self) -> str:
         return compact({"error": {"code": self.code, "message": self.message}})
