@@ -26,8 +26,6 @@ ARGS_MAX = 100_000  # characters of arguments on one Action line (a file written
 def parse_args(raw: str) -> tuple[tuple[Any, ...], dict[str, Any]]:
     """(args, kwargs) from the text between a call's brackets (see the module's docstring)."""
     text = raw.strip()
-    if not text:
-        return (), {}
     for candidate, several in ((text, False), (f"[{text}]", True)):
         try:
             value = json.loads(candidate)
