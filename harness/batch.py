@@ -109,7 +109,13 @@ def run_all(jobs: Sequence[Job], work: Work, workers: int, progress: Any, interr
         while pending:
             try:  # Ctrl-C may come anywhere in here, a second one too
                 progress.tick()
-                if (future := _next_ended(ended, pending)) is None:
+                try:
+                    future = ended.get(timeout=0.25)
+                except queue.Empty:  # a quarter of a second: any run that ended and was lost to a Ctrl-C is queued again
+                    for future in [f for f in pending if f.done()]:
+                        ended.put(future)
+                    continue
+                if future not in pending:
                     continue
                 outcome = None if future.cancelled() else future.result()
                 i = pending.pop(future)
@@ -131,17 +137,6 @@ def run_all(jobs: Sequence[Job], work: Work, workers: int, progress: Any, interr
     finally:
         pool.shutdown(wait=not abandoned, cancel_futures=True)
     return outcomes, interrupted
-
-
-def _next_ended(ended: queue.SimpleQueue[Future], pending: dict[Future, int]) -> Future | None:
-    """The next run that ended, or None after a quarter of a second (then any lost to a Ctrl-C is queued again)."""
-    try:
-        future = ended.get(timeout=0.25)
-    except queue.Empty:
-        for future in [f for f in pending if f.done()]:
-            ended.put(future)
-        return None
-    return future if future in pending else None
 
 
 class Cancelable(Around):
