@@ -213,12 +213,8 @@ def _pair(read: Fields, key: str, names: tuple[str, str], kind: type) -> tuple[A
         value = dict(zip(names, value))
     if not isinstance(value, dict) or set(value) != set(names):
         raise read.fail(key, f"must be a table with exactly {names[0]} and {names[1]}")
-    step, other = value[names[0]], value[names[1]]
-    if type(step) is not int or step < 1:
-        raise read.fail(f"{key}.{names[0]}", "must be a whole number, 1 or more")
-    if type(other) is not kind or (kind is int and other < 0):
-        raise read.fail(f"{key}.{names[1]}", f"must be a {'whole number, 0 or more' if kind is int else 'string'}")
-    return step, other
+    pair = Fields(value, f"{read.where}{key}.", read.error)  # its two fields, read as any other
+    return pair.count(names[0], 0, least=1), pair.count(names[1], 0) if kind is int else pair.text(names[1])
 
 
 def _template(read: Fields, check_files: bool) -> dict[str, Any]:
