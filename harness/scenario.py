@@ -42,6 +42,7 @@ from harness import prompts
 from harness.dialects import DIALECTS
 from harness.entry import redaction
 from harness.errors import HarnessError, ScenarioError
+from harness.expect import check_pattern
 from harness.files import Fields, load_toml, read_input
 from harness.limits import Limits
 from harness.prompts import data_dir
@@ -260,7 +261,5 @@ def _expect(read: Fields) -> tuple[str | None, str | None]:
     if expect is not None and expect_regex is not None:
         raise read.fail("expect_regex", "goes instead of expect, not with it (an answer is checked one way)")
     if expect_regex is not None:
-        from harness.expect import check_pattern
-
         check_pattern(expect_regex, f"{read.where}expect_regex")
     return expect, expect_regex
