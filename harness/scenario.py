@@ -215,7 +215,7 @@ def _pair(read: Fields, key: str, names: tuple[str, str], kind: type) -> tuple[A
     if not isinstance(value, dict) or set(value) != set(names):
         raise read.fail(key, f"must be a table with exactly {names[0]} and {names[1]}")
     pair = Fields(value, f"{read.where}{key}.", read.error)  # its two fields, read as any other
-    return pair.count(names[0], 0, least=1), pair.count(names[1], 0) if kind is int else pair.text(names[1])
+    return pair.count(names[0], 0, least=1), (pair.count(names[1], 0) if kind is int else pair.text(names[1]))
 
 
 def _template(read: Fields, check_files: bool) -> dict[str, Any]:

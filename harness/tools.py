@@ -105,8 +105,8 @@ class Registry:
             result, ok = tool.call(args, kwargs), True
         except KeyboardInterrupt:  # a real Ctrl-C: the loop cancels the run
             raise
-        except BaseException as e:  # user code may raise anything, SystemExit too: the model reads it
-            result, ok = "Error: " + (message(e) if isinstance(e, ToolError) else describe(e)), False  # a ToolError: its words alone
+        except BaseException as e:  # user code may raise anything, SystemExit too: the model reads it (a ToolError: its words alone)
+            result, ok = "Error: " + (message(e) if isinstance(e, ToolError) else describe(e)), False
         finally:
             printed = captured.stop(call)
         if printed:
