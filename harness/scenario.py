@@ -42,6 +42,7 @@ from harness import prompts
 from harness.dialects import DIALECTS
 from harness.entry import redaction
 from harness.errors import HarnessError, ScenarioError
+from harness.expect import check_pattern
 from harness.files import Fields, load_toml, read_input
 from harness.limits import Limits
 from harness.prompts import data_dir
@@ -213,12 +214,8 @@ def _pair(read: Fields, key: str, names: tuple[str, str], kind: type) -> tuple[A
         value = dict(zip(names, value))
     if not isinstance(value, dict) or set(value) != set(names):
         raise read.fail(key, f"must be a table with exactly {names[0]} and {names[1]}")
-    step, other = value[names[0]], value[names[1]]
-    if type(step) is not int or step < 1:
-        raise read.fail(f"{key}.{names[0]}", "must be a whole number, 1 or more")
-    if type(other) is not kind or (kind is int and other < 0):
-        raise read.fail(f"{key}.{names[1]}", f"must be a {'whole number, 0 or more' if kind is int else 'string'}")
-    return step, other
+    pair = Fields(value, f"{read.where}{key}.", read.error)  # its two fields, read as any other
+    return pair.count(names[0], 0, least=1), (pair.count(names[1], 0) if kind is int else pair.text(names[1]))
 
 
 def _template(read: Fields, check_files: bool) -> dict[str, Any]:
@@ -264,7 +261,5 @@ def _expect(read: Fields) -> tuple[str | None, str | None]:
     if expect is not None and expect_regex is not None:
         raise read.fail("expect_regex", "goes instead of expect, not with it (an answer is checked one way)")
     if expect_regex is not None:
-        from harness.expect import check_pattern
-
         check_pattern(expect_regex, f"{read.where}expect_regex")
     return expect, expect_regex

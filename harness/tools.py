@@ -103,12 +103,10 @@ class Registry:
         call = captured.start()  # this call's own prints, whatever other runs' tools print
         try:
             result, ok = tool.call(args, kwargs), True
-        except ToolError as e:
-            result, ok = "Error: " + message(e), False
         except KeyboardInterrupt:  # a real Ctrl-C: the loop cancels the run
             raise
-        except BaseException as e:  # user code may raise anything, SystemExit too: the model reads it
-            result, ok = "Error: " + describe(e), False
+        except BaseException as e:  # user code may raise anything, SystemExit too: the model reads it (a ToolError: its words alone)
+            result, ok = "Error: " + (message(e) if isinstance(e, ToolError) else describe(e)), False
         finally:
             printed = captured.stop(call)
         if printed:

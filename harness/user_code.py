@@ -16,6 +16,7 @@ import importlib
 import importlib.util
 import inspect
 import itertools
+import json
 import sys
 import threading
 from collections.abc import Callable, Iterator
@@ -207,8 +208,6 @@ def as_text(value: Any) -> str | None:
     if value is None or isinstance(value, (bool, int, float)):
         return plain(str(value))
     if isinstance(value, (list, tuple, dict)):
-        import json  # (only a tool that returns a list or a dict needs it)
-
         try:
             return json.dumps(value, ensure_ascii=False)
         except (TypeError, ValueError, RecursionError):

@@ -10,6 +10,7 @@ name: an absolute path, a `..`, an empty part or a control character is refused.
 from __future__ import annotations
 
 import heapq
+import json
 
 from harness.tools import Tool, ToolError
 
@@ -94,8 +95,6 @@ class Workspace:
 
 def finish(message: str) -> str:
     """The message, or a message that is not a string as JSON text (never Python's repr)."""
-    import json  # (only a message that is not a string needs it)
-
     return message if isinstance(message, str) else json.dumps(message, ensure_ascii=False)
 
 

@@ -114,3 +114,31 @@ def test_a_scenario_changed_in_python_saves_a_run_that_loads_and_replays():
     assert "# source:" not in asked.saved and replay(asked.saved, "asked.txt").matches
     limited = run_scenario(nimbus.but(max_steps=2))
     assert '"overrides": {"max_steps": 2}' in limited.saved and replay(limited.saved, "limited.txt").matches
+
+
+@pytest.mark.parametrize(
+    ("field", "value", "said"),
+    [
+        ("interrupt", {"step": 2, "at": 40}, (2, 40)),
+        ("interrupt", [2, 40], (2, 40)),  # as a saved file's metadata holds it
+        ("model_error", {"step": 1, "message": ""}, (1, "")),
+        ("interrupt", {"step": 2}, "interrupt: must be a table with exactly step and at"),
+        ("model_error", 5, "model_error: must be a table with exactly step and message"),
+        ("interrupt", {"step": 0, "at": 1}, "interrupt.step: must be a whole number, 1 or more"),
+        ("interrupt", {"step": True, "at": 1}, "interrupt.step: must be a whole number, 1 or more"),
+        ("interrupt", {"step": 2, "at": -1}, "interrupt.at: must be a whole number, 0 or more"),
+        ("interrupt", [2, "x"], "interrupt.at: must be a whole number, 0 or more"),
+        ("model_error", {"step": "2", "message": ""}, "model_error.step: must be a whole number, 1 or more"),
+        ("model_error", {"step": 2, "message": None}, "model_error.message: must be a string"),
+    ],
+)
+def test_a_scripted_interrupt_or_model_error_is_a_pair_each_part_checked(field, value, said):
+    from harness.errors import ScenarioError
+    from harness.scenario import Scenario
+
+    if isinstance(said, tuple):
+        assert getattr(Scenario.from_dict({"question": "q", field: value}, "s.toml"), field) == said
+        return
+    with pytest.raises(ScenarioError) as error:
+        Scenario.from_dict({"question": "q", field: value}, "s.toml")
+    assert str(error.value) == f"s.toml: {said}"
