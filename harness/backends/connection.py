@@ -124,15 +124,6 @@ def read_raw(response: httpx.Response, limit: int) -> bytes:
     return bytes(body[:limit])
 
 
-def shut(sockets: weakref.WeakSet[socket.socket]) -> None:
-    """End every call on these sockets now, even one still waiting for its first byte."""
-    for sock in list(sockets):
-        try:
-            sock.shutdown(socket.SHUT_RDWR)
-        except OSError:  # closed already
-            pass
-
-
 class Deadlines(httpcore.NetworkBackend):
     """httpcore's sockets, each read and write of which ends by the deadline of its thread's call
     (a read timeout alone is per read, which a server dripping a byte a second meets)."""
@@ -144,7 +135,7 @@ class Deadlines(httpcore.NetworkBackend):
     @contextmanager
     def until(self, deadline: float, sockets: weakref.WeakSet[socket.socket] | None = None) -> Iterator[None]:
         """Within this, this thread's reads and writes end by `deadline` (nested: the sooner),
-        and the sockets it connects join `sockets` (which `shut` ends at once)."""
+        and the sockets it connects join `sockets` (which ServerModel.interrupt ends at once)."""
         outer = getattr(self._call, "deadline", None), getattr(self._call, "sockets", None)
         self._call.deadline = deadline if outer[0] is None else min(outer[0], deadline)
         self._call.sockets = sockets if sockets is not None else outer[1]

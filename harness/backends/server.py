@@ -24,7 +24,7 @@ from urllib.parse import urlsplit
 import httpx
 
 from harness.backends import wire
-from harness.backends.connection import CALLS, drain, new_client, proxied, read_bounded, read_raw, shut, tls_cause
+from harness.backends.connection import CALLS, drain, new_client, proxied, read_bounded, read_raw, tls_cause
 from harness.backends.messages import messages, with_count
 from harness.backends.urls import hidden, server_url, url_secrets
 from harness.entry import Entry
@@ -137,9 +137,14 @@ class ServerModel(Model):
         self._client.close()
 
     def interrupt(self) -> None:
-        """End every call in flight of this model and its others, and any wait: a batch's Ctrl-C."""
+        """End every call in flight of this model and its others (even one still waiting for its
+        first byte), and any wait: a batch's Ctrl-C."""
         self._interrupted.set()
-        shut(self._sockets)
+        for sock in list(self._sockets):
+            try:
+                sock.shutdown(socket.SHUT_RDWR)
+            except OSError:  # closed already
+                pass
 
     def wait(self, seconds: float) -> bool:
         """Until the server answers anything (GET /models) or `seconds` pass: whether it did."""
