@@ -45,13 +45,6 @@ class Lines:
         return line + b"\n"
 
 
-def open_channel() -> Any:
-    """The messages' own copy of fd 1; fd 1 then points at fd 2 (the parent's /dev/null)."""
-    channel = os.dup(1)
-    os.dup2(2, 1)
-    return open(channel, "w", encoding="utf-8")
-
-
 def say(message: dict[str, Any]) -> None:
     CHANNEL.write(json.dumps(message) + "\n")
     CHANNEL.flush()
@@ -128,6 +121,7 @@ def main() -> None:
 REQUESTS = Lines(0)
 
 if __name__ == "__main__":
-    CHANNEL = open_channel()
+    CHANNEL = open(os.dup(1), "w", encoding="utf-8")  # the messages' own copy of fd 1
+    os.dup2(2, 1)  # fd 1 then points at fd 2 (the parent's /dev/null)
     os.environ.setdefault("LLAMA_LOG_LEVEL", "0")
     main()
