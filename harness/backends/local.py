@@ -172,7 +172,7 @@ class Worker:
             start_new_session=True,
         )
         self.said = Lines(self.process.stdout.fileno())  # read by file descriptor, never by readline
-        self._ender = weakref.finalize(self, _end, self.process)
+        self.stop = weakref.finalize(self, _end, self.process)  # stop(): once, also when it is dropped or harness exits
 
     @property
     def alive(self) -> bool:
@@ -232,9 +232,6 @@ class Worker:
             code = None
         how = f"was killed by {signal.Signals(-code).name}" if code is not None and code < 0 else f"exited ({code})"
         return ModelError(f"the local model's process {how} (llama.cpp crashed); the run stopped here")
-
-    def stop(self) -> None:
-        self._ender()
 
 
 def _end(process: subprocess.Popen) -> None:
