@@ -31,7 +31,10 @@ def new_client(base_url: str, **options: Any) -> httpx.Client:
     for name, value in proxies().items():
         check_proxy_url(value, name)
     try:
-        client = httpx.Client(verify=tls(base_url), **options)
+        # Checked TLS for an https:// server or behind a proxy; a plain http:// server gets a
+        # context with no certificates (loading them costs start-up), which would refuse any peer.
+        verify = trusted() if proxied() or base_url.lower().startswith("https:") else ssl.SSLContext(ssl.PROTOCOL_TLS_CLIENT)
+        client = httpx.Client(verify=verify, **options)
     except (ValueError, ImportError, httpx.InvalidURL) as e:  # what httpx still refuses of the environment: a NO_PROXY host
         names = [n for n in os.environ if n.lower() == "no_proxy"] or list(proxies()) or ["the *_proxy variables"]
         raise HarnessError(names[0], f"httpx cannot use it ({hidden(str(e))[:120]}); give hosts as example.com, 10.0.0.1 or ::1, comma-separated") from None
@@ -55,12 +58,6 @@ def proxied(url: str | None = None) -> bool:
     from urllib.request import proxy_bypass_environment
 
     return bool(proxies()) and (url is None or not proxy_bypass_environment(urlsplit(url).hostname or ""))
-
-
-def tls(base_url: str) -> ssl.SSLContext:
-    """Checked TLS for an https:// server or behind a proxy; a plain http:// server gets a
-    context with no certificates (loading them costs start-up), which would refuse any peer."""
-    return trusted() if proxied() or base_url.lower().startswith("https:") else ssl.SSLContext(ssl.PROTOCOL_TLS_CLIENT)
 
 
 def trusted() -> ssl.SSLContext:
