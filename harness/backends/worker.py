@@ -58,12 +58,6 @@ def request(seconds: float | None) -> dict[str, Any] | None:
     return json.loads(line) if line else {}
 
 
-def canceled() -> bool:
-    """A cancel waiting on stdin (read between two pieces, never blocking)."""
-    asked = request(0)
-    return asked is not None and (asked == {} or "cancel" in asked)
-
-
 def complete(llm: Any, tokens: list[int], stop: Sequence[str], sampling: dict[str, Any]) -> None:
     # llama.cpp's first eval of a call is the part of the prompt not in its cache.
     evals: list[int] = []
@@ -83,7 +77,8 @@ def complete(llm: Any, tokens: list[int], stop: Sequence[str], sampling: dict[st
                 say({"usage": [len(tokens), evals[0] if evals else 0]})
             if text := chunk["choices"][0]["text"]:
                 say({"text": text})
-            if canceled():
+            asked = request(0)  # a cancel waiting on stdin (read between two pieces, never blocking)
+            if asked is not None and (asked == {} or "cancel" in asked):
                 break
     except (ValueError, RuntimeError) as e:
         say({"error": f"llama.cpp failed while generating: {e}"})
