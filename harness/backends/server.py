@@ -116,10 +116,8 @@ class ServerModel(Model):
         return body
 
     def stream(self, prompt: str, stop: Sequence[str]) -> Iterator[str | TokenUsage]:
-        return self._counted(prompt, self._stream(self.request(prompt, stop), len(prompt)))
-
-    def _counted(self, prompt: str, chunks: Iterator[str | TokenUsage]) -> Iterator[str | TokenUsage]:
         """A server that streams no counts is asked for the prompt's (PromptCounter)."""
+        chunks = self._stream(self.request(prompt, stop), len(prompt))
         counter, usage = self._counter, None
         if counter.state == "ask" and (usage := counter.count(prompt, self.notes)) is not None:
             yield usage  # before the text: a stream closed early keeps it
