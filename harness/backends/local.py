@@ -88,7 +88,7 @@ class LocalModel(Model):
 
     def _running(self) -> Worker:
         """The model's process, started afresh (with an empty cache) if it is not running."""
-        if self._worker is None or not self._worker.alive:
+        if self._worker is None or self._worker.process.poll() is not None:
             self._worker, self._last_prompt = Worker(), None
             try:
                 self._n_ctx = self._worker.ask({"load": self._load}, LOAD_SECONDS, "ready")
@@ -173,10 +173,6 @@ class Worker:
         )
         self.said = Lines(self.process.stdout.fileno())  # read by file descriptor, never by readline
         self.stop = weakref.finalize(self, _end, self.process)  # stop(): once, also when it is dropped or harness exits
-
-    @property
-    def alive(self) -> bool:
-        return self.process.poll() is None
 
     def send(self, message: dict) -> None:
         try:
