@@ -70,8 +70,7 @@ class Proxy:
         if url:
             limits = {"max_chars": bounds.max_chars, "max_seconds": bounds.max_seconds, "timeout": bounds.max_seconds}
             self.upstream = ServerModel("", url, key="", max_tokens=bounds.max_tokens, **limits)
-        self.calls: list[Call] = []  # this session's, in the order they ended
-        self.live: set[int] = set()  # the ids of those that came from upstream
+        self.calls: list[Call] = []  # this session's, in the order they ended (a new one is none of `answers`)
         self.mismatches: list[str] = []
         self.lock = threading.Lock()
         self.url = ""
@@ -86,8 +85,6 @@ class Proxy:
             raise Refused(400, "harness proxy", self._mismatch(call))
         answer = recorded or self._forward(request, call, entry, keys)
         with self.lock:
-            if recorded is None:
-                self.live.add(id(answer))
             self.calls.append(answer)
         return answer
 
@@ -128,7 +125,7 @@ class Proxy:
         if self.upstream is not None:
             self.upstream.close()
         with self.lock:
-            runs = [run for run in group(self.calls) if any(id(call) in self.live for call in run)]
+            runs = [run for run in group(self.calls) if any(self.answers.get(call.key()) is not call for call in run)]
         try:
             if not save or not runs:
                 return []
