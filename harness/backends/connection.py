@@ -80,16 +80,12 @@ def trusted() -> ssl.SSLContext:
     return ssl.create_default_context(cafile=certifi.where())
 
 
-def drain(response: httpx.Response, raw: Iterator[bytes]) -> None:
+def drain(raw: Iterator[bytes]) -> None:
     """After [DONE], read the stream's end (4 KB, DRAIN_SECONDS at most) so that httpx keeps the
     connection for the next call; a server that sends more, or stalls, only loses it."""
-    left = 4096
     try:
         with CALLS.until(time.monotonic() + DRAIN_SECONDS):  # each read ends by then
-            for chunk in raw:
-                left -= len(chunk)
-                if left < 0:
-                    return
+            read_raw(raw, 4097)
     except httpx.HTTPError:  # the short deadline passed, or the server left
         pass
 
@@ -107,14 +103,14 @@ def read_bounded(client: Any, method: str, url: str, seconds: float, limit: int,
     """A request that is not a model call (a token count, "are you up?"), bounded as a call is:
     its status and at most `limit` bytes of its body within `seconds`, or an httpx error."""
     with CALLS.until(time.monotonic() + seconds), client.stream(method, url, timeout=seconds, **request) as response:
-        return response.status_code, read_raw(response, limit)
+        return response.status_code, read_raw(response.iter_raw(), limit)
 
 
-def read_raw(response: httpx.Response, limit: int) -> bytes:
-    """At most `limit` bytes of an answer's body, as they came."""
+def read_raw(raw: Iterator[bytes], limit: int) -> bytes:
+    """At most `limit` bytes of an answer's body (`raw`: its response.iter_raw()), as they came."""
     body = bytearray()
     if limit > 0:
-        for chunk in response.iter_raw():
+        for chunk in raw:
             body += chunk
             if len(body) >= limit:
                 break

@@ -163,7 +163,7 @@ class ServerModel(Model):
         budget, limit = Budget(self.bounds), 8 * self.bounds.max_chars + 65536
         sent = json.dumps(body).encode()  # ASCII: what was given, even a lone surrogate, as it was given
         with self._posting(path, budget, False, content=sent, headers={"Content-Type": "application/json", **headers}) as response:
-            raw = read_raw(response, limit + 1)
+            raw = read_raw(response.iter_raw(), limit + 1)
         if len(raw) > limit:
             raise ModelError(f"{self.where}'s answer passed {limit:,} bytes; the call was stopped (raise --max-chars)")
         return wire.parse_event(raw.decode("utf-8", "replace"), self.entry)
@@ -192,7 +192,7 @@ class ServerModel(Model):
             for data in wire.data_lines(raw, max_line):
                 budget.spend(0)  # the clock, checked with every event
                 if data == "[DONE]":
-                    drain(response, raw)
+                    drain(raw)
                     break
                 events += 1
                 piece = wire.piece(data, self.chat, self.entry)
@@ -302,7 +302,7 @@ def refused(response: httpx.Response, model: ServerModel, path: str, streamed: b
     status = response.status_code
     if status != 200:
         try:
-            body = read_raw(response, ERROR_BODY)
+            body = read_raw(response.iter_raw(), ERROR_BODY)
         except httpx.HTTPError:
             body = b""  # the server left before it said why
         detail = wire.error_text(body, model.entry)
