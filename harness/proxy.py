@@ -146,23 +146,20 @@ def _buffer(before: list[Call], call: Call) -> str:
 
 
 def _call(endpoint: str, request: dict[str, Any], entry: Entry) -> Call:
-    """A request as a Call without its answer, scrubbed; malformed input is Refused, named."""
-    try:
-        for name, kind in TYPES.items():
-            if request.get(name) is not None and type(request[name]) is not kind:  # `true` is no number here
-                raise HarnessError(name, f"must be {SAID[kind]}, not {wire.kind(request[name])}")
-        if request.get("n", 1) not in (1, None):
-            raise HarnessError("n", "harness proxy records one answer per call: n must be 1")
-        if endpoint == "chat":
-            prompt = chat_text(request.get("messages"), request.get("tools"))
-        else:
-            prompt = request.get("prompt")
-            if isinstance(prompt, list) and len(prompt) == 1:
-                prompt = prompt[0]
-            if not isinstance(prompt, str):
-                raise HarnessError("prompt", "must be one text (a list of several is not recorded)")
-    except HarnessError as e:
-        raise Refused(400, e.where, e.message) from None
+    """A request as a Call without its answer, scrubbed; malformed input is a HarnessError (HTTP 400), named."""
+    for name, kind in TYPES.items():
+        if request.get(name) is not None and type(request[name]) is not kind:  # `true` is no number here
+            raise HarnessError(name, f"must be {SAID[kind]}, not {wire.kind(request[name])}")
+    if request.get("n", 1) not in (1, None):
+        raise HarnessError("n", "harness proxy records one answer per call: n must be 1")
+    if endpoint == "chat":
+        prompt = chat_text(request.get("messages"), request.get("tools"))
+    else:
+        prompt = request.get("prompt")
+        if isinstance(prompt, list) and len(prompt) == 1:
+            prompt = prompt[0]
+        if not isinstance(prompt, str):
+            raise HarnessError("prompt", "must be one text (a list of several is not recorded)")
     return Call(entry.scrub(prompt), "", endpoint, _scrubbed(entry, {k: request[k] for k in PARAMS if k in request}))
 
 
@@ -259,8 +256,8 @@ class Handler(BaseHTTPRequestHandler):
             request = self._body()
             keys = {name: self.headers[name] for name in KEY_HEADERS if name in self.headers}
             call = self.server.proxy.handle(endpoint, request, keys)
-        except Refused as e:
-            return self._json(e.status, _error(str(e), "harness_proxy"))
+        except HarnessError as e:  # Refused, or a malformed field of the request
+            return self._json(e.status if isinstance(e, Refused) else 400, _error(str(e), "harness_proxy"))
         if call.error:
             return self._json(502, _error(call.error, "upstream_error"))
         if request.get("stream") is True:
