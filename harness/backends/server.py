@@ -195,13 +195,13 @@ class ServerModel(Model):
                     drain(raw)
                     break
                 events += 1
-                piece = wire.piece(data, self.chat, self.entry)
-                if piece.usage is not None:
-                    usage = wire.usage(piece.usage, self.notes)
-                if piece.text:
-                    text_chars += len(piece.text)
-                    yield piece.text
-                finished, had_choices = finished or piece.finished, had_choices or piece.had_choices
+                text, ended, used, listed = wire.piece(data, self.chat, self.entry)
+                if used is not None:
+                    usage = wire.usage(used, self.notes)
+                if text:
+                    text_chars += len(text)
+                    yield text
+                finished, had_choices = finished or ended, had_choices or listed
         if events == 0 and text_chars == 0:  # llama.cpp's answer to a prompt longer than its context
             raise ModelError(
                 f"the server closed the stream without sending an event: the prompt ({prompt_chars} characters) "
