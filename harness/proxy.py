@@ -66,10 +66,8 @@ class Proxy:
         if self.recording and not url:
             raise HarnessError("--base-url", f"mode {mode} records {'new calls' if self.old else 'a new cassette'}: name the upstream server")
         self.held = cassette.claim(folder) if self.recording else None  # no other proxy records here meanwhile
-        self.upstream: ServerModel | None = None  # each call goes through the backend, with the agent's key (KEY_HEADERS)
-        if url:
-            limits = {"max_chars": bounds.max_chars, "max_seconds": bounds.max_seconds, "timeout": bounds.max_seconds}
-            self.upstream = ServerModel("", url, key="", max_tokens=bounds.max_tokens, **limits)
+        # Each call goes through the backend, with the agent's key (KEY_HEADERS), within `bounds`.
+        self.upstream = ServerModel("", url, key="", timeout=bounds.max_seconds, **bounds._asdict()) if url else None
         self.calls: list[Call] = []  # this session's, in the order they ended (a new one is none of `answers`)
         self.mismatches: list[str] = []
         self.lock = threading.Lock()
