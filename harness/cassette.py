@@ -99,10 +99,7 @@ def _calls(text: str, where: str) -> list[Call]:
     if len(entries) != len(completions) + failed or not shaped:
         why = "one entry per call, each with params (an object), rewritten (true or false), finish_reason and tool_calls (a list)"
         raise TranscriptFormatError(f"{where}: metadata proxy.calls", why)
-    try:
-        sent = prompts(buffer, [e["rewritten"] for e in entries], f"{where}: metadata proxy.calls")
-    except HarnessError as e:
-        raise TranscriptFormatError(e.where, e.message) from None
+    sent = prompts(buffer, [e["rewritten"] for e in entries], f"{where}: metadata proxy.calls")
     out = []
     for i, (entry, prompt) in enumerate(zip(entries, sent)):
         error = (record.detail or "the upstream failed") if i == len(completions) else ""
