@@ -11,7 +11,6 @@ import fcntl
 import os
 from collections.abc import Sequence
 from pathlib import Path
-from typing import Any
 
 from harness.errors import HarnessError, TranscriptFormatError
 from harness.events import StopReason
@@ -20,6 +19,8 @@ from harness.run_record import CallRecord, RunRecord
 from harness.saved import load_record
 from harness.traffic import Call, body, prompts, transcript
 from harness.transcript import HEADER, Author, dumps, loads
+
+ENTRY = {"params": dict, "rewritten": bool, "finish_reason": str, "tool_calls": list}  # what each call's entry holds
 
 
 def run_text(run: Sequence[Call]) -> str:
@@ -94,13 +95,11 @@ def _calls(text: str, where: str) -> list[Call]:
         raise TranscriptFormatError(f"{where}: metadata proxy", "must say the endpoint and list the calls (was this file written by harness proxy?)")
     entries, completions = proxy["calls"], buffer.texts_by(Author.MODEL)
     failed = record.stop_reason == "model_error"
-    if len(entries) != len(completions) + failed or not all(_entry(e) for e in entries):
+    shaped = all(isinstance(e, dict) and all(isinstance(e.get(k), t) for k, t in ENTRY.items()) for e in entries)
+    if len(entries) != len(completions) + failed or not shaped:
         why = "one entry per call, each with params (an object), rewritten (true or false), finish_reason and tool_calls (a list)"
         raise TranscriptFormatError(f"{where}: metadata proxy.calls", why)
-    try:
-        sent = prompts(buffer, [e["rewritten"] for e in entries], f"{where}: metadata proxy.calls")
-    except HarnessError as e:
-        raise TranscriptFormatError(e.where, e.message) from None
+    sent = prompts(buffer, [e["rewritten"] for e in entries], f"{where}: metadata proxy.calls")
     out = []
     for i, (entry, prompt) in enumerate(zip(entries, sent)):
         error = (record.detail or "the upstream failed") if i == len(completions) else ""
@@ -110,13 +109,6 @@ def _calls(text: str, where: str) -> list[Call]:
         content(call, f"{where}: model turn {i + 1}")  # checked now, not when a request comes
         out.append(call)
     return out
-
-
-def _entry(entry: Any) -> bool:
-    return (
-        isinstance(entry, dict) and isinstance(entry.get("params"), dict) and isinstance(entry.get("rewritten"), bool)
-        and isinstance(entry.get("finish_reason"), str) and isinstance(entry.get("tool_calls"), list)
-    )  # fmt: skip
 
 
 def content(call: Call, where: str) -> str | None:

@@ -66,12 +66,9 @@ class Proxy:
         if self.recording and not url:
             raise HarnessError("--base-url", f"mode {mode} records {'new calls' if self.old else 'a new cassette'}: name the upstream server")
         self.held = cassette.claim(folder) if self.recording else None  # no other proxy records here meanwhile
-        self.upstream: ServerModel | None = None  # each call goes through the backend, with the agent's key (KEY_HEADERS)
-        if url:
-            limits = {"max_chars": bounds.max_chars, "max_seconds": bounds.max_seconds, "timeout": bounds.max_seconds}
-            self.upstream = ServerModel("", url, key="", max_tokens=bounds.max_tokens, **limits)
-        self.calls: list[Call] = []  # this session's, in the order they ended
-        self.live: set[int] = set()  # the ids of those that came from upstream
+        # Each call goes through the backend, with the agent's key (KEY_HEADERS), within `bounds`.
+        self.upstream = ServerModel("", url, key="", timeout=bounds.max_seconds, **bounds._asdict()) if url else None
+        self.calls: list[Call] = []  # this session's, in the order they ended (a new one is none of `answers`)
         self.mismatches: list[str] = []
         self.lock = threading.Lock()
         self.url = ""
@@ -86,8 +83,6 @@ class Proxy:
             raise Refused(400, "harness proxy", self._mismatch(call))
         answer = recorded or self._forward(request, call, entry, keys)
         with self.lock:
-            if recorded is None:
-                self.live.add(id(answer))
             self.calls.append(answer)
         return answer
 
@@ -128,7 +123,7 @@ class Proxy:
         if self.upstream is not None:
             self.upstream.close()
         with self.lock:
-            runs = [run for run in group(self.calls) if any(id(call) in self.live for call in run)]
+            runs = [run for run in group(self.calls) if any(self.answers.get(call.key()) is not call for call in run)]
         try:
             if not save or not runs:
                 return []
@@ -149,23 +144,20 @@ def _buffer(before: list[Call], call: Call) -> str:
 
 
 def _call(endpoint: str, request: dict[str, Any], entry: Entry) -> Call:
-    """A request as a Call without its answer, scrubbed; malformed input is Refused, named."""
-    try:
-        for name, kind in TYPES.items():
-            if request.get(name) is not None and type(request[name]) is not kind:  # `true` is no number here
-                raise HarnessError(name, f"must be {SAID[kind]}, not {wire.kind(request[name])}")
-        if request.get("n", 1) not in (1, None):
-            raise HarnessError("n", "harness proxy records one answer per call: n must be 1")
-        if endpoint == "chat":
-            prompt = chat_text(request.get("messages"), request.get("tools"))
-        else:
-            prompt = request.get("prompt")
-            if isinstance(prompt, list) and len(prompt) == 1:
-                prompt = prompt[0]
-            if not isinstance(prompt, str):
-                raise HarnessError("prompt", "must be one text (a list of several is not recorded)")
-    except HarnessError as e:
-        raise Refused(400, e.where, e.message) from None
+    """A request as a Call without its answer, scrubbed; malformed input is a HarnessError (HTTP 400), named."""
+    for name, kind in TYPES.items():
+        if request.get(name) is not None and type(request[name]) is not kind:  # `true` is no number here
+            raise HarnessError(name, f"must be {SAID[kind]}, not {wire.kind(request[name])}")
+    if request.get("n", 1) not in (1, None):
+        raise HarnessError("n", "harness proxy records one answer per call: n must be 1")
+    if endpoint == "chat":
+        prompt = chat_text(request.get("messages"), request.get("tools"))
+    else:
+        prompt = request.get("prompt")
+        if isinstance(prompt, list) and len(prompt) == 1:
+            prompt = prompt[0]
+        if not isinstance(prompt, str):
+            raise HarnessError("prompt", "must be one text (a list of several is not recorded)")
     return Call(entry.scrub(prompt), "", endpoint, _scrubbed(entry, {k: request[k] for k in PARAMS if k in request}))
 
 
@@ -262,8 +254,8 @@ class Handler(BaseHTTPRequestHandler):
             request = self._body()
             keys = {name: self.headers[name] for name in KEY_HEADERS if name in self.headers}
             call = self.server.proxy.handle(endpoint, request, keys)
-        except Refused as e:
-            return self._json(e.status, _error(str(e), "harness_proxy"))
+        except HarnessError as e:  # Refused, or a malformed field of the request
+            return self._json(e.status if isinstance(e, Refused) else 400, _error(str(e), "harness_proxy"))
         if call.error:
             return self._json(502, _error(call.error, "upstream_error"))
         if request.get("stream") is True:

@@ -15,7 +15,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field, replace
 from typing import Any
 
-from harness.errors import HarnessError
+from harness.errors import HarnessError, TranscriptFormatError
 from harness.transcript import Author, Transcript
 
 REWRITTEN = "\n⚠ harness proxy: the agent did not send back the model's words above as written; it sent instead:\n"
@@ -79,7 +79,7 @@ def transcript(run: Sequence[Call]) -> tuple[Transcript, list[bool]]:
 
 
 def prompts(buffer: Transcript, rewritten: Sequence[bool], where: str) -> list[str]:
-    """What each call of a saved run was sent: the inverse of `transcript`."""
+    """What each call of a saved run was sent: the inverse of `transcript` (a bad mark: TranscriptFormatError)."""
     out, sent, drop = [], [], False
     for span in buffer.spans:
         if span.author is Author.MODEL:
@@ -91,7 +91,7 @@ def prompts(buffer: Transcript, rewritten: Sequence[bool], where: str) -> list[s
         text = span.text
         if drop:
             if not text.startswith(REWRITTEN):
-                raise HarnessError(where, f"call {len(out)} is marked rewritten, but the text after its model turn does not begin with the mark")
+                raise TranscriptFormatError(where, f"call {len(out)} is marked rewritten, but the text after its model turn does not begin with the mark")
             text, drop = text[len(REWRITTEN) :], False
         sent.append(text)
     return out if len(out) == len(rewritten) else out + ["".join(sent)]

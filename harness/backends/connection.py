@@ -31,7 +31,10 @@ def new_client(base_url: str, **options: Any) -> httpx.Client:
     for name, value in proxies().items():
         check_proxy_url(value, name)
     try:
-        client = httpx.Client(verify=tls(base_url), **options)
+        # Checked TLS for an https:// server or behind a proxy; a plain http:// server gets a
+        # context with no certificates (loading them costs start-up), which would refuse any peer.
+        verify = trusted() if proxied() or base_url.lower().startswith("https:") else ssl.SSLContext(ssl.PROTOCOL_TLS_CLIENT)
+        client = httpx.Client(verify=verify, **options)
     except (ValueError, ImportError, httpx.InvalidURL) as e:  # what httpx still refuses of the environment: a NO_PROXY host
         names = [n for n in os.environ if n.lower() == "no_proxy"] or list(proxies()) or ["the *_proxy variables"]
         raise HarnessError(names[0], f"httpx cannot use it ({hidden(str(e))[:120]}); give hosts as example.com, 10.0.0.1 or ::1, comma-separated") from None
@@ -57,12 +60,6 @@ def proxied(url: str | None = None) -> bool:
     return bool(proxies()) and (url is None or not proxy_bypass_environment(urlsplit(url).hostname or ""))
 
 
-def tls(base_url: str) -> ssl.SSLContext:
-    """Checked TLS for an https:// server or behind a proxy; a plain http:// server gets a
-    context with no certificates (loading them costs start-up), which would refuse any peer."""
-    return trusted() if proxied() or base_url.lower().startswith("https:") else ssl.SSLContext(ssl.PROTOCOL_TLS_CLIENT)
-
-
 def trusted() -> ssl.SSLContext:
     """The certificates httpx would trust (CERTIFICATES, else certifi's), a bad variable named."""
     from harness.escape import one_line
@@ -83,16 +80,12 @@ def trusted() -> ssl.SSLContext:
     return ssl.create_default_context(cafile=certifi.where())
 
 
-def drain(response: httpx.Response, raw: Iterator[bytes]) -> None:
+def drain(raw: Iterator[bytes]) -> None:
     """After [DONE], read the stream's end (4 KB, DRAIN_SECONDS at most) so that httpx keeps the
     connection for the next call; a server that sends more, or stalls, only loses it."""
-    left = 4096
     try:
         with CALLS.until(time.monotonic() + DRAIN_SECONDS):  # each read ends by then
-            for chunk in raw:
-                left -= len(chunk)
-                if left < 0:
-                    return
+            read_raw(raw, 4097)
     except httpx.HTTPError:  # the short deadline passed, or the server left
         pass
 
@@ -110,27 +103,18 @@ def read_bounded(client: Any, method: str, url: str, seconds: float, limit: int,
     """A request that is not a model call (a token count, "are you up?"), bounded as a call is:
     its status and at most `limit` bytes of its body within `seconds`, or an httpx error."""
     with CALLS.until(time.monotonic() + seconds), client.stream(method, url, timeout=seconds, **request) as response:
-        return response.status_code, read_raw(response, limit)
+        return response.status_code, read_raw(response.iter_raw(), limit)
 
 
-def read_raw(response: httpx.Response, limit: int) -> bytes:
-    """At most `limit` bytes of an answer's body, as they came."""
+def read_raw(raw: Iterator[bytes], limit: int) -> bytes:
+    """At most `limit` bytes of an answer's body (`raw`: its response.iter_raw()), as they came."""
     body = bytearray()
     if limit > 0:
-        for chunk in response.iter_raw():
+        for chunk in raw:
             body += chunk
             if len(body) >= limit:
                 break
     return bytes(body[:limit])
-
-
-def shut(sockets: weakref.WeakSet[socket.socket]) -> None:
-    """End every call on these sockets now, even one still waiting for its first byte."""
-    for sock in list(sockets):
-        try:
-            sock.shutdown(socket.SHUT_RDWR)
-        except OSError:  # closed already
-            pass
 
 
 class Deadlines(httpcore.NetworkBackend):
@@ -144,7 +128,7 @@ class Deadlines(httpcore.NetworkBackend):
     @contextmanager
     def until(self, deadline: float, sockets: weakref.WeakSet[socket.socket] | None = None) -> Iterator[None]:
         """Within this, this thread's reads and writes end by `deadline` (nested: the sooner),
-        and the sockets it connects join `sockets` (which `shut` ends at once)."""
+        and the sockets it connects join `sockets` (which ServerModel.interrupt ends at once)."""
         outer = getattr(self._call, "deadline", None), getattr(self._call, "sockets", None)
         self._call.deadline = deadline if outer[0] is None else min(outer[0], deadline)
         self._call.sockets = sockets if sockets is not None else outer[1]

@@ -88,7 +88,7 @@ class LocalModel(Model):
 
     def _running(self) -> Worker:
         """The model's process, started afresh (with an empty cache) if it is not running."""
-        if self._worker is None or not self._worker.alive:
+        if self._worker is None or self._worker.process.poll() is not None:
             self._worker, self._last_prompt = Worker(), None
             try:
                 self._n_ctx = self._worker.ask({"load": self._load}, LOAD_SECONDS, "ready")
@@ -172,11 +172,7 @@ class Worker:
             start_new_session=True,
         )
         self.said = Lines(self.process.stdout.fileno())  # read by file descriptor, never by readline
-        self._ender = weakref.finalize(self, _end, self.process)
-
-    @property
-    def alive(self) -> bool:
-        return self.process.poll() is None
+        self.stop = weakref.finalize(self, _end, self.process)  # stop(): once, also when it is dropped or harness exits
 
     def send(self, message: dict) -> None:
         try:
@@ -232,9 +228,6 @@ class Worker:
             code = None
         how = f"was killed by {signal.Signals(-code).name}" if code is not None and code < 0 else f"exited ({code})"
         return ModelError(f"the local model's process {how} (llama.cpp crashed); the run stopped here")
-
-    def stop(self) -> None:
-        self._ender()
 
 
 def _end(process: subprocess.Popen) -> None:

@@ -24,7 +24,7 @@ from urllib.parse import urlsplit
 import httpx
 
 from harness.backends import wire
-from harness.backends.connection import CALLS, drain, new_client, proxied, read_bounded, read_raw, shut, tls_cause
+from harness.backends.connection import CALLS, drain, new_client, proxied, read_bounded, read_raw, tls_cause
 from harness.backends.messages import messages, with_count
 from harness.backends.urls import hidden, server_url, url_secrets
 from harness.entry import Entry
@@ -116,10 +116,8 @@ class ServerModel(Model):
         return body
 
     def stream(self, prompt: str, stop: Sequence[str]) -> Iterator[str | TokenUsage]:
-        return self._counted(prompt, self._stream(self.request(prompt, stop), len(prompt)))
-
-    def _counted(self, prompt: str, chunks: Iterator[str | TokenUsage]) -> Iterator[str | TokenUsage]:
         """A server that streams no counts is asked for the prompt's (PromptCounter)."""
+        chunks = self._stream(self.request(prompt, stop), len(prompt))
         counter, usage = self._counter, None
         if counter.state == "ask" and (usage := counter.count(prompt, self.notes)) is not None:
             yield usage  # before the text: a stream closed early keeps it
@@ -137,9 +135,14 @@ class ServerModel(Model):
         self._client.close()
 
     def interrupt(self) -> None:
-        """End every call in flight of this model and its others, and any wait: a batch's Ctrl-C."""
+        """End every call in flight of this model and its others (even one still waiting for its
+        first byte), and any wait: a batch's Ctrl-C."""
         self._interrupted.set()
-        shut(self._sockets)
+        for sock in list(self._sockets):
+            try:
+                sock.shutdown(socket.SHUT_RDWR)
+            except OSError:  # closed already
+                pass
 
     def wait(self, seconds: float) -> bool:
         """Until the server answers anything (GET /models) or `seconds` pass: whether it did."""
@@ -160,7 +163,7 @@ class ServerModel(Model):
         budget, limit = Budget(self.bounds), 8 * self.bounds.max_chars + 65536
         sent = json.dumps(body).encode()  # ASCII: what was given, even a lone surrogate, as it was given
         with self._posting(path, budget, False, content=sent, headers={"Content-Type": "application/json", **headers}) as response:
-            raw = read_raw(response, limit + 1)
+            raw = read_raw(response.iter_raw(), limit + 1)
         if len(raw) > limit:
             raise ModelError(f"{self.where}'s answer passed {limit:,} bytes; the call was stopped (raise --max-chars)")
         return wire.parse_event(raw.decode("utf-8", "replace"), self.entry)
@@ -189,16 +192,16 @@ class ServerModel(Model):
             for data in wire.data_lines(raw, max_line):
                 budget.spend(0)  # the clock, checked with every event
                 if data == "[DONE]":
-                    drain(response, raw)
+                    drain(raw)
                     break
                 events += 1
-                piece = wire.piece(data, self.chat, self.entry)
-                if piece.usage is not None:
-                    usage = wire.usage(piece.usage, self.notes)
-                if piece.text:
-                    text_chars += len(piece.text)
-                    yield piece.text
-                finished, had_choices = finished or piece.finished, had_choices or piece.had_choices
+                text, ended, used, listed = wire.piece(data, self.chat, self.entry)
+                if used is not None:
+                    usage = wire.usage(used, self.notes)
+                if text:
+                    text_chars += len(text)
+                    yield text
+                finished, had_choices = finished or ended, had_choices or listed
         if events == 0 and text_chars == 0:  # llama.cpp's answer to a prompt longer than its context
             raise ModelError(
                 f"the server closed the stream without sending an event: the prompt ({prompt_chars} characters) "
@@ -299,7 +302,7 @@ def refused(response: httpx.Response, model: ServerModel, path: str, streamed: b
     status = response.status_code
     if status != 200:
         try:
-            body = read_raw(response, ERROR_BODY)
+            body = read_raw(response.iter_raw(), ERROR_BODY)
         except httpx.HTTPError:
             body = b""  # the server left before it said why
         detail = wire.error_text(body, model.entry)

@@ -25,28 +25,24 @@ def model_from_spec(spec: str, base_url: str | None = None, **options: Any) -> M
     if kind in SERVERS:
         if not rest.strip():
             raise HarnessError("--model", f"{kind}:NAME needs the server's model name after the colon, e.g. {kind}:smollm2")
-        if kind == "chat":
-            from harness.backends.server import ChatModel as Server
-        else:
-            from harness.backends.server import ServerModel as Server
+        from harness.backends.server import ChatModel, ServerModel
 
-        model: Model = Server(rest, base_url, **options)
-        model.name = spec
-        return model
-    options.pop("connections", None)  # a server's pool: nothing to share in process
-    if base_url is not None:
-        raise HarnessError("--base-url", f"only an openai:NAME or chat:NAME model talks to a server, not {spec!r}")
-    for server_only in ("strict", "wait_for_server"):
-        if options.pop(server_only, None) is not None:
-            raise HarnessError("--" + server_only.replace("_", "-"), "goes with a server: openai:NAME or chat:NAME")
-    if kind == "local":
+        model: Model = (ChatModel if kind == "chat" else ServerModel)(rest, base_url, **options)
+    else:
+        options.pop("connections", None)  # a server's pool: nothing to share in process
+        if base_url is not None:
+            raise HarnessError("--base-url", f"only an openai:NAME or chat:NAME model talks to a server, not {spec!r}")
+        for server_only in ("strict", "wait_for_server"):
+            if options.pop(server_only, None) is not None:
+                raise HarnessError("--" + server_only.replace("_", "-"), "goes with a server: openai:NAME or chat:NAME")
+        if spec == "scripted":
+            raise HarnessError("--model", "scripted plays a scenario's own completions: run a scenario without --model")
+        if kind != "local":
+            raise HarnessError("--model", f"unknown model {spec!r} (use {SPECS})")
         if colon and not rest:
             raise HarnessError("--model", "local:PATH needs a GGUF file after the colon (or plain `local` for SmolLM2)")
         from harness.backends.local import LocalModel
 
         model = LocalModel(rest or None, **options)
-        model.name = spec
-        return model
-    if spec == "scripted":
-        raise HarnessError("--model", "scripted plays a scenario's own completions: run a scenario without --model")
-    raise HarnessError("--model", f"unknown model {spec!r} (use {SPECS})")
+    model.name = spec
+    return model

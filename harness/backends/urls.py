@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import base64
 import os
+import re
 from urllib.parse import SplitResult, unquote, urlsplit
 
 from harness.errors import HarnessError
@@ -71,16 +72,10 @@ def _parsed(url: str, where: str, path: str = "") -> tuple[SplitResult, str]:
         httpx.URL(url)
     except (ValueError, httpx.InvalidURL):
         raise HarnessError(where, f"{UNPARSED}{path}, and {ENCODE}") from None
-    shown = _without_query(hidden(url))[:200]
+    shown = re.sub(r"[?#].*", "…", hidden(url), flags=re.S)[:200]  # what follows a `?` or `#` may be a key: never shown
     if "@" in url[len(f"{parts.scheme}://{parts.netloc}") :]:  # `//user:pa/ss@host`: the password would be the path
         raise HarnessError(where, f"{shown!r} has an `@` after its host; {ENCODE}")
     return parts, shown
-
-
-def _without_query(url: str) -> str:
-    """`url` cut at its first `?` or `#`: what follows may be a key, and is never shown."""
-    cut = min((i for i in (url.find("?"), url.find("#")) if i >= 0), default=len(url))
-    return url[:cut] + ("…" if cut < len(url) else "")
 
 
 def url_secrets(url: str) -> list[str]:

@@ -13,7 +13,7 @@ from __future__ import annotations
 import json
 from collections.abc import Iterator
 from itertools import chain
-from typing import Any, NamedTuple
+from typing import Any
 
 from harness.entry import Entry
 from harness.model import ModelError, TokenUsage
@@ -49,13 +49,6 @@ def kind(value: Any) -> str:
     return "a list" if isinstance(value, list) else "an object"
 
 
-class Piece(NamedTuple):
-    text: str  # completion text in this event ("" for none)
-    finished: bool  # a choice said why it ended
-    usage: Any  # the raw `usage` value, or None
-    had_choices: bool  # the event had a `choices` list
-
-
 def parse_event(data: str, entry: Entry) -> dict[str, Any]:
     """One event's (or a whole answer's) JSON object."""
     try:
@@ -67,14 +60,15 @@ def parse_event(data: str, entry: Entry) -> dict[str, Any]:
     return event
 
 
-def piece(data: str, chat: bool, entry: Entry) -> Piece:
-    """The text, finish and usage of one event's JSON, every field checked."""
+def piece(data: str, chat: bool, entry: Entry) -> tuple[str, bool, Any, bool]:
+    """One event's JSON, every field checked: its completion text ("" for none), whether a choice
+    said why it ended, its raw `usage` value (or None), and whether it had a `choices` list."""
     event = parse_event(data, entry)
     if "error" in event:
         raise ModelError(f"the server reported an error mid-stream: {error_text(event['error'], entry)}")
     choices = event.get("choices")
     if choices is None:
-        return Piece("", False, event.get("usage"), False)
+        return "", False, event.get("usage"), False
     texts, finished = [], False
     for i, choice in enumerate(_shaped(choices, "choices", list, "a list")):
         if not isinstance(choice, dict):
@@ -87,7 +81,7 @@ def piece(data: str, chat: bool, entry: Entry) -> Piece:
         reason = _shaped(choice.get("finish_reason"), f"choices[{i}].finish_reason", str, "a string")
         texts.append(value or "")
         finished = finished or reason is not None
-    return Piece("".join(texts), finished, event.get("usage"), True)
+    return "".join(texts), finished, event.get("usage"), True
 
 
 def _shaped(value: Any, field: str, shape: type, said: str) -> Any:

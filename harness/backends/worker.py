@@ -45,13 +45,6 @@ class Lines:
         return line + b"\n"
 
 
-def open_channel() -> Any:
-    """The messages' own copy of fd 1; fd 1 then points at fd 2 (the parent's /dev/null)."""
-    channel = os.dup(1)
-    os.dup2(2, 1)
-    return open(channel, "w", encoding="utf-8")
-
-
 def say(message: dict[str, Any]) -> None:
     CHANNEL.write(json.dumps(message) + "\n")
     CHANNEL.flush()
@@ -63,12 +56,6 @@ def request(seconds: float | None) -> dict[str, Any] | None:
     if line is None:
         return None
     return json.loads(line) if line else {}
-
-
-def canceled() -> bool:
-    """A cancel waiting on stdin (read between two pieces, never blocking)."""
-    asked = request(0)
-    return asked is not None and (asked == {} or "cancel" in asked)
 
 
 def complete(llm: Any, tokens: list[int], stop: Sequence[str], sampling: dict[str, Any]) -> None:
@@ -90,7 +77,8 @@ def complete(llm: Any, tokens: list[int], stop: Sequence[str], sampling: dict[st
                 say({"usage": [len(tokens), evals[0] if evals else 0]})
             if text := chunk["choices"][0]["text"]:
                 say({"text": text})
-            if canceled():
+            asked = request(0)  # a cancel waiting on stdin (read between two pieces, never blocking)
+            if asked is not None and (asked == {} or "cancel" in asked):
                 break
     except (ValueError, RuntimeError) as e:
         say({"error": f"llama.cpp failed while generating: {e}"})
@@ -128,6 +116,7 @@ def main() -> None:
 REQUESTS = Lines(0)
 
 if __name__ == "__main__":
-    CHANNEL = open_channel()
+    CHANNEL = open(os.dup(1), "w", encoding="utf-8")  # the messages' own copy of fd 1
+    os.dup2(2, 1)  # fd 1 then points at fd 2 (the parent's /dev/null)
     os.environ.setdefault("LLAMA_LOG_LEVEL", "0")
     main()
