@@ -143,15 +143,10 @@ def _hunks(a, b, groups, steps_a, steps_b, old_label, new_label):
                 yield from ((" ", line, 0, step) for line in a[i1:i2])
                 continue
             olds, news = a[i1:i2], b[j1:j2]
-            focus = _focus(olds, news)
+            # Where to look in each changed line: where the k-th old and the k-th new part.
+            focus = [_first_difference(x, y) for x, y in zip(olds, news)] + [0] * abs(len(olds) - len(news))
             yield from (("-", line, at, step) for line, at, step in zip(olds, focus, steps_a[i1:i2]))
             yield from (("+", line, at, step) for line, at, step in zip(news, focus, steps_b[j1:j2]))
-
-
-def _focus(olds: list[str], news: list[str]) -> list[int]:
-    """Where to look in each changed line: where the k-th old and the k-th new part."""
-    paired = [_first_difference(x, y) for x, y in zip(olds, news)]
-    return paired + [0] * (max(len(olds), len(news)) - len(paired))
 
 
 def _first_difference(x: str, y: str) -> int:
