@@ -17,6 +17,7 @@ import difflib
 import functools
 import itertools
 import json
+import os
 
 from harness.escape import for_terminal
 
@@ -59,12 +60,8 @@ def _lines(text: str) -> list[str]:
 
 def _groups(a: list[str], b: list[str]) -> list[list[tuple[str, int, int, int, int]]]:
     """difflib's hunks, after setting aside the equal ends (one edit in a huge file costs linear time)."""
-    head = 0
-    while head < min(len(a), len(b)) and a[head] == b[head]:
-        head += 1
-    tail = 0
-    while tail < min(len(a), len(b)) - head and a[-1 - tail] == b[-1 - tail]:
-        tail += 1
+    head = len(os.path.commonprefix([a, b]))  # (of lists: the equal lines they begin with)
+    tail = len(os.path.commonprefix([a[head:][::-1], b[head:][::-1]]))
     head, tail = max(0, head - CONTEXT), max(0, tail - CONTEXT)
     middle = difflib.SequenceMatcher(None, a[head : len(a) - tail], b[head : len(b) - tail], autojunk=False)
     return [[(tag, i1 + head, i2 + head, j1 + head, j2 + head) for tag, i1, i2, j1, j2 in group] for group in middle.get_grouped_opcodes(CONTEXT)]
