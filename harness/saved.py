@@ -19,6 +19,8 @@ from harness.scenario import Scenario
 from harness.source import from_meta
 from harness.transcript import Author, loads
 
+_STEP = r"[1-9][0-9]{0,8}"  # a step number in `cuts`, ASCII digits only: "²".isdigit() is true, int("²") fails
+
 
 def load_record(text: str, source: str = "<transcript>", base: Path | None = None) -> RunRecord:
     """A saved file as a RunRecord; `base` is the folder a template or tool of its own is in."""
@@ -35,7 +37,11 @@ def load_record(text: str, source: str = "<transcript>", base: Path | None = Non
     model_calls = len(replies)
     if "steps" in meta and not model_calls <= steps <= model_calls + 1:  # a step is a model call (one canceled before its first text, too)
         raise fail("steps", f"must be the number of model calls, {model_calls} (or one more, if the last was canceled); it is {steps}")
-    cuts = _cuts(read.table("cuts", "must map step numbers to text"), model_calls, fail)
+    cuts = {}
+    for key, cut in read.table("cuts", "must map step numbers to text").items():
+        if not (regex.fullmatch(_STEP, key) and 1 <= int(key) <= model_calls) or not isinstance(cut, str):
+            raise fail("cuts", f"must map step numbers (1 to {model_calls}) to text; {key!r} does not")
+        cuts[int(key)] = cut
     calls = _calls(meta.get("calls"), replies, cuts, fail)
     scenario = None
     if "scenario" in meta:
@@ -50,18 +56,6 @@ def load_record(text: str, source: str = "<transcript>", base: Path | None = Non
     source_ = from_meta(meta["source"], source) if "source" in meta else None
     endpoint = scenario.endpoint if scenario is not None else "completions"
     return RunRecord(transcript, StopReason(reason), answer, steps, detail, calls, scenario, source=source_, model=model, endpoint=endpoint)
-
-
-_STEP = r"[1-9][0-9]{0,8}"  # ASCII digits only: "²".isdigit() is true, int("²") fails
-
-
-def _cuts(value: dict[str, Any], model_calls: int, fail) -> dict[int, str]:
-    out = {}
-    for key, cut in value.items():
-        if not (regex.fullmatch(_STEP, key) and 1 <= int(key) <= model_calls) or not isinstance(cut, str):
-            raise fail("cuts", f"must map step numbers (1 to {model_calls}) to text; {key!r} does not")
-        out[int(key)] = cut
-    return out
 
 
 def _calls(value: Any, replies: list[str], cuts: dict[int, str], fail) -> tuple[CallRecord, ...]:
