@@ -57,20 +57,6 @@ def stop_was_off(record: RunRecord) -> bool:
     return record.scenario is not None and not record.scenario.use_stop
 
 
-def unran_actions(record: RunRecord) -> tuple[str, ...]:
-    """The Action lines of the last reply that its own Final Answer kept from running, read
-    again by the loop's own reader (harness.governor)."""
-    spans = record.transcript.spans
-    if record.stop_reason is not StopReason.FINAL_ANSWER or not spans or spans[-1].author is not Author.MODEL:
-        return ()
-    from harness.dialects import get_dialect
-    from harness.governor import read
-    from harness.decisions import unran
-
-    dialect = get_dialect(record.scenario.dialect if record.scenario is not None else "default")
-    return tuple(unran(read(dialect, spans[-1].text)))
-
-
 def parts(frame: Frame) -> list[tuple[str, str]]:
     """The frame's text in pieces of whole lines, each with its kind: "" or a key of KINDS."""
     if frame.hidden:
@@ -92,7 +78,16 @@ def parts(frame: Frame) -> list[tuple[str, str]]:
 def frames(record: RunRecord) -> list[Frame]:
     spans, calls = record.transcript.spans, iter(record.calls)
     out, before, call, told = [], 0, CallRecord(), 0
-    no_stop, unran = stop_was_off(record), unran_actions(record)
+    no_stop, unran = stop_was_off(record), ()
+    if record.stop_reason is StopReason.FINAL_ANSWER and spans and spans[-1].author is Author.MODEL:
+        # The Action lines of the last reply that its own Final Answer kept from running, read
+        # again by the loop's own reader (harness.governor).
+        from harness.dialects import get_dialect
+        from harness.governor import read
+        from harness.decisions import unran as unran_of
+
+        dialect = get_dialect(record.scenario.dialect if record.scenario is not None else "default")
+        unran = tuple(unran_of(read(dialect, spans[-1].text)))
     for i, span in enumerate(spans):
         sent, why = NOT_MODEL.get(span.author, ("", ""))
         if span.author is Author.MODEL:
