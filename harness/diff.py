@@ -96,18 +96,10 @@ def _headline(hunks, groups) -> str:
     return "the records are the same; only the metadata differs" if groups else "the lines are the same"
 
 
-def _meta(lines: list[str]) -> dict[str, str]:
-    found = {}
-    for line in lines:
-        if line.startswith("# ") and ": " in line:
-            key, _, value = line[2:].partition(": ")
-            found[key] = value
-    return found
-
-
 def _meta_keys(a: list[str], b: list[str]) -> list[str]:
     """The metadata keys whose values differ; for an object, the keys inside it too (scenario.prompt)."""
-    old, new = _meta(a), _meta(b)
+    # Each side's metadata lines (`# key: value`), by key.
+    old, new = (dict(x[2:].split(": ", 1) for x in lines if x.startswith("# ") and ": " in x) for lines in (a, b))
     keys = []
     for key in _differing(old, new):
         x, y = _object(old.get(key)), _object(new.get(key))
