@@ -70,7 +70,8 @@ def _calls(value: Any, replies: list[str], cuts: dict[int, str], fail) -> tuple[
         if not isinstance(entry, dict):
             raise fail("calls", f"entry {i} must be a table")
         ran, told, cut_by, tokens = entry.get("ran", []), entry.get("notices", []), entry.get("cut_by", ""), entry.get("tokens")
-        if not _strings(ran) or not _strings(told) or cut_by not in ("", "stop", "prefix"):
+        strings = all(isinstance(names, list) and all(isinstance(v, str) for v in names) for names in (ran, told))
+        if not strings or cut_by not in ("", "stop", "prefix"):
             raise fail("calls", f"entry {i}: ran and notices must be lists of strings, cut_by stop or prefix")
         if tokens is not None and not (
             isinstance(tokens, dict) and all(v is None or (type(v) is int and v >= 0) for v in tokens.values())
@@ -100,8 +101,3 @@ def _hidden(value: Any, length: int) -> tuple[tuple[int, int, str], ...] | None:
         out.append((start, end, item[2]))
         after = end
     return tuple(out)
-
-
-def _strings(value: Any) -> bool:
-    return isinstance(value, list) and all(isinstance(v, str) for v in value)
-
