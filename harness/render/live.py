@@ -128,7 +128,19 @@ class LiveView:
                     Styled(f"── call {step} · the model is sent the whole buffer: {prompt_chars:,} characters", style="dim")
                 )
             case CompletionEnded(_, _, cut, cut_by, decided):
-                self._completion_ended(cut, cut_by, decided)
+                # What the user was not shown, as model rows marked ✗ after what was shown; what was cut, a note.
+                for lane in decided.lanes:
+                    if lane.status == "denied" and lane.text:
+                        kind = "withheld" if lane.kind == "answer" else "denied"
+                        self._print(self.rows.close(), end="")
+                        self._print(self.rows.write(Author.MODEL, lane.text, MARKS[kind]), end="")
+                        from harness.render.frames import KINDS  # (the frames' module is not needed to draw a run)
+
+                        self._note(f"✗ {KINDS[kind]}")
+                if cut:
+                    self._note(cut_note(cut, cut_by))
+                if actions := unran(decided):
+                    self._note(never_ran(actions))
             case Stopped(reason, answer, steps, detail):
                 self._print(self.rows.close(), end="")
                 line = Styled(f"stopped: {reason.value} after {steps} call{'s' if steps != 1 else ''}", style="bold")
@@ -139,21 +151,6 @@ class LiveView:
                     line.append(for_terminal(answer))
                 self._print(line)
                 self._flush()
-
-    def _completion_ended(self, cut: str, cut_by: str, decided: Round) -> None:
-        """What the user was not shown, as model rows marked ✗ after what was shown; what was cut, a note."""
-        for lane in decided.lanes:
-            if lane.status == "denied" and lane.text:
-                kind = "withheld" if lane.kind == "answer" else "denied"
-                self._print(self.rows.close(), end="")
-                self._print(self.rows.write(Author.MODEL, lane.text, MARKS[kind]), end="")
-                from harness.render.frames import KINDS  # (the frames' module is not needed to draw a run)
-
-                self._note(f"✗ {KINDS[kind]}")
-        if cut:
-            self._note(cut_note(cut, cut_by))
-        if actions := unran(decided):
-            self._note(never_ran(actions))
 
     def _note(self, message: str) -> None:
         self._print(self.rows.close(), end="")
