@@ -36,7 +36,12 @@ def transcript_diff(saved: str, fresh: str, name: str, labels: tuple[str, str] =
     groups = _groups(a, b)
     steps_a, steps_b = _steps(a), _steps(b)
     hunks = functools.partial(_hunks, a, b, groups, steps_a, steps_b, old_label, new_label)  # (mark, line, focus, step), lazily
-    out = [f"{name}: {_headline(hunks(), groups)}"]
+    headline = "the records are the same; only the metadata differs" if groups else "the lines are the same"
+    for mark, line, at, step in hunks():  # the first changed record, if any
+        if mark in ("-", "+") and (author := _author(line)) is not None:
+            headline = f"first difference in {_where(step)} ({author}: {_show(line[12:], max(0, at - 12), 80)})"
+            break
+    out = [f"{name}: {headline}"]
     keys = _meta_keys(a, b)
     if keys:
         out.append("metadata that differs: " + ", ".join(keys))
@@ -87,13 +92,6 @@ def _steps(lines: list[str]) -> list[int]:
 
 def _where(step: int) -> str:
     return {-1: "the metadata", 0: "the prompt"}.get(step, f"step {step}")
-
-
-def _headline(hunks, groups) -> str:
-    for mark, line, at, step in hunks:
-        if mark in ("-", "+") and (author := _author(line)) is not None:
-            return f"first difference in {_where(step)} ({author}: {_show(line[12:], max(0, at - 12), 80)})"
-    return "the records are the same; only the metadata differs" if groups else "the lines are the same"
 
 
 def _meta_keys(a: list[str], b: list[str]) -> list[str]:
