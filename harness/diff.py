@@ -33,7 +33,12 @@ def transcript_diff(saved: str, fresh: str, name: str, labels: tuple[str, str] =
         return ""
     old_label, new_label = labels
     a, b = _lines(saved), _lines(fresh)
-    groups = _groups(a, b)
+    # difflib's hunks, after setting aside the equal ends (one edit in a huge file costs linear time)
+    head = len(os.path.commonprefix([a, b]))  # (of lists: the equal lines they begin with)
+    tail = len(os.path.commonprefix([a[head:][::-1], b[head:][::-1]]))
+    head, tail = max(0, head - CONTEXT), max(0, tail - CONTEXT)
+    middle = difflib.SequenceMatcher(None, a[head : len(a) - tail], b[head : len(b) - tail], autojunk=False)
+    groups = [[(tag, i1 + head, i2 + head, j1 + head, j2 + head) for tag, i1, i2, j1, j2 in group] for group in middle.get_grouped_opcodes(CONTEXT)]
     steps_a, steps_b = _steps(a), _steps(b)
     hunks = functools.partial(_hunks, a, b, groups, steps_a, steps_b, old_label, new_label)  # (mark, line, focus, step), lazily
     headline = "the records are the same; only the metadata differs" if groups else "the lines are the same"
@@ -61,15 +66,6 @@ def transcript_diff(saved: str, fresh: str, name: str, labels: tuple[str, str] =
 def _lines(text: str) -> list[str]:
     lines = text.split("\n")
     return lines[:-1] if lines[-1] == "" else lines
-
-
-def _groups(a: list[str], b: list[str]) -> list[list[tuple[str, int, int, int, int]]]:
-    """difflib's hunks, after setting aside the equal ends (one edit in a huge file costs linear time)."""
-    head = len(os.path.commonprefix([a, b]))  # (of lists: the equal lines they begin with)
-    tail = len(os.path.commonprefix([a[head:][::-1], b[head:][::-1]]))
-    head, tail = max(0, head - CONTEXT), max(0, tail - CONTEXT)
-    middle = difflib.SequenceMatcher(None, a[head : len(a) - tail], b[head : len(b) - tail], autojunk=False)
-    return [[(tag, i1 + head, i2 + head, j1 + head, j2 + head) for tag, i1, i2, j1, j2 in group] for group in middle.get_grouped_opcodes(CONTEXT)]
 
 
 def _author(line: str) -> str | None:
