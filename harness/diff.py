@@ -17,6 +17,7 @@ import difflib
 import functools
 import itertools
 import json
+import os
 
 from harness.escape import for_terminal
 
@@ -32,10 +33,20 @@ def transcript_diff(saved: str, fresh: str, name: str, labels: tuple[str, str] =
         return ""
     old_label, new_label = labels
     a, b = _lines(saved), _lines(fresh)
-    groups = _groups(a, b)
+    # difflib's hunks, after setting aside the equal ends (one edit in a huge file costs linear time)
+    head = len(os.path.commonprefix([a, b]))  # (of lists: the equal lines they begin with)
+    tail = len(os.path.commonprefix([a[head:][::-1], b[head:][::-1]]))
+    head, tail = max(0, head - CONTEXT), max(0, tail - CONTEXT)
+    middle = difflib.SequenceMatcher(None, a[head : len(a) - tail], b[head : len(b) - tail], autojunk=False)
+    groups = [[(tag, i1 + head, i2 + head, j1 + head, j2 + head) for tag, i1, i2, j1, j2 in group] for group in middle.get_grouped_opcodes(CONTEXT)]
     steps_a, steps_b = _steps(a), _steps(b)
     hunks = functools.partial(_hunks, a, b, groups, steps_a, steps_b, old_label, new_label)  # (mark, line, focus, step), lazily
-    out = [f"{name}: {_headline(hunks(), groups)}"]
+    headline = "the records are the same; only the metadata differs" if groups else "the lines are the same"
+    for mark, line, at, step in hunks():  # the first changed record, if any
+        if mark in ("-", "+") and (author := _author(line)) is not None:
+            headline = f"first difference in {_where(step)} ({author}: {_show(line[12:], max(0, at - 12), 80)})"
+            break
+    out = [f"{name}: {headline}"]
     keys = _meta_keys(a, b)
     if keys:
         out.append("metadata that differs: " + ", ".join(keys))
@@ -55,19 +66,6 @@ def transcript_diff(saved: str, fresh: str, name: str, labels: tuple[str, str] =
 def _lines(text: str) -> list[str]:
     lines = text.split("\n")
     return lines[:-1] if lines[-1] == "" else lines
-
-
-def _groups(a: list[str], b: list[str]) -> list[list[tuple[str, int, int, int, int]]]:
-    """difflib's hunks, after setting aside the equal ends (one edit in a huge file costs linear time)."""
-    head = 0
-    while head < min(len(a), len(b)) and a[head] == b[head]:
-        head += 1
-    tail = 0
-    while tail < min(len(a), len(b)) - head and a[-1 - tail] == b[-1 - tail]:
-        tail += 1
-    head, tail = max(0, head - CONTEXT), max(0, tail - CONTEXT)
-    middle = difflib.SequenceMatcher(None, a[head : len(a) - tail], b[head : len(b) - tail], autojunk=False)
-    return [[(tag, i1 + head, i2 + head, j1 + head, j2 + head) for tag, i1, i2, j1, j2 in group] for group in middle.get_grouped_opcodes(CONTEXT)]
 
 
 def _author(line: str) -> str | None:
@@ -92,25 +90,10 @@ def _where(step: int) -> str:
     return {-1: "the metadata", 0: "the prompt"}.get(step, f"step {step}")
 
 
-def _headline(hunks, groups) -> str:
-    for mark, line, at, step in hunks:
-        if mark in ("-", "+") and (author := _author(line)) is not None:
-            return f"first difference in {_where(step)} ({author}: {_show(line[12:], max(0, at - 12), 80)})"
-    return "the records are the same; only the metadata differs" if groups else "the lines are the same"
-
-
-def _meta(lines: list[str]) -> dict[str, str]:
-    found = {}
-    for line in lines:
-        if line.startswith("# ") and ": " in line:
-            key, _, value = line[2:].partition(": ")
-            found[key] = value
-    return found
-
-
 def _meta_keys(a: list[str], b: list[str]) -> list[str]:
     """The metadata keys whose values differ; for an object, the keys inside it too (scenario.prompt)."""
-    old, new = _meta(a), _meta(b)
+    # Each side's metadata lines (`# key: value`), by key.
+    old, new = (dict(x[2:].split(": ", 1) for x in lines if x.startswith("# ") and ": " in x) for lines in (a, b))
     keys = []
     for key in _differing(old, new):
         x, y = _object(old.get(key)), _object(new.get(key))
@@ -143,15 +126,10 @@ def _hunks(a, b, groups, steps_a, steps_b, old_label, new_label):
                 yield from ((" ", line, 0, step) for line in a[i1:i2])
                 continue
             olds, news = a[i1:i2], b[j1:j2]
-            focus = _focus(olds, news)
+            # Where to look in each changed line: where the k-th old and the k-th new part.
+            focus = [_first_difference(x, y) for x, y in zip(olds, news)] + [0] * abs(len(olds) - len(news))
             yield from (("-", line, at, step) for line, at, step in zip(olds, focus, steps_a[i1:i2]))
             yield from (("+", line, at, step) for line, at, step in zip(news, focus, steps_b[j1:j2]))
-
-
-def _focus(olds: list[str], news: list[str]) -> list[int]:
-    """Where to look in each changed line: where the k-th old and the k-th new part."""
-    paired = [_first_difference(x, y) for x, y in zip(olds, news)]
-    return paired + [0] * (max(len(olds), len(news)) - len(paired))
 
 
 def _first_difference(x: str, y: str) -> int:

@@ -80,13 +80,6 @@ class Failed(Exception):
     """A replay that differs from its file (the message: the readable diff), or a recording that did not complete."""
 
 
-def _broke_off(record, live: bool) -> bool:
-    """Whether a fresh recording stopped in model_error, canceled or model_exhausted,
-    other than where its own scenario scripts that stop (`model_error`, `interrupt`)."""
-    field = {"model_error": "model_error", "canceled": "interrupt", "model_exhausted": None}.get(record.stop_reason.value, "")
-    return field != "" and (live or field is None or record.scenario is None or getattr(record.scenario, field) is None)
-
-
 class TranscriptItem(pytest.Item):
     @property
     def source(self) -> str:
@@ -94,9 +87,11 @@ class TranscriptItem(pytest.Item):
 
     def runtest(self) -> None:
         from harness.diff import transcript_diff
+        from harness.escape import one_line
         from harness.files import read_input
         from harness.record import replay
         from harness.source import only_rehashed
+        from harness.stale import stale_turn
 
         text = read_input(self.path, shown=self.source)  # as every command reads one: "\r" kept, a FIFO refused, UTF-16 named
         if self.config.getoption("harness_record"):
@@ -112,7 +107,11 @@ class TranscriptItem(pytest.Item):
         if update:
             _rewrite(self.path, result.fresh, self.source)
             self.user_properties.append((_REWROTE, self.source))
-            if (warning := _kept_stale_turn(result, self.source)) is not None:
+            if (stale := stale_turn(result.recording.transcript, result.record.transcript)) is not None:  # a kept model turn followed changed text
+                warning = (
+                    f"warning: {one_line(self.source)}: call {stale.call}'s recorded turn was kept, but it followed {stale.author}'s "
+                    f'text that this update changed ("{stale.old}" is now "{stale.new}"), which the model never read; {RECORD_HINT}'
+                )
                 self.user_properties.append((_STALE, warning))
             return
         diff = transcript_diff(result.saved, result.fresh, self.source).rstrip("\n")
@@ -128,7 +127,10 @@ class TranscriptItem(pytest.Item):
 
         model = _recording_model(self.config)
         record = record_again(text, self.source, self.path, self.config.rootpath, model, self.config.getini("harness_redact"))
-        if _broke_off(record, live=model is not None):
+        # Stopped in model_error, canceled or model_exhausted, other than where its own scenario
+        # scripts that stop (`model_error`, `interrupt`): the recording did not complete.
+        field = {"model_error": "model_error", "canceled": "interrupt", "model_exhausted": None}.get(record.stop_reason.value, "")
+        if field != "" and (model is not None or field is None or record.scenario is None or getattr(record.scenario, field) is None):
             if record.stop_reason.value == "canceled":  # Ctrl-C: it stops the session, as pytest's own does
                 raise KeyboardInterrupt
             from harness.escape import one_line
@@ -151,21 +153,6 @@ class TranscriptItem(pytest.Item):
 
     def reportinfo(self):
         return self.path, None, f"replay {self.source}"
-
-
-def _kept_stale_turn(result, source: str) -> str | None:
-    """The warning for an update that kept a model turn written after text it changed."""
-    from harness.escape import one_line
-    from harness.stale import stale_turn
-
-    stale = stale_turn(result.recording.transcript, result.record.transcript)
-    if stale is None:
-        return None
-    return (
-        f"warning: {one_line(source)}: call {stale.call}'s recorded turn was kept, but it followed {stale.author}'s "
-        f'text that this update changed ("{stale.old}" is now "{stale.new}"), which the model never read; '
-        f"{RECORD_HINT}"
-    )
 
 
 @functools.cache

@@ -13,7 +13,7 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from harness.entry import Redaction, redaction
+from harness.entry import redaction
 from harness.errors import HarnessError
 from harness.events import StopReason
 from harness.transcript import Author, Transcript, dumps
@@ -75,8 +75,13 @@ class RunRecord:
             overrides = {key: merged[key] for key in order if key in merged}
         if self.source is not None:
             meta["source"] = self.source.but(overrides=overrides).to_meta() if scenario is not None else self.source.to_meta()
-        if scenario is not None:
-            meta["scenario"] = _masked(scenario.to_meta(), redaction(scenario.redact, "redact"))
+        if scenario is not None:  # the copy as a file keeps it: canned results are a tool's output, masked too
+            meta["scenario"], redact = scenario.to_meta(), redaction(scenario.redact, "redact")
+            for spec in meta["scenario"]["tools"].values():
+                if "results" in spec:
+                    spec["results"] = {key: redact(value) for key, value in spec["results"].items()}
+                if spec.get("default") is not None:
+                    spec["default"] = redact(spec["default"])
         return meta
 
     def facts(self, scenario: Scenario | None = None) -> dict[str, Any]:
@@ -104,12 +109,3 @@ class RunRecord:
             raise HarnessError(str(self.source.scenario), why) from None
         return replace(self, source=placed)
 
-
-def _masked(meta: dict[str, Any], redact: Redaction) -> dict[str, Any]:
-    """The scenario copy as a file keeps it: canned results are a tool's output, masked too."""
-    for spec in meta["tools"].values():
-        if "results" in spec:
-            spec["results"] = {key: redact(value) for key, value in spec["results"].items()}
-        if spec.get("default") is not None:
-            spec["default"] = redact(spec["default"])
-    return meta

@@ -19,6 +19,8 @@ from harness.scenario import Scenario
 from harness.source import from_meta
 from harness.transcript import Author, loads
 
+_STEP = r"[1-9][0-9]{0,8}"  # a step number in `cuts`, ASCII digits only: "²".isdigit() is true, int("²") fails
+
 
 def load_record(text: str, source: str = "<transcript>", base: Path | None = None) -> RunRecord:
     """A saved file as a RunRecord; `base` is the folder a template or tool of its own is in."""
@@ -35,7 +37,11 @@ def load_record(text: str, source: str = "<transcript>", base: Path | None = Non
     model_calls = len(replies)
     if "steps" in meta and not model_calls <= steps <= model_calls + 1:  # a step is a model call (one canceled before its first text, too)
         raise fail("steps", f"must be the number of model calls, {model_calls} (or one more, if the last was canceled); it is {steps}")
-    cuts = _cuts(read.table("cuts", "must map step numbers to text"), model_calls, fail)
+    cuts = {}
+    for key, cut in read.table("cuts", "must map step numbers to text").items():
+        if not (regex.fullmatch(_STEP, key) and 1 <= int(key) <= model_calls) or not isinstance(cut, str):
+            raise fail("cuts", f"must map step numbers (1 to {model_calls}) to text; {key!r} does not")
+        cuts[int(key)] = cut
     calls = _calls(meta.get("calls"), replies, cuts, fail)
     scenario = None
     if "scenario" in meta:
@@ -52,18 +58,6 @@ def load_record(text: str, source: str = "<transcript>", base: Path | None = Non
     return RunRecord(transcript, StopReason(reason), answer, steps, detail, calls, scenario, source=source_, model=model, endpoint=endpoint)
 
 
-_STEP = r"[1-9][0-9]{0,8}"  # ASCII digits only: "²".isdigit() is true, int("²") fails
-
-
-def _cuts(value: dict[str, Any], model_calls: int, fail) -> dict[int, str]:
-    out = {}
-    for key, cut in value.items():
-        if not (regex.fullmatch(_STEP, key) and 1 <= int(key) <= model_calls) or not isinstance(cut, str):
-            raise fail("cuts", f"must map step numbers (1 to {model_calls}) to text; {key!r} does not")
-        out[int(key)] = cut
-    return out
-
-
 def _calls(value: Any, replies: list[str], cuts: dict[int, str], fail) -> tuple[CallRecord, ...]:
     """Files written before `calls` existed still load: their calls carry only the cuts."""
     model_calls = len(replies)
@@ -76,7 +70,8 @@ def _calls(value: Any, replies: list[str], cuts: dict[int, str], fail) -> tuple[
         if not isinstance(entry, dict):
             raise fail("calls", f"entry {i} must be a table")
         ran, told, cut_by, tokens = entry.get("ran", []), entry.get("notices", []), entry.get("cut_by", ""), entry.get("tokens")
-        if not _strings(ran) or not _strings(told) or cut_by not in ("", "stop", "prefix"):
+        strings = all(isinstance(names, list) and all(isinstance(v, str) for v in names) for names in (ran, told))
+        if not strings or cut_by not in ("", "stop", "prefix"):
             raise fail("calls", f"entry {i}: ran and notices must be lists of strings, cut_by stop or prefix")
         if tokens is not None and not (
             isinstance(tokens, dict) and all(v is None or (type(v) is int and v >= 0) for v in tokens.values())
@@ -106,8 +101,3 @@ def _hidden(value: Any, length: int) -> tuple[tuple[int, int, str], ...] | None:
         out.append((start, end, item[2]))
         after = end
     return tuple(out)
-
-
-def _strings(value: Any) -> bool:
-    return isinstance(value, list) and all(isinstance(v, str) for v in value)
-

@@ -21,7 +21,9 @@ def unseen(text: str, decided: Round) -> Unseen:
     cursor, size, last_end = 0, len(text), -1  # (last_end: where the last entry ends)
     for lane in decided.lanes:
         line = lane.text[: lane.text.find("\n") + 1 or None]  # its first line, with its newline
-        at = _line_start(text, line, cursor)
+        at = text.find(line, cursor)
+        while at > 0 and text[at - 1] != "\n":  # where it begins a line of `text`, from the cursor on (-1: nowhere)
+            at = text.find(line, at + 1)
         if at < 0 or not line:
             continue
         cursor = at + len(line)
@@ -35,10 +37,3 @@ def unseen(text: str, decided: Round) -> Unseen:
             out.append((at, last_end, "action"))
     return tuple(out)
 
-
-def _line_start(text: str, line: str, start: int) -> int:
-    """Where `line` occurs at the start of a line of `text`, from `start` on (-1: nowhere)."""
-    at = text.find(line, start)
-    while at > 0 and text[at - 1] != "\n":
-        at = text.find(line, at + 1)
-    return at

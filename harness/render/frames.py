@@ -37,10 +37,16 @@ KINDS = {
     "denied": "in the buffer, not shown to the user: its gate denied this action",
     "withheld": "in the buffer, not shown to the user: the final answer was withheld",
 }
-NOTHING_SENT = {
-    Author.CODE: "nothing: code writes this part, the model does not",
-    Author.DEVELOPER: "nothing yet: the developer's prompt and the question start the buffer",
+# A frame's "sent" and "why" by its author; a model frame's own come from its call (frames()).
+NOT_MODEL = {
+    Author.CODE: ("nothing: code writes this part, the model does not", "Code has spoken; the loop goes on: the whole buffer goes to the model again."),
+    Author.DEVELOPER: ("nothing yet: the developer's prompt and the question start the buffer", "The loop begins: the whole buffer goes to the model."),
 }
+MODEL_WHY = {  # by (a tool ran, code wrote a notice)
+    (True, True): "Code runs the accepted action and answers the rest with a notice; the loop goes on.",
+    (False, True): "Nothing ran: code answers with a notice that names the broken rule; the loop goes on.",
+}
+ACTION_WHY = "An Action line and no final answer: code runs the tool and splices in the result; the loop goes on."
 NO_STOP = (
     "The stop sequence was off for this run (--no-stop): nothing cut what the model wrote, "
     "so an observation it invented stands in the buffer as model text."
@@ -49,20 +55,6 @@ NO_STOP = (
 
 def stop_was_off(record: RunRecord) -> bool:
     return record.scenario is not None and not record.scenario.use_stop
-
-
-def unran_actions(record: RunRecord) -> tuple[str, ...]:
-    """The Action lines of the last reply that its own Final Answer kept from running, read
-    again by the loop's own reader (harness.governor)."""
-    spans = record.transcript.spans
-    if record.stop_reason is not StopReason.FINAL_ANSWER or not spans or spans[-1].author is not Author.MODEL:
-        return ()
-    from harness.dialects import get_dialect
-    from harness.governor import read
-    from harness.decisions import unran
-
-    dialect = get_dialect(record.scenario.dialect if record.scenario is not None else "default")
-    return tuple(unran(read(dialect, spans[-1].text)))
 
 
 def parts(frame: Frame) -> list[tuple[str, str]]:
@@ -86,18 +78,27 @@ def parts(frame: Frame) -> list[tuple[str, str]]:
 def frames(record: RunRecord) -> list[Frame]:
     spans, calls = record.transcript.spans, iter(record.calls)
     out, before, call, told = [], 0, CallRecord(), 0
-    no_stop, unran = stop_was_off(record), unran_actions(record)
+    no_stop, unran = stop_was_off(record), ()
+    if record.stop_reason is StopReason.FINAL_ANSWER and spans and spans[-1].author is Author.MODEL:
+        # The Action lines of the last reply that its own Final Answer kept from running, read
+        # again by the loop's own reader (harness.governor).
+        from harness.dialects import get_dialect
+        from harness.governor import read
+        from harness.decisions import unran as unran_of
+
+        dialect = get_dialect(record.scenario.dialect if record.scenario is not None else "default")
+        unran = tuple(unran_of(read(dialect, spans[-1].text)))
     for i, span in enumerate(spans):
-        sent = NOTHING_SENT.get(span.author, "")
+        sent, why = NOT_MODEL.get(span.author, ("", ""))
         if span.author is Author.MODEL:
             call = next(calls, CallRecord())
+            why = MODEL_WHY.get((bool(call.ran), bool(call.notices)), ACTION_WHY)
             told = len(call.notices)  # not yet written: the loop writes them first after the reply
             sent = f"completion = model(buffer): the whole buffer, {before:,} characters, sent fresh"
             if call.messages is not None:  # a chat endpoint: the same buffer, cut by author (harness.backends.messages)
                 sent = f"completion = model(messages(buffer)): the whole buffer, {before:,} characters, sent fresh as {call.messages} chat message{'s' if call.messages != 1 else ''}"
             if no_stop:
                 sent += ", with no stop sequence: nothing cuts what it writes"
-        why = _why(span.author, call)
         if i == len(spans) - 1:
             why = f"The loop stopped: {record.stop_reason.value}." + (f" Final answer: {record.final_answer}" if record.final_answer is not None else "")
         notices = 0
@@ -109,19 +110,6 @@ def frames(record: RunRecord) -> list[Frame]:
         out.append(Frame(i, span.author, span.text, own.cut, sent, why, notices, own.cut_by, own.hidden, last_ran))
         before += len(span.text)
     return out
-
-
-def _why(author: Author, call: CallRecord) -> str:
-    if author is Author.MODEL:
-        ran, told = bool(call.ran), bool(call.notices)
-        if ran and told:
-            return "Code runs the accepted action and answers the rest with a notice; the loop goes on."
-        if told:
-            return "Nothing ran: code answers with a notice that names the broken rule; the loop goes on."
-        return "An Action line and no final answer: code runs the tool and splices in the result; the loop goes on."
-    if author is Author.CODE:
-        return "Code has spoken; the loop goes on: the whole buffer goes to the model again."
-    return "The loop begins: the whole buffer goes to the model."
 
 
 @dataclass(frozen=True, slots=True)

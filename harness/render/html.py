@@ -37,8 +37,12 @@ def page(record: RunRecord, title: str) -> str:
     }
     rows = costs(record.transcript)
     template = files("harness.render").joinpath("page.html").read_text(encoding="utf-8")
+    hashes = {}  # the policy: nothing loads from anywhere; only the template's own <style> and <script> apply
+    for tag in ("style", "script"):
+        bodies = regex.findall(rf"<{tag}>(.*?)</{tag}>", template, flags=regex.DOTALL)
+        hashes[tag] = " ".join(f"'sha256-{base64.b64encode(hashlib.sha256(b.encode()).digest()).decode()}'" for b in bodies)
     values = {
-        "CSP": _policy(template),
+        "CSP": f"default-src 'none'; style-src {hashes['style']}; script-src {hashes['script']}; base-uri 'none'; form-action 'none'",
         "TITLE": for_html(title),
         "BANNER": f'<p class="banner" role="note">{for_html(NO_STOP)}</p>' if stop_was_off(record) else "",
         "CUT_LEGEND": "✂ this run had no stop sequence (--no-stop): nothing it wrote was cut by one" if stop_was_off(record) else "✂ cut by the stop sequence: never in the buffer",
@@ -50,16 +54,6 @@ def page(record: RunRecord, title: str) -> str:
 
 
 _PLACEHOLDER = regex.compile(r"__(CSP|TITLE|BANNER|CUT_LEGEND|CHART|TABLE|DATA)__")
-
-
-def _policy(template: str) -> str:
-    """Nothing loads from anywhere; only the template's own <style> and <script> apply."""
-
-    def hashes(tag: str) -> str:
-        bodies = regex.findall(rf"<{tag}>(.*?)</{tag}>", template, flags=regex.DOTALL)
-        return " ".join(f"'sha256-{base64.b64encode(hashlib.sha256(b.encode()).digest()).decode()}'" for b in bodies)
-
-    return f"default-src 'none'; style-src {hashes('style')}; script-src {hashes('script')}; base-uri 'none'; form-action 'none'"
 
 
 def chart(rows: list[CallCost], width: int = 560, height: int = 240) -> str:

@@ -112,25 +112,37 @@ class LiveView:
             self.streamed.append(event.text)  # the same rows, once: a 10 MB reply is 1.25 million deltas
             return
         if self.streamed:
-            self._write(Author.MODEL, "".join(self.streamed))
+            self._print(self.rows.write(Author.MODEL, "".join(self.streamed)), end="")
             self.streamed = []
         match event:
             case Appended(author, text) if author is not Author.MODEL:
-                self._write(author, text)
+                self._print(self.rows.write(author, text), end="")
             case TextDelta(text):
-                self._write(Author.MODEL, text)
+                self._print(self.rows.write(Author.MODEL, text), end="")
                 if self.delay:
                     time.sleep(self.delay)
             case RoundStarted(step, prompt_chars):
-                self._break()
+                self._print(self.rows.close(), end="")
                 self._flush()
                 self._print(
                     Styled(f"── call {step} · the model is sent the whole buffer: {prompt_chars:,} characters", style="dim")
                 )
             case CompletionEnded(_, _, cut, cut_by, decided):
-                self._completion_ended(cut, cut_by, decided)
+                # What the user was not shown, as model rows marked ✗ after what was shown; what was cut, a note.
+                for lane in decided.lanes:
+                    if lane.status == "denied" and lane.text:
+                        kind = "withheld" if lane.kind == "answer" else "denied"
+                        self._print(self.rows.close(), end="")
+                        self._print(self.rows.write(Author.MODEL, lane.text, MARKS[kind]), end="")
+                        from harness.render.frames import KINDS  # (the frames' module is not needed to draw a run)
+
+                        self._note(f"✗ {KINDS[kind]}")
+                if cut:
+                    self._note(cut_note(cut, cut_by))
+                if actions := unran(decided):
+                    self._note(never_ran(actions))
             case Stopped(reason, answer, steps, detail):
-                self._break()
+                self._print(self.rows.close(), end="")
                 line = Styled(f"stopped: {reason.value} after {steps} call{'s' if steps != 1 else ''}", style="bold")
                 if detail:
                     line.append(f" ({for_terminal(detail)})")
@@ -140,30 +152,9 @@ class LiveView:
                 self._print(line)
                 self._flush()
 
-    def _completion_ended(self, cut: str, cut_by: str, decided: Round) -> None:
-        """What the user was not shown, as model rows marked ✗ after what was shown; what was cut, a note."""
-        for lane in decided.lanes:
-            if lane.status == "denied" and lane.text:
-                kind = "withheld" if lane.kind == "answer" else "denied"
-                self._break()
-                self._print(self.rows.write(Author.MODEL, lane.text, MARKS[kind]), end="")
-                from harness.render.frames import KINDS  # (the frames' module is not needed to draw a run)
-
-                self._note(f"✗ {KINDS[kind]}")
-        if cut:
-            self._note(cut_note(cut, cut_by))
-        if actions := unran(decided):
-            self._note(never_ran(actions))
-
     def _note(self, message: str) -> None:
-        self._break()
-        self._print(note(message))
-
-    def _break(self) -> None:
         self._print(self.rows.close(), end="")
-
-    def _write(self, author: Author, text: str) -> None:
-        self._print(self.rows.write(author, text), end="")
+        self._print(note(message))
 
     def _print(self, text: Styled, end: str = "\n") -> None:
         self.pending.append_text(text)

@@ -44,17 +44,13 @@ def notes(record: RunRecord, title: str) -> str:
         if (count := sent.count_of(f.index)) is not None:
             out.append(f"- **messages:** the call was sent the first {count} of the run's messages (below), by the chat rule")
         out.append("")
-    if sent.chat:
-        out += messages(sent)
+    if sent.chat:  # the run's messages once, each line led by its role (so no text can close the fence)
+        out += ["## The run's messages", "", "What a chat endpoint was sent, by the chat rule: each call the first of these.", "", "```text"]
+        for number, message in enumerate(sent.messages, 1):
+            for row in split_lines(message["content"]) or [""]:
+                out.append(for_terminal(f"{message['role']:<{WIDTH}} | " + row.removesuffix("\n")))
+            if number < len(sent.messages):
+                out.append("")
+        out += ["```", ""]
     return "\n".join(out)
 
-
-def messages(sent: SentMessages) -> list[str]:
-    """The run's messages once, each line led by its role (so no text can close the fence)."""
-    out = ["## The run's messages", "", "What a chat endpoint was sent, by the chat rule: each call the first of these.", "", "```text"]
-    for number, message in enumerate(sent.messages, 1):
-        for row in split_lines(message["content"]) or [""]:
-            out.append(for_terminal(f"{message['role']:<{WIDTH}} | " + row.removesuffix("\n")))
-        if number < len(sent.messages):
-            out.append("")
-    return [*out, "```", ""]

@@ -18,10 +18,6 @@ from harness.transcript import split_lines
 PREFIX = WIDTH + 3  # "model     │ "
 
 
-def _fold(text: Text, console: Console, width: int) -> list[Text]:
-    return list(text.wrap(console, max(1, width), overflow="fold"))
-
-
 def row_lines(name: str, style: str, text: str, console: Console, width: int, mark: str = "│", joined: bool = False, new: str = " ") -> list[Text]:
     """One row (a line of an author or a chat role, without its newline) as physical lines.
     `joined`: the next author goes on with the line (⤸); `new`: what the first has before its mark."""
@@ -29,7 +25,7 @@ def row_lines(name: str, style: str, text: str, console: Console, width: int, ma
     if joined:
         body.append(" ⤸", style="dim")
     out = []
-    for i, piece in enumerate(_fold(body, console, width - PREFIX)):
+    for i, piece in enumerate(body.wrap(console, max(1, width - PREFIX), overflow="fold")):
         head = f"{name:<{WIDTH}}{new}{mark} " if i == 0 else f"{name:<{WIDTH}}↪{mark} "
         out.append(Text(head, style=f"bold {style}".strip()).append_text(piece))
     return out
@@ -38,8 +34,8 @@ def row_lines(name: str, style: str, text: str, console: Console, width: int, ma
 def note_lines(message: str, console: Console, width: int) -> list[Text]:
     """A line about the buffer that is not part of it, under the author column; its
     continuations marked ↪ as a wrapped row's are."""
-    out = []
-    for i, piece in enumerate(_fold(Text(for_terminal(message), style=NOTE_STYLE), console, width - PREFIX - 2)):
+    out, text = [], Text(for_terminal(message), style=NOTE_STYLE)
+    for i, piece in enumerate(text.wrap(console, max(1, width - PREFIX - 2), overflow="fold")):
         head = " " * PREFIX if i == 0 else " " * WIDTH + "↪" + " " * (PREFIX + 1 - WIDTH)
         out.append(Text(head).append_text(piece))
     return out
