@@ -47,7 +47,7 @@ def encodable(text: str) -> str:
 
 def for_terminal(text: str) -> str:
     """Text a terminal shows but never obeys: one pass, linear, idempotent."""
-    if text.isascii() and text.isprintable():  # no control character, nothing to show otherwise
+    if text.isprintable():  # no control, format or surrogate character: nothing to show otherwise
         return text
     return encodable(text.translate(_TERMINAL))
 

@@ -128,15 +128,17 @@ class LiveView:
                     Styled(f"── call {step} · the model is sent the whole buffer: {prompt_chars:,} characters", style="dim")
                 )
             case CompletionEnded(_, _, cut, cut_by, decided):
-                # What the user was not shown, as model rows marked ✗ after what was shown; what was cut, a note.
+                # What the user was not shown, as model rows marked ✗ after what was shown (drawn
+                # as one text: a reply of 100,000 Action lines has 100,000); what was cut, a note.
+                denied = Styled()
                 for lane in decided.lanes:
                     if lane.status == "denied" and lane.text:
                         kind = "withheld" if lane.kind == "answer" else "denied"
-                        self._print(self.rows.close(), end="")
-                        self._print(self.rows.write(Author.MODEL, lane.text, MARKS[kind]), end="")
                         from harness.render.frames import KINDS  # (the frames' module is not needed to draw a run)
 
-                        self._note(f"✗ {KINDS[kind]}")
+                        denied.append_text(self.rows.close()).append_text(self.rows.write(Author.MODEL, lane.text, MARKS[kind]))
+                        denied.append_text(self.rows.close()).append_text(note(f"✗ {KINDS[kind]}")).append("\n")
+                self._print(denied, end="")
                 if cut:
                     self._note(cut_note(cut, cut_by))
                 if actions := unran(decided):
