@@ -13,6 +13,7 @@ def main() -> None:
 
 def command() -> int:
     """The command line run to its end: its exit code, harness's output all written."""
+    hook, sys.unraisablehook = sys.unraisablehook, _unraisable(sys.unraisablehook)
     try:
         try:
             code = _run()
@@ -22,6 +23,8 @@ def command() -> int:
         _ignore_ctrl_c()
         print("interrupted", file=sys.stderr)
         code = 130
+    finally:
+        sys.unraisablehook = hook
     from harness import captured
 
     captured.flush()
@@ -41,6 +44,23 @@ def _run() -> int:
     from harness.cli import app
 
     return app(standalone_mode=False)  # the exit code, every error already said in one line (harness.cli)
+
+
+def _unraisable(hook):
+    """A Ctrl-C that lands in a finalizer (a `__del__`: regex has them, compiling a pattern)
+    cannot end the command from there, and Python would print it as a traceback: another thread
+    hands it back to the main thread, which ends the command where it is next (interrupted, 130)."""
+
+    def unraisable(what) -> None:
+        if isinstance(what.exc_value, KeyboardInterrupt):
+            import _thread
+            import threading
+
+            threading.Timer(0.001, _thread.interrupt_main).start()  # (once this has returned: from here, it would land here)
+        else:
+            hook(what)
+
+    return unraisable
 
 
 def _ignore_ctrl_c() -> None:

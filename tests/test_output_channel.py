@@ -65,3 +65,26 @@ def test_ctrl_c_while_the_command_starts_is_130_and_one_line_at_most(after):
     said = [line for line in [*lines, *err.splitlines(True)] if not line.startswith("import time:")]
     assert "Traceback" not in "".join(said) and len(said) <= 1, said
     assert proc.returncode == 130 or proc.returncode == 0 and "Final Answer" in out, (proc.returncode, said)
+
+
+def test_a_ctrl_c_that_lands_in_a_finalizer_still_ends_the_command_as_130_and_one_line():
+    # A Ctrl-C that arrives while a __del__ runs (regex's, compiling a pattern as harness
+    # starts) cannot end the command from there: Python would print "Exception ignored in ...
+    # KeyboardInterrupt" with a traceback, and go on as if nothing was pressed.
+    code = """
+import harness.cli
+class Finalized:
+    def __del__(self):
+        raise KeyboardInterrupt
+def app(standalone_mode):
+    Finalized()
+    for _ in range(10**6):
+        pass
+    print("not interrupted")
+    return 0
+harness.cli.app = app
+from harness.__main__ import main
+main()
+"""
+    proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=ROOT, timeout=30)
+    assert (proc.returncode, proc.stderr, proc.stdout) == (130, "interrupted\n", "")
