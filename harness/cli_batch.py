@@ -5,10 +5,8 @@ for CI (harness.batch_report). `harness replay A B DIR` shares `run_batch`."""
 from __future__ import annotations
 
 import os
-import queue
 import sys
-from collections.abc import Callable, Iterator
-from contextlib import contextmanager
+from collections.abc import Callable
 from functools import partial
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -23,32 +21,14 @@ if TYPE_CHECKING:  # imported when a batch runs: `harness --help` stays fast
 
 
 class RunModels:
-    """A model of its own for each run of a batch (`with models.one() as model:`), or None
-    for their scripts. A server's share the first's connections (`another`). An in-process
-    model (llama.cpp) is loaded once per run in flight, before any run (loading swaps stdout
-    and stderr, which would swallow what other threads print), reset for each run."""
+    """The batch's model, None for scripts, and one for each run (`one()`): every model the
+    command line makes shares the first's connections (a local model: its one server)."""
 
-    def __init__(self, options: ModelOptions, jobs: int, runs: int) -> None:
+    def __init__(self, options: ModelOptions, jobs: int) -> None:
         self.first = options.open(connections=jobs)
-        self._idle: queue.SimpleQueue[Any] = queue.SimpleQueue()
-        if self.first is not None and not self.first.serves_many:
-            self._idle.put(self.first)
-            for _ in range(min(jobs, runs) - 1):
-                self._idle.put(options.open())
 
-    @contextmanager
-    def one(self) -> Iterator[Any]:
-        if self.first is None:
-            yield None
-        elif self.first.serves_many:
-            yield self.first.another()
-        else:
-            model = self._idle.get()
-            try:
-                model.reset()
-                yield model
-            finally:
-                self._idle.put(model)
+    def one(self) -> Any:
+        return None if self.first is None else self.first.another()
 
 
 def gather(arguments: list[str], kind: str = "scenario") -> list[Job]:
@@ -130,8 +110,8 @@ def worker(save_dir: Path | None, peek: int, max_steps: int | None, no_stop: boo
 
     def work(job: Job, wrap: Wrap) -> Outcome:
         spec = as_asked(job.scenario, max_steps, no_stop)
-        with models.one() as live:  # a model of its own
-            record = run_scenario(spec, model=live, peek=peek, root=root, wrap=wrap)
+        live = models.one()
+        record = run_scenario(spec, model=live, peek=peek, root=root, wrap=wrap)
         saved = None
         if save_dir is not None:
             saved = (save_dir / f"{job.name}.txt").absolute()
@@ -151,7 +131,7 @@ def run_batch(jobs: list[Job], worker: Callable[[RunModels], Work], options: Mod
     from harness.batch_report import Progress, one_line, summary
     from harness.model import Model
 
-    models = RunModels(options, workers, sum(not j.error for j in jobs))  # a bad --model: one line, once, before any run
+    models = RunModels(options, workers)  # a bad --model: one line, once, before any run
     first = Model() if models.first is None else models.first  # (the base Model: scripts have nothing to interrupt or close)
     work = worker(models)
     for job in jobs:

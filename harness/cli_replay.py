@@ -97,7 +97,8 @@ def worker(check: bool, root: Path, strict_source: bool, update: bool, models: R
     def work(job: Job, wrap) -> Outcome:
         path = job.saved
         assert path is not None
-        with models.one() as live, saved_text(path, job.name) as text:  # a scripted replay takes no time to cancel: only a live one is wrapped
+        live = models.one()
+        with saved_text(path, job.name) as text:  # a scripted replay takes no time to cancel: only a live one is wrapped
             result = replay_text(text, job.name, model=None if live is None else wrap(live), base=path.parent, root=root)
         outcome = Outcome.of(job.name, result.record, notes=tuple(live.notes) if live is not None else ())
         if update:

@@ -91,7 +91,6 @@ class Model:
     endpoint = "completions"  # or "chat": the buffer is sent as messages, split by author (send)
     bounds: Bounds | None = DEFAULTS  # None: unbounded (a script's canned text)
     entry = Entry()  # its secrets, scrubbed from all it sends back (a server's: its key, its URL's password)
-    serves_many = False  # True: another() gives each run of a batch its own model on shared connections
     notes: Collection[str] = ()  # what was dropped on arrival (a malformed token count), once each
 
     def stream(self, prompt: str, stop: Sequence[str]) -> Iterable[str | TokenUsage]:
@@ -109,11 +108,8 @@ class Model:
         return _checked(self.send(buffer, stop), self.bounds, self.entry)
 
     def another(self) -> Model:
-        """A model for another run at the same time (serves_many: sharing connections)."""
+        """A model for another run at the same time (a server's: sharing connections)."""
         return self
-
-    def reset(self) -> None:
-        """Forget what an earlier run left (llama.cpp's cache)."""
 
     def interrupt(self) -> None:
         """End the calls in flight now (a batch's Ctrl-C)."""

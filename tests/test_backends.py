@@ -218,13 +218,14 @@ def test_a_bad_spec_is_one_clear_error(spec, base_url, says):
     assert str(caught.value).startswith(says)
 
 
-def test_without_the_local_extra_one_line_says_how_to_install_it(monkeypatch):
-    monkeypatch.setitem(sys.modules, "llama_cpp", None)  # as if it were not installed: import fails
+@pytest.mark.parametrize("missing", ["llama_cpp", "uvicorn"])  # llama.cpp, or its server's part
+def test_without_the_local_extra_one_line_says_how_to_install_it(monkeypatch, missing):
+    monkeypatch.setitem(sys.modules, missing, None)  # as if it were not installed: import fails
     with pytest.raises(HarnessError) as caught:
         model_from_spec("local")
     from harness.install import extra
 
-    assert str(caught.value) == f"--model: a local model needs llama-cpp-python, which is not installed: {extra('local')}"
+    assert str(caught.value) == f"--model: a local model needs llama-cpp-python[server], which is not installed: {extra('local')}"
 
 
 def test_a_missing_gguf_file_is_named(tmp_path):

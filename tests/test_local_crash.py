@@ -1,6 +1,6 @@
 """A crash of the local model's native code loses nothing: the run ends as model_error, saved.
 
-llama.cpp runs in a process of its own (harness.backends.worker). These tests kill that
+llama.cpp's server runs in a process of its own (harness.backends.local). These tests kill that
 process with SIGSEGV, as a crash in llama.cpp's own code would end it, in the middle of a
 streamed reply, and check what a user keeps: the command's exit code and message, the
 saved file, and its replay.

@@ -1,11 +1,10 @@
-"""A prompt of several hundred tokens through llama.cpp, in process and through its server.
+"""A prompt of several hundred tokens through llama.cpp: the local model and a server.
 
 llama.cpp's native build enables AMX matrix code on CPUs that advertise it, and that code
 crashes (a segmentation fault) on the first batch of more than one token: a one-token
 prompt passes, a real prompt kills the process. `.ci/run` and the README build llama.cpp
 for any x86-64 CPU with AVX2 (CMAKE_ARGS="-DGGML_NATIVE=OFF"). These tests run the command
-as a user does, in its own process, so a crash shows as a crash (exit -11), not as a
-failure somewhere inside pytest.
+as a user does, in its own process: a crash shows as a model_error or an exit by a signal.
 
 `bash .ci/run` installs the local extra, starts the server and sets HARNESS_TEST_SERVER;
 elsewhere these tests skip, and with CI set they fail instead.
@@ -69,7 +68,7 @@ def check(done: subprocess.CompletedProcess, saved: Path) -> None:
     assert record.transcript.texts_by(Author.MODEL)[0].strip(), "the model wrote nothing"
 
 
-def test_a_long_prompt_runs_through_the_in_process_model(scenario):
+def test_a_long_prompt_runs_through_the_local_model(scenario):
     try:
         import llama_cpp  # noqa: F401
 

@@ -1,2 +1,2 @@
 """Live models behind the one Model base (harness.model): an OpenAI-compatible server
-(completions or chat), llama.cpp in process; `spec.model_from_spec` picks one by name."""
+(completions or chat), llama.cpp's server started by harness; `spec.model_from_spec` picks one by name."""

@@ -26,15 +26,17 @@ CERTIFICATES = (("SSL_CERT_FILE", "cafile"), ("SSL_CERT_DIR", "capath"))  # the 
 DRAIN_SECONDS = 0.5  # read after [DONE] for the connection's sake, at most
 
 
-def new_client(base_url: str, **options: Any) -> httpx.Client:
-    """An httpx client for the server at `base_url` (`options`: httpx.Client's), under the calls' deadlines."""
-    for name, value in proxies().items():
+def new_client(base_url: str, direct: bool = False, **options: Any) -> httpx.Client:
+    """An httpx client for the server at `base_url` (`options`: httpx.Client's), under the calls'
+    deadlines; `direct`: harness's own server on this machine, reached without a proxy."""
+    for name, value in {} if direct else proxies().items():
         check_proxy_url(value, name)
     try:
         # Checked TLS for an https:// server or behind a proxy; a plain http:// server gets a
         # context with no certificates (loading them costs start-up), which would refuse any peer.
-        verify = trusted() if proxied() or base_url.lower().startswith("https:") else ssl.SSLContext(ssl.PROTOCOL_TLS_CLIENT)
-        client = httpx.Client(verify=verify, **options)
+        checked = not direct and (proxied() or base_url.lower().startswith("https:"))
+        verify = trusted() if checked else ssl.SSLContext(ssl.PROTOCOL_TLS_CLIENT)
+        client = httpx.Client(verify=verify, trust_env=not direct, **options)
     except (ValueError, ImportError, httpx.InvalidURL) as e:  # what httpx still refuses of the environment: a NO_PROXY host
         names = [n for n in os.environ if n.lower() == "no_proxy"] or list(proxies()) or ["the *_proxy variables"]
         raise HarnessError(names[0], f"httpx cannot use it ({hidden(str(e))[:120]}); give hosts as example.com, 10.0.0.1 or ::1, comma-separated") from None

@@ -45,7 +45,6 @@ TOO_LONG = "longer than the model's context; give the server a larger one (llama
 class ServerModel(Model):
     path = "completions"  # after the base URL
     chat = False  # the events carry choices[].text
-    serves_many = True  # another(): a run of its own on this one's connections
 
     def __init__(
         self,
@@ -65,6 +64,7 @@ class ServerModel(Model):
         connect_timeout: float = 5.0,
         connections: int | None = None,  # calls at once over this model and its others (default: httpx's)
         key: str | None = None,  # default: HARNESS_API_KEY or OPENAI_API_KEY
+        direct: bool = False,  # no proxy: a server harness started on this machine
     ) -> None:
         self.model = model
         self.base_url = server_url(base_url, DEFAULT_BASE_URL)
@@ -92,7 +92,7 @@ class ServerModel(Model):
         headers = {"Accept-Encoding": "identity"} | ({"Authorization": f"Bearer {self._key}"} if self._key else {})
         limit = httpx.Timeout(min(timeout, max_seconds), connect=min(connect_timeout, max_seconds))
         pool = httpx.Limits(max_connections=connections, max_keepalive_connections=connections) if connections else None
-        self._client = new_client(self.base_url, headers=headers, timeout=limit, **({"limits": pool} if pool else {}))
+        self._client = new_client(self.base_url, direct, headers=headers, timeout=limit, **({"limits": pool} if pool else {}))
         self._counter = PromptCounter(self._client, self.base_url, model, max_seconds)  # (a chat model never asks it)
 
     def another(self) -> ServerModel:

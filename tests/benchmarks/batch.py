@@ -166,7 +166,7 @@ def in_process(folder: str, url: str) -> float:
 
     start = time.perf_counter()
     jobs = gather([folder])
-    models = RunModels(ModelOptions("openai:m", url), 8, len(jobs))
+    models = RunModels(ModelOptions("openai:m", url), 8)
     with open(os.devnull, "w") as quiet:  # the progress lines the command writes on stderr
         outcomes, _ = run_all(jobs, worker(None, 0, None, False, Path(folder), models), 8, Progress(quiet, len(jobs)))
     models.first.close()

@@ -7,7 +7,7 @@ It prints, per call, the seconds to the first chunk and in all, the characters a
 prompt tokens sent and evaluated (where the backend reports them), the chunks streamed
 (llama.cpp sends one per generated token) and chunks per second after the first, and the totals:
 
-    python tests/benchmarks/real_model.py --local                         # SmolLM2 in process
+    python tests/benchmarks/real_model.py --local                         # SmolLM2, its server started by harness
     python tests/benchmarks/real_model.py --local --threads 1             # one thread
     python tests/benchmarks/real_model.py --server http://127.0.0.1:8080/v1
 
@@ -74,7 +74,7 @@ def play(model: Model, calls: int) -> None:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     where = parser.add_mutually_exclusive_group(required=True)
-    where.add_argument("--local", nargs="?", const="", metavar="GGUF", help="in process (default: SmolLM2)")
+    where.add_argument("--local", nargs="?", const="", metavar="GGUF", help="llama.cpp's server started by harness (default: SmolLM2)")
     where.add_argument("--server", metavar="URL", help="an OpenAI-compatible server's base URL")
     parser.add_argument("--calls", type=int, default=8)
     parser.add_argument("--threads", type=int, default=None)
