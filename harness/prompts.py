@@ -21,6 +21,7 @@ never holds one. So an observation arrives as a turn of its own, as chat models 
 
 from __future__ import annotations
 
+import functools
 import string
 from pathlib import Path
 from typing import NamedTuple
@@ -41,6 +42,7 @@ class Filled(NamedTuple):
     frames: Frames
 
 
+@functools.cache  # where harness is installed does not change while it runs (resolving it takes syscalls)
 def data_dir(name: str) -> Path:
     """prompts/ or transcripts/: inside an installed wheel, or at the top of the checkout."""
     packaged = Path(__file__).parent / "_data" / name
