@@ -45,6 +45,12 @@ class OneLineErrors(TyperGroup):
             self.commands[name] = get_command_from_info(info, pretty_exceptions_short=True, rich_markup_mode=None)
         return self.commands.get(name)
 
+    def invoke(self, ctx: typer.Context) -> Any:
+        try:
+            return super().invoke(ctx)
+        except KeyboardInterrupt:  # (typer would end the command as 130 in silence)
+            raise typer.Abort() from None
+
     def main(self, *args: Any, standalone_mode: bool = True, **kwargs: Any) -> Any:
         said = ""
         try:

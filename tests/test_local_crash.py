@@ -16,6 +16,7 @@ import os
 import signal
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 import pytest
@@ -91,3 +92,46 @@ def test_through_the_command_a_crash_is_exit_3_one_line_and_the_run_saved(local_
     assert said[1:] == [f"wrote {saved}"], errors
     record = load_record(saved.read_text(encoding="utf-8"), str(saved))
     assert record.stop_reason == "model_error"
+
+
+def gone(pid: int, seconds: float = 15.0) -> bool:
+    """Has process `pid` ended (a zombie counts: it holds no memory and no port) within `seconds`?"""
+    deadline = time.monotonic() + seconds
+    while time.monotonic() < deadline:
+        try:
+            if Path(f"/proc/{pid}/stat").read_text().rpartition(")")[2].split()[0] == "Z":
+                return True
+        except FileNotFoundError:
+            return True
+        time.sleep(0.1)
+    return False
+
+
+@pytest.mark.parametrize("ending", ["done", "killed"])
+def test_the_model_process_ends_with_harness_however_harness_ends(local_model, ending):
+    """Harness exits with os._exit (no atexit, no finalizers), and SIGKILL runs nothing at all:
+    the model's process ends because its stdin, harness's end of a pipe, closes."""
+    command = [sys.executable, "-u", "-m", "harness", "run", "live-area", "--model", "local", "--max-tokens", "64", "-f", "events"]
+    with subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True) as harness:
+        for line in harness.stdout:
+            if json.loads(line)["event"] == "text_delta":  # the model is running
+                [server] = children(harness.pid)
+                if ending == "killed":
+                    harness.kill()
+                break
+        harness.communicate(timeout=120)
+    assert harness.returncode == (-signal.SIGKILL if ending == "killed" else 0)
+    assert gone(server), f"the model's process {server} outlived harness"
+
+
+def test_a_ctrl_c_while_the_model_loads_is_one_line_130_and_stops_it(local_model):
+    command = [sys.executable, "-u", "-m", "harness", "run", "live-area", "--model", "local"]
+    with subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True) as harness:
+        deadline = time.monotonic() + 30
+        while not (started := children(harness.pid)) and time.monotonic() < deadline:
+            time.sleep(0.01)
+        [server] = started
+        harness.send_signal(signal.SIGINT)  # it is loading the model (that takes a second or more)
+        out, errors = harness.communicate(timeout=60)
+    assert (harness.returncode, errors) == (130, "interrupted\n")
+    assert gone(server)

@@ -1,4 +1,5 @@
-"""The backends against a real model: SmolLM2-135M through llama.cpp's server and in process.
+"""The backends against a real model: SmolLM2-135M through llama.cpp's server, one .ci/run starts
+and one the local model starts.
 
 They test the plumbing a user would notice, not the quality of a 135M model's answers:
 text streams, the stop sequence keeps `Observation:` out, token counts arrive, a run
@@ -177,7 +178,7 @@ def test_a_server_killed_mid_stream_is_a_model_error(own_server):
         list(chunks)
 
 
-# --- in process ----------------------------------------------------------------------------
+# --- the local model: llama.cpp's server, started by harness ---------------------------------
 
 
 @pytest.fixture(scope="module")
@@ -185,7 +186,8 @@ def local(llama_cpp):
     from harness.backends.local import LocalModel
 
     model = LocalModel(max_tokens=64)
-    return model
+    yield model
+    model.close()
 
 
 def test_a_file_that_is_not_a_model_is_one_clear_error(llama_cpp, tmp_path):
@@ -307,7 +309,7 @@ def qwen(llama_cpp) -> str:
 
 
 def test_a_small_instruct_model_solves_a_shipped_scenario_through_a_tool_and_it_replays_offline(qwen, tmp_path):
-    """live-area: Qwen2.5-Coder-0.5B in process, greedy; the same run replayed with no model."""
+    """live-area: Qwen2.5-Coder-0.5B as the local model, greedy; the same run replayed with no model."""
     saved = tmp_path / "live.txt"
     harness = [sys.executable, "-m", "harness"]
     done = subprocess.run([*harness, "run", "live-area", "--model", f"local:{qwen}", "--save", str(saved), "-f", "json"],
@@ -362,3 +364,12 @@ def test_a_batch_on_the_local_model_with_jobs_keeps_its_progress_and_summary(ggu
     assert model_text(batch) == model_text(load_record(alone.stdout))  # each run as if alone
 
 
+
+
+def test_the_local_models_server_reads_none_of_the_users_environment(gguf, tmp_path):
+    """llama-cpp-python's server takes its settings from the environment too (PORT, HOST,
+    API_KEY, CONFIG_FILE, ...): none of them may move, open or lock harness's own server."""
+    polluted = {**os.environ, "PORT": "1", "HOST": "0.0.0.0", "API_KEY": "tok-123", "CONFIG_FILE": str(tmp_path / "none.json"), "N_CTX": "8"}
+    command = [sys.executable, "-m", "harness", "run", "live-area", "--model", f"local:{gguf}", "--max-steps", "1", "--max-tokens", "8"]
+    done = subprocess.run(command, capture_output=True, text=True, timeout=300, env=polluted)
+    assert done.returncode == 0, done.stderr

@@ -394,6 +394,9 @@ def test_the_cost_table_adds_the_models_own_token_counts_when_it_gave_them():
     counted = cost_table(rows, [{"prompt_tokens": 120, "evaluated_tokens": 30}, None, None]).splitlines()
     assert counted[0].endswith("tokens sent  tokens evaluated")
     assert counted[1].split()[-2:] == ["120", "30"] and counted[2].split()[-2:] == ["?", "?"]
+    sent_only = cost_table(rows, [{"prompt_tokens": 120}, {"prompt_tokens": 150}, None]).splitlines()  # llama.cpp's server
+    assert sent_only[0].endswith("≈ tokens sent*  tokens sent") and sent_only[-1] == "tokens sent: the model's own count"
+    assert sent_only[2].split()[-1] == "150" and "evaluated" not in "\n".join(sent_only)
 
 
 def test_step_and_export_take_no_stop_and_model_like_run(tmp_path):

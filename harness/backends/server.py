@@ -44,6 +44,7 @@ TOO_LONG = "longer than the model's context; give the server a larger one (llama
 
 class ServerModel(Model):
     path = "completions"  # after the base URL
+    counts = "unknown"  # how the server counts a prompt, until its first call finds out (PromptCounter.state)
     chat = False  # the events carry choices[].text
 
     def __init__(
@@ -93,7 +94,7 @@ class ServerModel(Model):
         limit = httpx.Timeout(min(timeout, max_seconds), connect=min(connect_timeout, max_seconds))
         pool = httpx.Limits(max_connections=connections, max_keepalive_connections=connections) if connections else None
         self._client = new_client(self.base_url, direct, headers=headers, timeout=limit, **({"limits": pool} if pool else {}))
-        self._counter = PromptCounter(self._client, self.base_url, model, max_seconds)  # (a chat model never asks it)
+        self._counter = PromptCounter(self._client, self.base_url, model, max_seconds, self.counts)  # (a chat model never asks it)
 
     def another(self) -> ServerModel:
         """A model for another run of a batch: its own notes, sharing the client and token counter."""
@@ -265,10 +266,10 @@ class PromptCounter:
 
     PATH = "/extras/tokenize/count"
 
-    def __init__(self, client: httpx.Client, base_url: str, model: str, seconds: float = 10.0) -> None:
+    def __init__(self, client: httpx.Client, base_url: str, model: str, seconds: float = 10.0, state: str = "unknown") -> None:
         self.url, self.model, self._client = base_url.removesuffix("/v1") + self.PATH, model, client
         self.seconds = seconds  # one count's time, at most (its body: 64 KB at most)
-        self.state = "unknown"  # "server": its streams count; "ask": this endpoint does; "none"
+        self.state = state  # "unknown", or "server": its streams count; "ask": this endpoint does; "none"
         self._finding = threading.Lock()  # held by the one call that finds out
 
     def after(self, prompt: str, usage: TokenUsage | None, notes: dict[str, None]) -> TokenUsage | None:

@@ -29,7 +29,7 @@ def model_from_spec(spec: str, base_url: str | None = None, **options: Any) -> M
 
         model: Model = (ChatModel if kind == "chat" else ServerModel)(rest, base_url, **options)
     else:
-        options.pop("connections", None)  # a server's pool: nothing to share in process
+        options.pop("connections", None)  # a server's pool: a local model's calls take turns
         if base_url is not None:
             raise HarnessError("--base-url", f"only an openai:NAME or chat:NAME model talks to a server, not {spec!r}")
         for server_only in ("strict", "wait_for_server"):

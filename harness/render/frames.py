@@ -134,29 +134,31 @@ def costs(transcript: Transcript) -> list[CallCost]:
     return out
 
 
-def cost_cells(rows: list[CallCost], tokens: list[dict | None] | None = None) -> tuple[bool, list[list[str]]]:
-    """The cost table's cells, one row per call, and whether the model gave its own token
-    counts (`counted`: two more cells, "?" where a call had none)."""
-    counted = tokens is not None and any(t is not None for t in tokens)
+COUNTS = {"prompt_tokens": "tokens sent", "evaluated_tokens": "tokens evaluated"}  # the model's own counts, by their heading
+
+
+def cost_cells(rows: list[CallCost], tokens: list[dict | None] | None = None) -> tuple[list[str], list[list[str]]]:
+    """The cost table's cells, one row per call, and which of the model's own counts it gave
+    (`counted`: a cell each, "?" where a call had none; a count no call gave has no column)."""
+    counted = [k for k in COUNTS if any(t and t.get(k) is not None for t in tokens or ())]
     out = []
     for i, r in enumerate(rows):
         cells = [f"{c:,}" for c in (r.call, r.prompt_chars, r.completion_chars, r.total_sent, r.cached_new, r.total_new, r.total_sent // CHARS_PER_TOKEN)]
-        if counted:
-            t = (tokens[i] if i < len(tokens) else None) or {}
-            cells += ["?" if t.get(k) is None else f"{t[k]:,}" for k in ("prompt_tokens", "evaluated_tokens")]
-        out.append(cells)
+        t = (tokens[i] if tokens and i < len(tokens) else None) or {}
+        out.append(cells + ["?" if t.get(k) is None else f"{t[k]:,}" for k in counted])
     return counted, out
 
 
 def cost_table(rows: list[CallCost], tokens: list[dict | None] | None = None) -> str:
     counted, cells = cost_cells(rows, tokens)
-    head = ("call", "prompt sent", "completion", "total sent", "with prefix cache", "cache total", "≈ tokens sent*")
-    head += ("tokens sent", "tokens evaluated") if counted else ()
+    head = ("call", "prompt sent", "completion", "total sent", "with prefix cache", "cache total", "≈ tokens sent*", *(COUNTS[k] for k in counted))
 
     def row(cells) -> str:
         return "  ".join(f"{c:>{len(h) if i == 0 else max(len(h), 10)}}" for i, (h, c) in enumerate(zip(head, cells)))
 
     lines = [row(head), *map(row, cells), f"figures in characters; * an estimate: characters ÷ {CHARS_PER_TOKEN}, no tokenizer was used"]
-    if counted:
+    if len(counted) == 2:
         lines.append("tokens sent and evaluated: the model's own counts (evaluated: not taken from its prefix cache)")
+    elif counted:
+        lines.append(f"{COUNTS[counted[0]]}: the model's own count")
     return "\n".join(lines)

@@ -14,7 +14,7 @@ from importlib.resources import files
 import regex
 
 from harness.escape import for_html, for_script_json
-from harness.render.frames import CHARS_PER_TOKEN, KINDS, NO_STOP, CallCost, cost_cells, costs, frames, parts, stop_was_off
+from harness.render.frames import CHARS_PER_TOKEN, COUNTS, KINDS, NO_STOP, CallCost, cost_cells, costs, frames, parts, stop_was_off
 from harness.render.live import never_ran
 from harness.render.sent import SentMessages
 from harness.run_record import RunRecord
@@ -92,10 +92,11 @@ def table(rows: list[CallCost], tokens: list[dict | None] | None = None) -> str:
     """The cost per call, with the model's own token counts when the run recorded them."""
     counted, cells = cost_cells(rows, tokens)
     head = ["call", "prompt sent", "completion", "total sent", "with prefix cache", "cache total", "≈ tokens sent (estimate)"]
-    if counted:
-        head += ["tokens sent (the model's count)", "tokens evaluated (the model's count)"]
+    head += [f"{COUNTS[k]} (the model's count)" for k in counted]
     body = "".join("<tr>" + "".join(f"<td>{c}</td>" for c in row) + "</tr>" for row in cells)
     note = f"Figures in characters. The ≈ column is an estimate (characters ÷ {CHARS_PER_TOKEN}); no tokenizer was used."
-    if counted:
+    if len(counted) == 2:
         note += " Tokens sent and evaluated are the model's own counts (evaluated: not taken from its prefix cache); ? where it gave none."
+    elif counted:
+        note += f" {COUNTS[counted[0]].capitalize()}: the model's own count; ? where it gave none."
     return f"<table><tr>{''.join(f'<th>{h}</th>' for h in head)}</tr>{body}</table><p><small>{note}</small></p>"
