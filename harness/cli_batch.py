@@ -9,7 +9,7 @@ import sys
 from collections.abc import Callable
 from functools import partial
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 import typer
 
@@ -18,17 +18,7 @@ from harness.errors import HarnessError
 
 if TYPE_CHECKING:  # imported when a batch runs: `harness --help` stays fast
     from harness.batch import Job, Outcome, Work, Wrap
-
-
-class RunModels:
-    """The batch's model, None for scripts, and one for each run (`one()`): every model the
-    command line makes shares the first's connections (a local model: its one server)."""
-
-    def __init__(self, options: ModelOptions, jobs: int) -> None:
-        self.first = options.open(connections=jobs)
-
-    def one(self) -> Any:
-        return None if self.first is None else self.first.another()
+    from harness.model import Model
 
 
 def gather(arguments: list[str], kind: str = "scenario") -> list[Job]:
@@ -100,7 +90,7 @@ def check(jobs: list[Job], folder: Path | None, report: Path | None, junit: Path
     return earlier
 
 
-def worker(save_dir: Path | None, peek: int, max_steps: int | None, no_stop: bool, root: Path, models: RunModels) -> Work:
+def worker(save_dir: Path | None, peek: int, max_steps: int | None, no_stop: bool, root: Path, model: Model | None) -> Work:
     """The work of one run: what `harness run NAME --save DIR/NAME.txt` does."""
     from harness.batch import Outcome
     from harness.expect import matches
@@ -110,7 +100,7 @@ def worker(save_dir: Path | None, peek: int, max_steps: int | None, no_stop: boo
 
     def work(job: Job, wrap: Wrap) -> Outcome:
         spec = as_asked(job.scenario, max_steps, no_stop)
-        live = models.one()
+        live = None if model is None else model.another()  # a run's own: the batch's model shared (its connections, its server)
         record = run_scenario(spec, model=live, peek=peek, root=root, wrap=wrap)
         saved = None
         if save_dir is not None:
@@ -124,16 +114,16 @@ def worker(save_dir: Path | None, peek: int, max_steps: int | None, no_stop: boo
     return work
 
 
-def run_batch(jobs: list[Job], worker: Callable[[RunModels], Work], options: ModelOptions, workers: int, what: str = "scenario") -> tuple[list[Outcome], int, bool]:
+def run_batch(jobs: list[Job], worker: Callable[[Model | None], Work], options: ModelOptions, workers: int, what: str = "scenario") -> tuple[list[Outcome], int, bool]:
     """The jobs run by the worker of their models (closed at the end), then the summary on
     stdout: every outcome in the jobs' order, how many never started, and whether Ctrl-C came."""
     from harness.batch import Outcome, run_all
     from harness.batch_report import Progress, one_line, summary
     from harness.model import Model
 
-    models = RunModels(options, workers)  # a bad --model: one line, once, before any run
-    first = Model() if models.first is None else models.first  # (the base Model: scripts have nothing to interrupt or close)
-    work = worker(models)
+    model = options.open(connections=workers)  # a bad --model: one line, once, before any run
+    first = Model() if model is None else model  # (the base Model: scripts have nothing to interrupt or close)
+    work = worker(model)
     for job in jobs:
         if job.error:
             typer.echo(f"error: {one_line(job.error)}", err=True)

@@ -138,10 +138,10 @@ def saved_text(path: Path, shown: str = "") -> Iterator[str]:
     """A saved transcript's text, read to be loaded in the `with` block: a scenario given
     instead (its first line is not a transcript's header) is told to `run` it."""
     from harness.errors import TranscriptFormatError
-    from harness.record import read_text
+    from harness.files import read_input
 
     try:
-        yield read_text(path, shown or None)
+        yield read_input(path, shown=shown or None)
     except TranscriptFormatError as e:
         if path.suffix != ".toml" or "header line" not in e.message:
             raise

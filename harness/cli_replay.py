@@ -20,7 +20,7 @@ from harness.errors import HarnessError
 
 if TYPE_CHECKING:  # imported when replays run: `harness --help` stays fast
     from harness.batch import Job, Outcome, Work
-    from harness.cli_batch import RunModels
+    from harness.model import Model
 
 REHASHED = "its source was edited since the recording (--update, or pytest --harness-update, records the new hash; --strict-source fails on it)"
 RECORD_HINT = "`harness run SCENARIO --save FILE` or `pytest --harness-record MODEL` asks the model again"
@@ -86,7 +86,7 @@ def replay(
     raise typer.Exit(1)
 
 
-def worker(check: bool, root: Path, strict_source: bool, update: bool, models: RunModels) -> Work:
+def worker(check: bool, root: Path, strict_source: bool, update: bool, model: Model | None) -> Work:
     """The work of one replay: what `harness replay FILE [--check]` does, without printing;
     with `update`, the file rewritten if its replay changed and completed."""
     from harness.batch import Outcome
@@ -97,7 +97,7 @@ def worker(check: bool, root: Path, strict_source: bool, update: bool, models: R
     def work(job: Job, wrap) -> Outcome:
         path = job.saved
         assert path is not None
-        live = models.one()
+        live = None if model is None else model.another()  # a replay's own: the batch's model shared
         with saved_text(path, job.name) as text:  # a scripted replay takes no time to cancel: only a live one is wrapped
             result = replay_text(text, job.name, model=None if live is None else wrap(live), base=path.parent, root=root)
         outcome = Outcome.of(job.name, result.record, notes=tuple(live.notes) if live is not None else ())

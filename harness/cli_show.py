@@ -38,14 +38,15 @@ Target = Annotated[str, typer.Argument(help="A scenario (file or shipped name) o
 
 def open_target(target: str, no_stop: bool, models: ModelOptions):
     """A saved transcript as it was run, or a scenario run now (as `run` would, options too)."""
-    from harness.record import open_run, read_text, run_scenario
+    from harness.files import read_input
+    from harness.record import open_run, run_scenario
     from harness.scenario import load_scenario
     from harness.transcript import HEADER
 
     named(target, "target", "scenario or transcript")
     if not no_stop and models == ModelOptions():
         return open_run(target)
-    if Path(target).is_file() and read_text(Path(target)).startswith(HEADER):
+    if Path(target).is_file() and read_input(Path(target)).startswith(HEADER):
         raise HarnessError("--no-stop" if no_stop else "--model", f"goes with a scenario; {target} is a saved run and is shown as it was run")
     spec = as_asked(load_scenario(scenario_file(target)), None, no_stop)
     live = models.open()

@@ -216,11 +216,7 @@ def open_run(target: str) -> RunRecord:
     """A saved transcript, or a scenario (path or shipped name) run now on its script."""
     path = Path(target)
     if path.is_file():
-        text = read_text(path)
+        text = read_input(path)  # as every input file: only a regular file is read
         if text.removeprefix("\ufeff").startswith(HEADER) or path.suffix == ".txt":  # a transcript (a .txt says why not)
             return load_record(text, target, path.parent)
     return run_scenario(load_scenario(find_scenario(target)))
-
-
-def read_text(path: Path, shown: str | None = None) -> str:
-    return read_input(path, shown=shown)  # as every input file: only a regular file is read

@@ -16,7 +16,8 @@ from typer.testing import CliRunner
 from harness.backends.messages import messages
 from harness.cli import app
 from harness.errors import HarnessError
-from harness.record import read_text, replay
+from harness.files import read_input
+from harness.record import replay
 from harness.saved import load_record
 from harness.transcript import Author, Span, Transcript
 from tests.loopback import FakeServer, Reply, delta, sse
@@ -71,7 +72,7 @@ def test_a_chat_run_sends_messages_by_the_rule_cuts_at_the_stop_and_replays_offl
     result = invoke("run", "calculator", "--model", "chat:m", "--base-url", fake.url, "--save", str(saved), "-f", "tagged")
     assert result.exit_code == 0, result.output
     assert fake.paths == ["/v1/chat/completions"] * 2
-    record = load_record(read_text(saved), str(saved))
+    record = load_record(read_input(saved), str(saved))
     assert (record.stop_reason, record.final_answer) == ("final_answer", "42")
     assert "Observation: 41" not in record.transcript.text  # the client's scanner cut it
     one, two = (body["messages"] for _, body in fake.requests)
@@ -107,7 +108,7 @@ def saved_chat_run(tmp_path, thought: str = "Thought: add.\n"):
 
 def test_a_scripted_scenario_can_go_through_the_chat_rule(tmp_path):
     saved = saved_chat_run(tmp_path)
-    assert [c.messages for c in load_record(read_text(saved), str(saved)).calls] == [1, 3]
+    assert [c.messages for c in load_record(read_input(saved), str(saved)).calls] == [1, 3]
     assert invoke("replay", str(saved), "--check").exit_code == 0
 
 

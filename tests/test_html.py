@@ -337,7 +337,7 @@ def test_a_chat_run_s_page_shows_what_each_call_was_sent_and_hostile_text_stays_
     import json
 
     from harness.backends.messages import sent_counts
-    from harness.record import read_text
+    from harness.files import read_input
     from harness.saved import load_record
 
     hostile = "".join(HOSTILE)
@@ -347,7 +347,7 @@ def test_a_chat_run_s_page_shows_what_each_call_was_sent_and_hostile_text_stays_
     saved, out = tmp_path / "chat.txt", tmp_path / "chat.html"
     assert runner.invoke(app, ["run", str(scenario), "--save", str(saved)]).exit_code == 0
     assert runner.invoke(app, ["export", str(saved), "--html", str(out)]).exit_code == 0
-    run, counts = sent_counts(load_record(read_text(saved), str(saved)).transcript.spans)
+    run, counts = sent_counts(load_record(read_input(saved), str(saved)).transcript.spans)
     calls = [run[:n] for n in counts]
 
     page_ = browser.new_page(viewport={"width": 1280, "height": 900})

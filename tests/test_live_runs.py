@@ -15,7 +15,8 @@ import pytest
 from typer.testing import CliRunner
 
 from harness.cli import MODEL_FAILED, app
-from harness.record import read_text, replay
+from harness.files import read_input
+from harness.record import replay
 from harness.saved import load_record
 from harness.transcript import Author
 from tests.test_backends import FakeServer, Reply, sse, text
@@ -55,7 +56,7 @@ def test_a_live_run_cuts_at_the_stop_saves_and_replays_offline(fake, tmp_path):
     saved = tmp_path / "live.txt"
     result = invoke("run", "calculator", "--model", "openai:m", "--base-url", fake.url, "--save", str(saved), "-f", "tagged")
     assert result.exit_code == 0, result.output
-    record = load_record(read_text(saved), str(saved))
+    record = load_record(read_input(saved), str(saved))
     assert (record.stop_reason, record.final_answer) == ("final_answer", "42")
     assert fake.requests[0][1]["stop"] == ["Observation:"]  # the server was told the stop
     assert "Observation: 41" not in record.transcript.text  # and the client cut it as well
@@ -71,7 +72,7 @@ def test_a_run_with_the_servers_token_counts_replays_offline_keeping_them(fake, 
     fake.serve(*(Reply(chunks=answer[:-1] + sse(USAGE, "[DONE]")) for answer in replies("Thought: 6 times 7.\nAction: calculator(6 * 7)\n", "Final Answer: 42\n")))
     saved = tmp_path / "counted.txt"
     assert invoke("run", "calculator", "--model", "openai:m", "--base-url", fake.url, "--save", str(saved)).exit_code == 0
-    record = load_record(read_text(saved), str(saved))
+    record = load_record(read_input(saved), str(saved))
     assert [c.tokens for c in record.calls] == [{"prompt_tokens": 12, "evaluated_tokens": 4, "completion_tokens": 3}] * 2
     fake.close()
     assert invoke("replay", str(saved), "--check").exit_code == 0  # facts of the recording are kept
@@ -83,7 +84,7 @@ def test_peek_reads_past_the_stop_only_to_record_what_it_prevented(fake, tmp_pat
     result = invoke("run", "calculator", "--model", "openai:m", "--base-url", fake.url, "--peek", "4", "--save", str(saved))
     assert result.exit_code == 0, result.output
     assert "stop" not in fake.requests[0][1]  # not sent: the client cuts, and reads on a little
-    record = load_record(read_text(saved), str(saved))
+    record = load_record(read_input(saved), str(saved))
     assert (record.calls[0].cut, record.calls[0].cut_by) == ("Observation: 41\n", "stop")
     assert "Observation: 41" not in record.transcript.text
     assert "✂ cut by the stop sequence, never in the buffer: Observation: 41⏎" in result.stdout
@@ -94,7 +95,7 @@ def test_a_server_that_dies_mid_run_is_model_error_exit_3_and_the_run_is_saved(f
     saved = tmp_path / "died.txt"
     result = invoke("run", "calculator", "--model", "openai:m", "--base-url", fake.url, "--save", str(saved))
     assert result.exit_code == MODEL_FAILED, result.output
-    record = load_record(read_text(saved), str(saved))
+    record = load_record(read_input(saved), str(saved))
     assert record.stop_reason == "model_error" and record.detail
     assert record.transcript.texts_by(Author.MODEL)[0].startswith("Thought: 6 times 7.")
     assert record.scenario.model_error == (2, record.detail)  # recorded, so the replay fails there too
@@ -130,7 +131,7 @@ def test_a_real_model_run_ends_with_a_named_reason_and_replays_offline(real_serv
     saved = tmp_path / "real.txt"
     result = invoke("run", "live-distance", "--model", "openai:smollm2", "--base-url", real_server, "--max-steps", "3", "--save", str(saved))
     assert result.exit_code in (0, MODEL_FAILED), result.output
-    record = load_record(read_text(saved), str(saved))
+    record = load_record(read_input(saved), str(saved))
     assert record.stop_reason in ("final_answer", "max_steps", "format_error_limit", "unknown_tool_limit", "model_error")
     for completion in record.transcript.texts_by(Author.MODEL):  # with the stop on, no made-up result
         assert not any(line.startswith("Observation:") for line in completion.split("\n"))
@@ -146,7 +147,7 @@ def test_a_real_chat_run_sends_messages_and_replays_offline(real_server, tmp_pat
     saved = tmp_path / "chat.txt"
     result = invoke("run", "calculator", "--model", "chat:smollm2", "--base-url", real_server, "--max-steps", "2", "--max-tokens", "48", "--save", str(saved))
     assert result.exit_code in (0, MODEL_FAILED), result.output
-    record = load_record(read_text(saved), str(saved))
+    record = load_record(read_input(saved), str(saved))
     assert record.scenario.endpoint == "chat" and record.calls[0].messages == 1
     assert all(c.messages == 2 * i + 1 for i, c in enumerate(record.calls))  # user, then assistant + user per call
     for completion in record.transcript.texts_by(Author.MODEL):  # the stops, enforced by the client too

@@ -50,8 +50,8 @@ def test_a_crash_mid_stream_ends_the_run_as_model_error_and_the_next_call_starts
 
     def listener(event) -> None:
         if type(event).__name__ == "TextDelta" and not killed:  # the model is streaming
-            killed.append(local_model.pid)
-            os.kill(local_model.pid, signal.SIGSEGV)
+            killed.append(local_model.server.process.pid)
+            os.kill(local_model.server.process.pid, signal.SIGSEGV)
 
     record = run_scenario(load_scenario(find_scenario("live-area")), listener, model=local_model)
     assert killed
@@ -64,7 +64,7 @@ def test_a_crash_mid_stream_ends_the_run_as_model_error_and_the_next_call_starts
     # The model is started afresh for the next run.
     after = run_scenario(load_scenario(find_scenario("live-area")), model=local_model)
     assert after.stop_reason != "model_error", after.detail
-    assert local_model.pid != killed[0]
+    assert local_model.server.process.pid != killed[0]
     assert after.transcript.texts_by(Author.MODEL)[0]
 
 

@@ -87,10 +87,6 @@ class LocalModel(ServerModel):
     def __repr__(self) -> str:
         return f"LocalModel({str(self.file)!r})"
 
-    @property
-    def pid(self) -> int | None:
-        return self.server.process.pid if self.server.process is not None else None
-
     def close(self) -> None:
         self.server.stop()
         self.server.listening.close()
@@ -109,7 +105,11 @@ class LocalModel(ServerModel):
             self.server.stop()
             raise
         self.server.stop()
-        raise HarnessError("--model", f"{self.file}: llama.cpp cannot load it ({self.server.last_words()}); is it a GGUF model file?")
+        log = self.server.log
+        log.seek(max(0, log.seek(0, os.SEEK_END) - 4096))
+        said = [line for line in log.read().decode("utf-8", "replace").splitlines() if line.strip()]
+        why = one_line(said[-1], 200) if said else f"it did not answer within {LOAD_SECONDS:g} s"
+        raise HarnessError("--model", f"{self.file}: llama.cpp cannot load it ({why}); is it a GGUF model file?")
 
     def stream(self, prompt: str, stop: Sequence[str]) -> Iterator[str | TokenUsage]:
         # One call at a time, as the server reads one prompt at a time: a call's time bound starts with its turn.
@@ -117,19 +117,10 @@ class LocalModel(ServerModel):
             if self._interrupted.is_set():  # a batch's Ctrl-C
                 raise ModelError("interrupted while waiting for its turn at the local model")
         try:
-            try:
-                process = self._started()  # (after a crash, a new start)
-            except HarnessError as e:
-                raise ModelError(e.message) from None
-            yield from self._told(process, super().stream(prompt, stop))
-        finally:
-            self.server.turn.release()
-
-    @staticmethod
-    def _told(process: subprocess.Popen, chunks: Iterator[str | TokenUsage]) -> Iterator[str | TokenUsage]:
-        """The call's chunks; if it failed because llama.cpp died, that is what it says."""
-        try:
-            yield from chunks
+            process = self._started()  # (after a crash, a new start)
+            yield from super().stream(prompt, stop)
+        except HarnessError as e:  # it could not start again
+            raise ModelError(e.message) from None
         except ModelError:
             try:
                 code = process.wait(timeout=0.2)  # gone, or going: its end says why the call failed
@@ -139,6 +130,8 @@ class LocalModel(ServerModel):
                 raise
             how = f"was killed by {signal.Signals(-code).name}" if code < 0 else f"exited ({code})"
             raise ModelError(f"the local model's process {how} (llama.cpp crashed); the run stopped here") from None
+        finally:
+            self.server.turn.release()
 
 
 class Server:
@@ -162,11 +155,6 @@ class Server:
         self.process = subprocess.Popen(command, stdin=subprocess.PIPE, stdout=self.log, stderr=self.log, pass_fds=(fd,), start_new_session=True)
         self.stop = weakref.finalize(self, _end, self.process)  # once, also when it is dropped or harness exits
         return self.process
-
-    def last_words(self) -> str:
-        self.log.seek(max(0, self.log.seek(0, os.SEEK_END) - 4096))
-        said = [line for line in self.log.read().decode("utf-8", "replace").splitlines() if line.strip()]
-        return one_line(said[-1], 200) if said else f"it did not answer within {LOAD_SECONDS:g} s"
 
 
 def _end(process: subprocess.Popen) -> None:

@@ -161,15 +161,15 @@ def in_process(folder: str, url: str) -> float:
     import harness.record  # noqa: F401
     from harness.batch import run_all
     from harness.batch_report import Progress
-    from harness.cli_batch import RunModels, gather, worker
+    from harness.cli_batch import gather, worker
     from harness.cli_io import ModelOptions
 
     start = time.perf_counter()
     jobs = gather([folder])
-    models = RunModels(ModelOptions("openai:m", url), 8)
+    model = ModelOptions("openai:m", url).open(connections=8)
     with open(os.devnull, "w") as quiet:  # the progress lines the command writes on stderr
-        outcomes, _ = run_all(jobs, worker(None, 0, None, False, Path(folder), models), 8, Progress(quiet, len(jobs)))
-    models.first.close()
+        outcomes, _ = run_all(jobs, worker(None, 0, None, False, Path(folder), model), 8, Progress(quiet, len(jobs)))
+    model.close()
     took = time.perf_counter() - start
     assert all(o is not None and o.stop_reason == "final_answer" and o.steps == 5 for o in outcomes)  # 5 calls each
     return took
