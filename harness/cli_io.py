@@ -47,7 +47,7 @@ FormatOption = Annotated[
     typer.Option("--format", "-f", help="rich: coloured by author; tagged: the save format; json; events: JSON Lines."),
 ]
 NoStop = Annotated[bool, typer.Option("--no-stop", help="Turn the stop sequences off: see what the model writes when nothing cuts it.")]
-Jobs = Annotated[int, typer.Option("--jobs", "-j", min=1, max=256, help="Several scenarios or files: how many run at once.")]
+Jobs = Annotated[int, typer.Option("--jobs", "-j", min=1, max=256, help="Several scenarios or files: how many run at once (a local model's calls take turns).")]
 ModelOption = Annotated[
     str | None,
     typer.Option("--model", "-m", help="scripted (default), local[:PATH.gguf], openai:NAME (a completions server) or chat:NAME (a chat endpoint)."),
