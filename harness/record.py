@@ -18,7 +18,6 @@ from harness.agent import Agent
 from harness.dialects import get_dialect
 from harness.entry import redaction
 from harness.errors import HarnessError, TranscriptFormatError
-from harness.events import StopReason
 from harness.files import read_input
 from harness.loop import UNLIMITED, Emit, Setup, nobody, run
 from harness.model import EndingModel, Model, ScriptedModel, TokenUsage

@@ -135,3 +135,31 @@ def test_a_ctrl_c_while_the_model_loads_is_one_line_130_and_stops_it(local_model
         out, errors = harness.communicate(timeout=60)
     assert (harness.returncode, errors) == (130, "interrupted\n")
     assert gone(server)
+
+
+def test_the_model_process_imports_nothing_from_the_current_folder(local_model, tmp_path):
+    """A tool (or an agent) can write files where harness runs: a uvicorn.py there is not run."""
+    (tmp_path / "uvicorn.py").write_text("open('imported', 'w').close()\nraise SystemExit(1)\n")
+    command = [sys.executable, "-m", "harness", "run", "live-area", "--model", "local", "--max-steps", "1", "--max-tokens", "8"]
+    done = subprocess.run(command, capture_output=True, text=True, timeout=300, cwd=tmp_path)
+    assert done.returncode == 0, done.stderr
+    assert not (tmp_path / "imported").exists()
+
+
+def test_only_harness_can_use_the_model_process(local_model):
+    """Its port is on this machine for any program: every request must carry harness's key."""
+    import httpx
+
+    assert httpx.get(f"{local_model.base_url}/models", timeout=10).status_code == 401
+    assert list(local_model.stream("Hello", ()))  # harness's own calls carry it
+
+
+def test_a_crash_while_the_model_loads_says_so(local_model):
+    command = [sys.executable, "-u", "-m", "harness", "run", "live-area", "--model", "local"]
+    with subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True) as harness:
+        deadline = time.monotonic() + 30
+        while not (started := children(harness.pid)) and time.monotonic() < deadline:
+            time.sleep(0.01)
+        os.kill(started[0], signal.SIGSEGV)
+        out, errors = harness.communicate(timeout=60)
+    assert harness.returncode == 2 and "llama.cpp cannot load it (it was killed by SIGSEGV)" in errors, errors

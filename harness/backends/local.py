@@ -16,6 +16,7 @@ from __future__ import annotations
 import importlib.util
 import json
 import os
+import secrets
 import signal
 import socket
 import subprocess
@@ -78,10 +79,10 @@ class LocalModel(ServerModel):
         if why := not_a_file(self.file):
             raise HarnessError("--model", f"{self.file}: {why} (local:PATH takes a GGUF model file)")
         threads = n_threads or default_threads()
-        settings = {"model": str(self.file), "n_ctx": n_ctx, "n_threads": threads, "n_threads_batch": n_threads_batch or threads, "seed": seed}
+        settings = {"model": str(self.file.absolute()), "n_ctx": n_ctx, "n_threads": threads, "n_threads_batch": n_threads_batch or threads, "seed": seed}
         self.server = Server(settings)  # one for this model and its others (a batch's runs)
-        # No key and no proxy: the server is harness's own, on this machine.
-        super().__init__("local", self.server.url, max_tokens=max_tokens, max_chars=max_chars, max_seconds=max_seconds, seed=seed, timeout=max_seconds, key="", direct=True)
+        # Its own key, and no proxy: the server is harness's own, on this machine.
+        super().__init__("local", self.server.url, max_tokens=max_tokens, max_chars=max_chars, max_seconds=max_seconds, seed=seed, timeout=max_seconds, key=self.server.key, direct=True)
         self._started()
 
     def __repr__(self) -> str:
@@ -90,25 +91,28 @@ class LocalModel(ServerModel):
     def close(self) -> None:
         self.server.stop()
         self.server.listening.close()
+        self.server.log.close()
         super().close()
 
     def _started(self) -> subprocess.Popen:
         """The server's process, started afresh if it is not running, once it answers."""
         if (process := self.server.process) is not None and process.poll() is None:
             return process
-        process, deadline = self.server.start(), time.monotonic() + LOAD_SECONDS
+        process, started = self.server.start(), time.monotonic()
         try:
-            while process.poll() is None and time.monotonic() < deadline and not self._interrupted.is_set():
-                if self.wait(min(1.0, deadline - time.monotonic())):
+            while process.poll() is None and time.monotonic() < started + LOAD_SECONDS and not self._interrupted.is_set():
+                if self.wait(min(1.0, started + LOAD_SECONDS - time.monotonic())):
                     return process
         except BaseException:  # a Ctrl-C while it loads
             self.server.stop()
             raise
+        code = process.poll()  # (before it is stopped: how it ended, if it did)
         self.server.stop()
-        log = self.server.log
-        log.seek(max(0, log.seek(0, os.SEEK_END) - 4096))
-        said = [line for line in log.read().decode("utf-8", "replace").splitlines() if line.strip()]
-        why = one_line(said[-1], 200) if said else f"it did not answer within {LOAD_SECONDS:g} s"
+        self.server.log.seek(0)  # what it said (uvicorn's warnings, llama.cpp's errors): its last line says why
+        said = [line for line in self.server.log.read().decode("utf-8", "replace").splitlines() if line.strip()]
+        if code is not None and code < 0:  # a crash, not the file: its last words are not the reason
+            said = [f"it was killed by {signal.Signals(-code).name}"]
+        why = one_line(said[-1], 200) if said else f"it did not answer in {time.monotonic() - started:.0f} s"
         raise HarnessError("--model", f"{self.file}: llama.cpp cannot load it ({why}); is it a GGUF model file?")
 
     def stream(self, prompt: str, stop: Sequence[str]) -> Iterator[str | TokenUsage]:
@@ -143,17 +147,21 @@ class Server:
     def __init__(self, settings: dict[str, Any]) -> None:
         self.listening = socket.create_server(("127.0.0.1", 0))
         self.url = f"http://127.0.0.1:{self.listening.getsockname()[1]}/v1"
-        self.settings, self.process = settings, None
+        self.key = secrets.token_urlsafe()  # asked of every request: no other program here can use it
+        self.settings, self.process, self.log = settings, None, tempfile.TemporaryFile()
         self.turn = threading.Lock()
-        self.log = tempfile.TemporaryFile()
-        self.stop = weakref.finalize(self, lambda: None)  # (nothing started yet)
+        self.stop = weakref.finalize(self, lambda: None)  # stop(): runs once, also when dropped or at exit
 
     def start(self) -> subprocess.Popen:
+        self.stop()  # what is left of an earlier start (its pipe)
+        self.log.close()
+        self.log = tempfile.TemporaryFile()  # what it says: its last words, if it cannot load
         fd = self.listening.fileno()
-        command = [sys.executable, "-m", "harness.backends.local", json.dumps(self.settings), str(fd)]
-        self.log = tempfile.TemporaryFile()  # what it says: the one line that tells why it could not load
-        self.process = subprocess.Popen(command, stdin=subprocess.PIPE, stdout=self.log, stderr=self.log, pass_fds=(fd,), start_new_session=True)
-        self.stop = weakref.finalize(self, _end, self.process)  # once, also when it is dropped or harness exits
+        # -P: nothing is imported from the current folder; the key goes by the environment, not by `ps`.
+        command = [sys.executable, "-P", "-m", "harness.backends.local", json.dumps(self.settings), str(fd)]
+        env = {name: value for name, value in os.environ.items() if not name.endswith("_API_KEY")} | {"HARNESS_SERVER_KEY": self.key}
+        self.process = subprocess.Popen(command, stdin=subprocess.PIPE, stdout=self.log, stderr=self.log, pass_fds=(fd,), env=env, start_new_session=True)
+        self.stop = weakref.finalize(self, _end, self.process)
         return self.process
 
 
@@ -174,13 +182,14 @@ def serve(settings: str, fd: str) -> None:
     from llama_cpp.server.app import create_app
     from llama_cpp.server.settings import ModelSettings, ServerSettings
 
+    key = os.environ.pop("HARNESS_SERVER_KEY")
     # Its settings read the environment (PORT, API_KEY, N_GPU_LAYERS, CONFIG_FILE, ...): only harness's count.
     read = {*ServerSettings.model_fields, *ModelSettings.model_fields, "config_file"}
     for name in [name for name in os.environ if name.lower() in read]:
         del os.environ[name]
     threading.Thread(target=lambda: (os.read(0, 1), os._exit(0)), daemon=True).start()  # (harness never writes: only its end ends the wait)
     # One prompt at a time, each to its end (harness takes turns); no logits kept but the last.
-    server = ServerSettings(interrupt_requests=False)
+    server = ServerSettings(interrupt_requests=False, api_key=key)
     model = ModelSettings(**json.loads(settings), logits_all=False, verbose=False)
     uvicorn.run(create_app(server_settings=server, model_settings=[model]), fd=int(fd), log_level="warning")
 
