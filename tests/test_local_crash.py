@@ -124,15 +124,22 @@ def test_the_model_process_ends_with_harness_however_harness_ends(local_model, e
     assert gone(server), f"the model's process {server} outlived harness"
 
 
-def test_a_ctrl_c_while_the_model_loads_is_one_line_130_and_stops_it(local_model):
+def while_it_loads(act) -> tuple[subprocess.Popen, str, int]:
+    """`harness run live-area --model local`, and act(harness, server) as soon as the model's
+    process is started (loading the model takes a second or more): the command, its stderr, the process."""
     command = [sys.executable, "-u", "-m", "harness", "run", "live-area", "--model", "local"]
     with subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True) as harness:
         deadline = time.monotonic() + 30
         while not (started := children(harness.pid)) and time.monotonic() < deadline:
             time.sleep(0.01)
         [server] = started
-        harness.send_signal(signal.SIGINT)  # it is loading the model (that takes a second or more)
+        act(harness, server)
         out, errors = harness.communicate(timeout=60)
+    return harness, errors, server
+
+
+def test_a_ctrl_c_while_the_model_loads_is_one_line_130_and_stops_it(local_model):
+    harness, errors, server = while_it_loads(lambda harness, server: harness.send_signal(signal.SIGINT))
     assert (harness.returncode, errors) == (130, "interrupted\n")
     assert gone(server)
 
@@ -155,11 +162,5 @@ def test_only_harness_can_use_the_model_process(local_model):
 
 
 def test_a_crash_while_the_model_loads_says_so(local_model):
-    command = [sys.executable, "-u", "-m", "harness", "run", "live-area", "--model", "local"]
-    with subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True) as harness:
-        deadline = time.monotonic() + 30
-        while not (started := children(harness.pid)) and time.monotonic() < deadline:
-            time.sleep(0.01)
-        os.kill(started[0], signal.SIGSEGV)
-        out, errors = harness.communicate(timeout=60)
+    harness, errors, _ = while_it_loads(lambda harness, server: os.kill(server, signal.SIGSEGV))
     assert harness.returncode == 2 and "llama.cpp cannot load it (it was killed by SIGSEGV)" in errors, errors
