@@ -10,11 +10,10 @@ saved file keeps that name, the question and a hash of what the run was built fr
 
 from __future__ import annotations
 
+import re
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import asdict, dataclass, field
 from typing import Any
-
-import regex
 
 from harness import prompts
 from harness import source as sources
@@ -31,6 +30,8 @@ from harness.user_code import tool_function
 
 @dataclass
 class Agent:
+    """An agent made in Python: its prompt, tools, dialect and limits; `.run(question, model)`."""
+
     prompt: str  # the template's text: $question and $tools are filled in
     tools: Sequence[Tool | Callable[..., Any]] = ()
     dialect: str = "default"  # or "react-paper", "governed"
@@ -47,7 +48,7 @@ class Agent:
             self.tools = tuple(self.tools)
         for i, t in enumerate(self.tools):  # a Tool's function too: an async one would never be awaited
             tool_function(*((t.fn, t.name) if isinstance(t, Tool) else (t, None)), f"Agent.tools[{i}]")
-        if self.source is not None and not (isinstance(self.source, str) and regex.fullmatch(sources.AGENT_REF, self.source)):
+        if self.source is not None and not (isinstance(self.source, str) and re.fullmatch(sources.AGENT_REF, self.source)):
             raise HarnessError("Agent.source", f"{self.source!r} must read 'module:attribute' (an importable name of the Agent)")
 
     def setup(self, question: str) -> Setup:

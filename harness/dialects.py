@@ -2,8 +2,9 @@
 
 A dialect owns its regexes and its stop sequences; nothing else in the harness parses
 model text. Model output is untrusted input, so every pattern is anchored to a line,
-bounded in length, kept to one line (a hallucinated `Observation:` on the next line can
-never be swallowed into the arguments), and run with a timeout on a long line.
+bounded in length and kept to one line (a hallucinated `Observation:` on the next line
+can never be swallowed into the arguments): its time is linear in the line, whatever the
+line holds, so it needs no timeout.
 
     default       seed 002:      Action: tool(args)       stop "Observation:"       Final Answer: ...
     react-paper   the paper's:   Action 1: Search[args]   stop "\\nObservation 1:"   Finish[answer]
@@ -21,27 +22,12 @@ rest is thinking.
 from __future__ import annotations
 
 import json
+import re
 from typing import Any
-
-import regex
 
 from harness.arguments import ARGS_MAX, parse_args
 from harness.decisions import Action
 from harness.errors import HarnessError
-
-
-_TIMEOUT = 0.25  # seconds; a match that takes longer is treated as no match
-_UNTIMED = 1_000  # characters: a line this short cannot come near the timeout, whatever it holds
-
-
-def _match(pattern: regex.Pattern[str], text: str) -> regex.Match[str] | None:
-    """`pattern` at the start of `text`; a long text with a timeout, since it is the model's."""
-    if len(text) <= _UNTIMED:
-        return pattern.match(text)
-    try:
-        return pattern.match(text, timeout=_TIMEOUT)
-    except TimeoutError:
-        return None
 
 
 def _starts_with(s: str, word: str, boundary: bool, complete: bool) -> bool | None:
@@ -61,10 +47,10 @@ class Dialect:
     name: str
     expected: str  # the exact format, quoted in notices
     expected_action: str
-    _action: regex.Pattern[str]  # exactly the groups (tool, args)
+    _action: re.Pattern[str]  # exactly the groups (tool, args)
     _markers: tuple[tuple[str, str, bool], ...] = (("answer", "Final Answer:", False), ("action", "Action", True))
     close = ")"  # the bracket that ends a call's arguments
-    _loose = regex.compile(
+    _loose = re.compile(
         r"^[ \t]*Action[ \t]*\d{0,6}[ \t]*:[ \t]*(?P<tool>[A-Za-z_][A-Za-z0-9_]{0,63})[ \t]*[(\[]"
         rf"(?P<rest>[^\r\n]{{0,{ARGS_MAX}}})",
     )
@@ -110,20 +96,20 @@ class Dialect:
 
     def loose_call(self, line: str) -> tuple[str, str] | None:
         """(tool, text after the opening bracket) of an Action line that names a tool, parsed or not."""
-        if m := _match(self._loose, line):
+        if m := self._loose.match(line):
             return m["tool"], m["rest"]
         return None
 
     def read_action(self, line: str) -> Action | None:
         """The call on an Action line."""
-        if m := _match(self._action, line):
+        if m := self._action.match(line):
             tool, raw = m.groups()  # (tool, args): the only groups of every _action pattern
             return Action(tool, *parse_args(raw), raw)
         return None
 
     def read_tool(self, line: str) -> str | None:
         """The tool of a call on an Action line that will not run: its arguments are not read."""
-        m = _match(self._action, line)
+        m = self._action.match(line)
         return m["tool"] if m else None
 
     def is_finish(self, tool: str) -> bool:
@@ -140,10 +126,10 @@ class DefaultDialect(Dialect):
     name = "default"
     expected_action = "`Action: tool_name(arguments)`"
     expected = "`Action: tool_name(arguments)` or `Final Answer: your answer`, on a line of its own"
-    _action = regex.compile(
+    _action = re.compile(
         r"^[ \t]*Action:[ \t]*(?P<tool>[A-Za-z_][A-Za-z0-9_]{0,63})[ \t]*"
         rf"\((?P<args>[^\r\n]{{0,{ARGS_MAX}}}?)\)[ \t]*\r?$",
-        regex.MULTILINE,
+        re.MULTILINE,
     )
 
     def stops(self, step: int) -> tuple[str, ...]:
@@ -161,10 +147,10 @@ class ReactPaperDialect(Dialect):
     expected_action = "`Action k: Tool[argument]`"
     expected = "`Action k: Tool[argument]` on a line of its own, or `Action k: Finish[your answer]`"
     _markers = (("action", "Action", True),)
-    _action = regex.compile(
+    _action = re.compile(
         r"^[ \t]*Action[ \t]*\d{1,6}[ \t]*:[ \t]*(?P<tool>[A-Za-z_][A-Za-z0-9_]{0,63})"
         rf"\[(?P<args>[^\r\n]{{0,{ARGS_MAX}}}?)\][ \t]*\r?$",
-        regex.MULTILINE,
+        re.MULTILINE,
     )
 
     def stops(self, step: int) -> tuple[str, ...]:

@@ -13,11 +13,14 @@ writes goes through `neutralise`, so a tool result cannot end the model's turn:
 
 from __future__ import annotations
 
+import re
 from collections.abc import Iterable, Iterator, Sequence
-
-import regex
+from typing import TYPE_CHECKING
 
 from harness.errors import HarnessError
+
+if TYPE_CHECKING:
+    import regex
 
 MASK = "***"
 MIN_SECRET = 4
@@ -28,7 +31,7 @@ PLACEHOLDER_KEYS = frozenset(
 )  # compared without case
 SEARCH_SECONDS = 1.0  # one pattern on one line; longer, the line is masked whole
 REPLACEMENT = "\ufffd"  # what a lone surrogate becomes
-_SURROGATE = regex.compile(r"[\ud800-\udfff]")
+_SURROGATE = re.compile(r"[\ud800-\udfff]")
 
 
 def encodable(text: str) -> str:
@@ -154,6 +157,12 @@ def _mask(match: regex.Match[str]) -> str:
 
 def redaction(patterns: Sequence[str], where: str) -> Redaction:
     """The patterns compiled; a bad one (or one that matches the mask) is a HarnessError naming `where`."""
+    if not patterns:
+        return Redaction()
+    # A user's pattern may backtrack without end, so it runs under `regex`, whose searches
+    # can be bounded in time (harness's own patterns are linear and use `re`).
+    import regex
+
     compiled = []
     for number, text in enumerate(patterns, 1):
         if not isinstance(text, str):
@@ -181,7 +190,7 @@ _WORDS = (
 )
 # DeepSeek's own: fullwidth bars, words joined by U+2581 (<｜end▁of▁sentence｜>, <｜User｜>).
 _WIDE = rf"<\uff5c(?P<wide>[^\uff5c<>{_SPACE}]{{1,64}})\uff5c>"
-PATTERN = regex.compile(rf"{_BARRED}|{_WIDE}|<(?P<word>{_WORDS})>|\[(?P<inst>/?INST)\]")
+PATTERN = re.compile(rf"{_BARRED}|{_WIDE}|<(?P<word>{_WORDS})>|\[(?P<inst>/?INST)\]")
 
 
 def neutralise(text: str) -> str:
@@ -190,7 +199,7 @@ def neutralise(text: str) -> str:
     return PATTERN.sub(_break, text)  # (linear on any text: no timeout needed)
 
 
-def _break(match: regex.Match[str]) -> str:
+def _break(match: re.Match[str]) -> str:
     if match["inst"] is not None:
         return f"[¦{match['inst']}¦]"
     return f"<¦{match['name'] or match['wide'] or match['word']}¦>"  # (each group matches 1 or more characters)

@@ -9,9 +9,8 @@ leaves the buffer for it (the buffer keeps the bytes as they are).
 from __future__ import annotations
 
 import json
+import re
 from typing import Any
-
-import regex
 
 
 # Terminal: "\n" and "\t" stay; other C0 characters and DEL become control pictures (ESC -> ␛),
@@ -32,7 +31,7 @@ _SCRIPT_JSON = _JSON | {ord(c): f"\\u{ord(c):04x}" for c in "<>&"}
 
 
 # A lone surrogate (a file name that is not UTF-8: byte 0xff is "\udcff") is shown as its byte.
-_SURROGATE = regex.compile(r"[\ud800-\udfff]")
+_SURROGATE = re.compile(r"[\ud800-\udfff]")
 
 
 def _surrogate(match: Any) -> str:
@@ -87,7 +86,7 @@ def for_json(line: str) -> str:
 
 # XML 1.0 (a JUnit report) cannot hold most C0 characters at all: they are drawn as for a
 # terminal, and whatever else XML forbids (U+FFFE, U+FFFF) becomes a \u escape.
-_NOT_XML = regex.compile(r"[^\t\n\r\x20-\ud7ff\ue000-\ufffd\U00010000-\U0010ffff]")
+_NOT_XML = re.compile(r"[\x00-\x08\x0b\x0c\x0e-\x1f\ud800-\udfff\ufffe\uffff]")
 
 
 def for_xml(text: str) -> str:

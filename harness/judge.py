@@ -6,10 +6,9 @@ harness.notices); its checks come in the order a user would fix them in.
 
 from __future__ import annotations
 
+import re
 from collections.abc import Sequence
 from typing import TYPE_CHECKING
-
-import regex
 
 from harness import notices
 from harness.decisions import Action, Rejection
@@ -64,7 +63,7 @@ def judge_answer(dialect: Dialect, accepted: Accepted) -> Rejection | None:
 
 # --- what is wrong with a call, said so that the model can fix it ------------------------
 
-_NAME = regex.compile(r"(?<![A-Za-z0-9_])([A-Za-z_][A-Za-z0-9_]{0,63})[ \t]*[(\[]")
+_NAME = re.compile(r"(?<![A-Za-z0-9_])([A-Za-z_][A-Za-z0-9_]{0,63})[ \t]*[(\[]")
 _LOOKED_AT = 50  # names followed by a bracket examined in one argument text
 _WRAPPED = r"([A-Za-z_][A-Za-z0-9_]{0,63})[ \t]*\((.{0,1000})\)"  # `country("Freedonia")` (compiled when first matched)
 
@@ -128,7 +127,7 @@ _SPACE = r"[^\S\x1c-\x1f]+"  # (compiled when first matched)
 
 def _plain(text: object) -> str:
     """A value as compared with an example: no spaces, no surrounding quotes, any case."""
-    return regex.sub(_SPACE, "", str(text)).strip("'\"`").casefold()
+    return re.sub(_SPACE, "", str(text)).strip("'\"`").casefold()
 
 
 def copied(dialect: Dialect, tool: Tool, number: int, action: Action, question: str) -> Rejection | None:
@@ -141,7 +140,7 @@ def copied(dialect: Dialect, tool: Tool, number: int, action: Action, question: 
     values = [*action.args, *action.kwargs.values()]
     if len(values) != 1 or len(str(values[0])) > 2 * len(example) + 8:
         return None  # (a long argument is no copy: it is not rewritten to be compared)
-    if (value := _plain(values[0])) != _plain(example) or value in regex.sub(_SPACE, "", question).casefold():
+    if (value := _plain(values[0])) != _plain(example) or value in re.sub(_SPACE, "", question).casefold():
         return None
     return notices.copied_example(number, action.tool, dialect.signature(action.tool, (example,)))
 
@@ -152,7 +151,7 @@ def why_failed(dialect: Dialect, tools: Registry, number: int, action: Action) -
     value equal to a parameter's name may be right (a file's content)."""
     tool = tools[action.tool]
     names = {p.casefold() for p in tool.params}
-    if bare(action) and (m := regex.fullmatch(_WRAPPED, action.raw.strip())) and m[1].casefold() in names:
+    if bare(action) and (m := re.fullmatch(_WRAPPED, action.raw.strip())) and m[1].casefold() in names:
         return notices.placeholder(number, tool.name, m[1], dialect.signature(tool.name, (m[2].strip()[: notices.PREVIEW],)))
     given = [*zip(tool.params, action.args), *action.kwargs.items()]
     for param, value in given:

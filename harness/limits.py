@@ -19,6 +19,8 @@ from harness.events import StopReason
 
 @dataclass(frozen=True)
 class Limits:
+    """How long a run may go on, and how many mistakes of each kind it forgives."""
+
     max_steps: int = 15
     unknown_tool_limit: int = 2
     format_error_limit: int = 3

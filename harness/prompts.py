@@ -22,17 +22,16 @@ never holds one. So an observation arrives as a turn of its own, as chat models 
 from __future__ import annotations
 
 import functools
+import re
 import string
 from pathlib import Path
 from typing import NamedTuple
-
-import regex
 
 from harness.errors import TemplateError
 from harness.files import load_toml, not_a_file, read_input, resolved
 from harness.transcript import Frames  # (the buffer's: the loop writes them)
 
-NAME = regex.compile(r"[A-Za-z0-9][A-Za-z0-9_.-]{0,63}")
+NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.-]{0,63}")
 FRAME_KEYS = ("before_code", "after_code", "cue")
 FRAME_MAX = 1_000  # characters of one frame string
 

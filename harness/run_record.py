@@ -25,6 +25,8 @@ if TYPE_CHECKING:
 
 @dataclass(frozen=True, slots=True)
 class CallRecord:
+    """One model call: what was cut from its reply, which tools ran, and what it cost."""
+
     cut: str = ""  # read from the model but kept out of the buffer
     cut_by: str = ""  # "stop" (a stop sequence), "prefix" (the prefix rule), or ""
     ran: tuple[str, ...] = ()  # the tools that ran, in order
@@ -40,6 +42,8 @@ class CallRecord:
 
 @dataclass(frozen=True, slots=True)
 class RunRecord:
+    """A whole run: its tagged transcript, why it stopped, one CallRecord per call."""
+
     transcript: Transcript
     stop_reason: StopReason
     final_answer: str | None = None

@@ -6,10 +6,9 @@ anything of the wrong shape is a TranscriptFormatError naming the field, never a
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
 from typing import Any
-
-import regex
 
 from harness.errors import HarnessError, TranscriptFormatError
 from harness.events import StopReason
@@ -39,7 +38,7 @@ def load_record(text: str, source: str = "<transcript>", base: Path | None = Non
         raise fail("steps", f"must be the number of model calls, {model_calls} (or one more, if the last was canceled); it is {steps}")
     cuts = {}
     for key, cut in read.table("cuts", "must map step numbers to text").items():
-        if not (regex.fullmatch(_STEP, key) and 1 <= int(key) <= model_calls) or not isinstance(cut, str):
+        if not (re.fullmatch(_STEP, key) and 1 <= int(key) <= model_calls) or not isinstance(cut, str):
             raise fail("cuts", f"must map step numbers (1 to {model_calls}) to text; {key!r} does not")
         cuts[int(key)] = cut
     calls = _calls(meta.get("calls"), replies, cuts, fail)

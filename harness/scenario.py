@@ -56,6 +56,8 @@ _LIMITS = Limits()
 
 @dataclass(frozen=True)
 class Scenario:
+    """A scenario file, read and checked: the question, tools, model and limits of a run."""
+
     question: str
     completions: tuple[str, ...] = ()
     title: str = ""

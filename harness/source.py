@@ -11,13 +11,12 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import sys
 from collections.abc import Iterable
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
-
-import regex
 
 from harness.errors import HarnessError, TranscriptFormatError
 from harness.files import Fields, not_a_file
@@ -32,6 +31,8 @@ AGENT_REF = r"[A-Za-z_][\w.]{0,199}:[A-Za-z_]\w{0,99}"  # module:attribute (comp
 
 @dataclass(frozen=True, slots=True)
 class Source:
+    """Where a saved run comes from (its `# source:` line): what a replay runs again."""
+
     scenario: str | None = None  # a path (relative to `origin`), or a shipped scenario's name
     origin: str = "root"  # written as "from"
     agent: str | None = None  # or "module:attribute" of an Agent
@@ -98,7 +99,7 @@ _SOURCE_SHA = r'(?m)^(# source: .*)"sha256": "[0-9a-f]*"'  # the source line's h
 
 def only_rehashed(saved: str, fresh: str) -> bool:
     """Whether two saved files are the same, byte for byte, but for their source's sha256."""
-    unhashed = [regex.sub(_SOURCE_SHA, r'\1"sha256": ""', text) for text in (saved, fresh)]
+    unhashed = [re.sub(_SOURCE_SHA, r'\1"sha256": ""', text) for text in (saved, fresh)]
     return saved != fresh and unhashed[0] == unhashed[1]
 
 
@@ -121,10 +122,10 @@ def from_meta(value: Any, where: str) -> Source:
         raise TranscriptFormatError(f"{where}: metadata source", "must be a table naming a scenario or an agent")
     read = Fields(value, f"{where}: metadata source.", TranscriptFormatError)
     sha = read.text("sha256", "")
-    if sha and not regex.fullmatch(r"[0-9a-f]{64}", sha):
+    if sha and not re.fullmatch(r"[0-9a-f]{64}", sha):
         raise read.fail("sha256", "must be 64 hex digits")
     if "agent" in value:
-        if not regex.fullmatch(AGENT_REF, agent := read.text("agent")):
+        if not re.fullmatch(AGENT_REF, agent := read.text("agent")):
             raise read.fail("agent", "must read 'module:attribute'")
         return Source(agent=agent, question=read.text("question"), sha256=sha)
     origin, scenario = read.choice("from", ORIGINS), read.text("scenario")

@@ -13,11 +13,10 @@
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
-
-import regex
 
 from harness.errors import ScenarioError
 from harness.tools import BUILTINS, TRAITS, Tool, canned, from_function
@@ -29,6 +28,8 @@ _PYTHON_REF = r"[A-Za-z_]\w{0,63}(?:\.[A-Za-z_]\w{0,63}){0,7}:[A-Za-z_]\w{0,63}"
 
 @dataclass(frozen=True, slots=True)
 class ToolSpec:
+    """A tool as a scenario file states it, before it is built into a Tool."""
+
     name: str
     description: str = ""
     params: tuple[str, ...] = ("input",)
@@ -89,7 +90,7 @@ def parse_tool(name: str, spec: Any, where: str) -> ToolSpec:
     if python is not None and (extra := sorted(set(spec) - {"python", "trait", "example"})):
         raise ScenarioError(f"{where}.{extra[0]}", "does not go with python: the function's docstring and parameters say it")
     if python is not None:
-        if not regex.fullmatch(_PYTHON_REF, python):
+        if not re.fullmatch(_PYTHON_REF, python):
             raise ScenarioError(f"{where}.python", _KINDS["python"][1])
         return ToolSpec(name, trait=trait, python=python, example=example)
     if results is None:

@@ -29,6 +29,8 @@ class ToolError(Exception):
 
 @dataclass(frozen=True)
 class Tool:
+    """A tool the model can call: its name, the line shown to the model, and its function."""
+
     name: str
     description: str  # one line, shown to the model
     params: tuple[str, ...]

@@ -47,11 +47,10 @@ a reader ignores keys it does not know.
 from __future__ import annotations
 
 import json
+import re
 from collections.abc import Iterable
 from enum import StrEnum
 from typing import Any, NamedTuple
-
-import regex
 
 from harness.errors import TranscriptFormatError
 
@@ -136,7 +135,7 @@ class Transcript:
 
 _WIDTH = 9  # len("developer")
 _AUTHORS = {f"{a.value:<{_WIDTH}}": a for a in Author}  # "model    " -> Author.MODEL
-_KEY = regex.compile(r"[a-z_][a-z0-9_]{0,63}")
+_KEY = re.compile(r"[a-z_][a-z0-9_]{0,63}")
 
 
 def split_lines(text: str) -> list[str]:

@@ -17,6 +17,7 @@ import importlib.util
 import inspect
 import itertools
 import json
+import re
 import sys
 import threading
 from collections.abc import Callable, Iterator
@@ -24,8 +25,6 @@ from contextlib import contextmanager
 from contextvars import ContextVar
 from pathlib import Path
 from typing import Any
-
-import regex
 
 from harness import captured
 from harness.errors import HarnessError
@@ -197,7 +196,7 @@ def _contained(load: Callable[[], Any], module_name: str, field: str, missing: s
         raise HarnessError(field, f"the module {module_name!r} failed to import ({said})") from None
 
 
-_PACKAGE = regex.compile(r"harness_tools_[0-9]+\.?")
+_PACKAGE = re.compile(r"harness_tools_[0-9]+\.?")
 
 
 def as_text(value: Any) -> str | None:
@@ -215,7 +214,7 @@ def as_text(value: Any) -> str | None:
     return None
 
 
-TOOL_NAME = regex.compile(r"[A-Za-z_][A-Za-z0-9_]{0,63}")  # what an Action line can name
+TOOL_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]{0,63}")  # what an Action line can name
 
 
 def tool_function(fn: Any, name: str | None, where: str) -> str:

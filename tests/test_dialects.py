@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import time
+
 import pytest
 
 from harness.dialects import DefaultDialect, ReactPaperDialect, parse_args
@@ -79,8 +81,7 @@ def test_a_malformed_action_line_gets_its_own_rule_in_the_notice():
     ],
 )
 def test_hostile_completions_are_refused(hostile):
-    # The patterns are anchored and bounded, and run with a timeout: whatever the text,
-    # a match attempt ends, and an over-long or unclosed Action line is no action.
+    # The patterns are anchored and bounded: an over-long or unclosed Action line is no action.
     decided = read(default, hostile)
     assert not decided.actions and decided.answer is None
     assert [r.code for r in decided.rejections] in (["protocol_violation.tool_call_invalid"], ["protocol_violation.no_action"])
@@ -100,6 +101,19 @@ def test_react_paper_numbered_actions_and_finish():
 
 
 from harness.dialects import DIALECTS  # noqa: E402
+
+
+@pytest.mark.parametrize("name", sorted(DIALECTS))
+def test_each_dialects_patterns_take_time_linear_in_a_hostile_line(name):
+    # They run without a timeout, so each must be linear: a pattern that backtracks (a
+    # nested repeat, say) takes minutes on one of these lines, each 600,000 characters.
+    n = 200_000
+    lines = ["Action: f(" + ") \t" * n + "x", "Action 1: f[" + "] \t" * n + "x", "Action:" + " \t" * n + "x", " \t" * n + "Action"]
+    dialect, start = DIALECTS[name](), time.perf_counter()
+    for line in lines:
+        assert (dialect.read_action(line), dialect.read_tool(line)) == (None, None)
+        dialect.loose_call(line)
+    assert time.perf_counter() - start < 10  # a guard, not a speed claim: about 0.1 s here
 
 
 @pytest.mark.parametrize("name", sorted(DIALECTS))

@@ -9,9 +9,8 @@ from __future__ import annotations
 
 import base64
 import hashlib
+import re
 from importlib.resources import files
-
-import regex
 
 from harness.escape import for_html, for_script_json
 from harness.render.frames import CHARS_PER_TOKEN, COUNTS, KINDS, NO_STOP, CallCost, cost_cells, costs, frames, parts, stop_was_off
@@ -39,7 +38,7 @@ def page(record: RunRecord, title: str) -> str:
     template = files("harness.render").joinpath("page.html").read_text(encoding="utf-8")
     hashes = {}  # the policy: nothing loads from anywhere; only the template's own <style> and <script> apply
     for tag in ("style", "script"):
-        bodies = regex.findall(rf"<{tag}>(.*?)</{tag}>", template, flags=regex.DOTALL)
+        bodies = re.findall(rf"<{tag}>(.*?)</{tag}>", template, flags=re.DOTALL)
         hashes[tag] = " ".join(f"'sha256-{base64.b64encode(hashlib.sha256(b.encode()).digest()).decode()}'" for b in bodies)
     values = {
         "CSP": f"default-src 'none'; style-src {hashes['style']}; script-src {hashes['script']}; base-uri 'none'; form-action 'none'",
@@ -53,7 +52,7 @@ def page(record: RunRecord, title: str) -> str:
     return _PLACEHOLDER.sub(lambda m: values[m[1]], template)
 
 
-_PLACEHOLDER = regex.compile(r"__(CSP|TITLE|BANNER|CUT_LEGEND|CHART|TABLE|DATA)__")
+_PLACEHOLDER = re.compile(r"__(CSP|TITLE|BANNER|CUT_LEGEND|CHART|TABLE|DATA)__")
 
 
 def chart(rows: list[CallCost], width: int = 560, height: int = 240) -> str:

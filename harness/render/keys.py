@@ -7,13 +7,12 @@ from __future__ import annotations
 
 import codecs
 import os
+import re
 import select
 
-import regex
-
 # CSI: ESC [ parameters intermediates final; SS3: ESC O and one character; else one character.
-_KEY = regex.compile(r"\x1b\[[0-?]*[ -/]*[@-~]|\x1bO.|.", regex.DOTALL)
-_UNFINISHED = regex.compile(r"\x1b(?:\[[0-?]*[ -/]*|O)?\Z")
+_KEY = re.compile(r"\x1b\[[0-?]*[ -/]*[@-~]|\x1bO.|.", re.DOTALL)
+_UNFINISHED = re.compile(r"\x1b(?:\[[0-?]*[ -/]*|O)?\Z")
 _WAIT = 0.05  # seconds to wait for the rest of a sequence
 
 
