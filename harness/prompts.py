@@ -43,9 +43,9 @@ class Filled(NamedTuple):
 
 @functools.cache  # where harness is installed does not change while it runs (resolving it takes syscalls)
 def data_dir(name: str) -> Path:
-    """prompts/ or transcripts/: inside an installed wheel, or at the top of the checkout."""
-    packaged = Path(__file__).parent / "_data" / name
-    return packaged if packaged.is_dir() else Path(__file__).resolve().parent.parent / name
+    """prompts/ or transcripts/, resolved: inside an installed wheel, or at the top of the checkout."""
+    here = Path(__file__).resolve().parent
+    return here / "_data" / name if (here / "_data" / name).is_dir() else here.parent / name
 
 
 def check_name(name: str, field: str = "prompt") -> None:

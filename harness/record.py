@@ -20,7 +20,7 @@ from harness.entry import redaction
 from harness.errors import HarnessError, TranscriptFormatError
 from harness.files import read_input
 from harness.loop import UNLIMITED, Emit, Setup, nobody, run
-from harness.model import EndingModel, Model, ScriptedModel, TokenUsage
+from harness.model import LONG_CHUNK, EndingModel, Model, ScriptedModel, TokenUsage
 from harness.run_record import RunRecord
 from harness.saved import load_record
 from harness.scenario import Scenario, find_scenario, load_scenario
@@ -43,8 +43,9 @@ def build(scenario: Scenario, root: Path, live: Model | None = None, peek: int =
     sha = sources.fingerprint([sources.canonical(scenario.loaded or scenario.to_meta()), template.read_bytes(), *modules])
     # A run comes from its file only if it changed no more than a run may (--max-steps, ...);
     # a scenario changed in Python (scenario.but(question=...)) is saved as its stored copy.
-    from_file = scenario.file is not None and set(scenario.overrides) <= set(sources.RUN_CHANGES)
-    source = sources.for_scenario(scenario.file, sha, scenario.overrides, prompts.data_dir("transcripts"), root) if from_file else None
+    overrides = scenario.overrides
+    from_file = scenario.file is not None and set(overrides) <= set(sources.RUN_CHANGES)
+    source = sources.for_scenario(scenario.file, sha, overrides, prompts.data_dir("transcripts"), root) if from_file else None
     return Setup(
         buffer, dialect, tools, scenario.limits, scenario.use_stop,
         peek=UNLIMITED if live is None else peek,
@@ -85,14 +86,8 @@ def script(model: Model, model_error: tuple | None, interrupt: tuple | None, end
     return model
 
 
-def run_scenario(
-    scenario: Scenario,
-    emit: Emit = nobody,
-    model: Model | None = None,
-    peek: int = 0,
-    root: Path | None = None,
-    wrap: Callable[[Model], Model] | None = None,
-) -> RunRecord:
+def run_scenario(scenario: Scenario, emit: Emit = nobody, model: Model | None = None, peek: int = 0,
+                 root: Path | None = None, wrap: Callable[[Model], Model] | None = None) -> RunRecord:
     """Run a scenario on its script, or on a live `model` (`peek`: read that far past a stop,
     only to record what it prevented); `wrap` wraps whichever model runs (a batch's)."""
     root = (root or Path.cwd()).absolute()  # now: a tool's os.chdir cannot move it
@@ -176,15 +171,8 @@ def with_patterns(scenario: Scenario, redact: Sequence[str]) -> Scenario:
     return scenario.but(redact=scenario.redact + more) if more else scenario
 
 
-def replay(
-    text: str,
-    source: str,
-    emit: Emit = nobody,
-    model: Model | None = None,
-    base: Path | None = None,
-    root: Path | None = None,
-    redact: Sequence[str] = (),
-) -> Replay:
+def replay(text: str, source: str, emit: Emit = nobody, model: Model | None = None, base: Path | None = None,
+           root: Path | None = None, redact: Sequence[str] = ()) -> Replay:
     """Run a saved transcript again (with `model`: live); its source is found relative to
     `base` (the file's folder) or `root` (the working folder), as it says."""
     folder, root = (base or Path(source).parent).absolute(), (root or Path.cwd()).absolute()
@@ -192,7 +180,9 @@ def replay(
     setup = setup_again(saved, source, folder, root, model, redact=redact)
     if saved.source is not None:  # named as the file names it; the hash is the source's now
         setup.source = saved.source.but(sha256=setup.source.sha256 if setup.source else "")
-    chunk_size = setup.scenario.chunk_size if setup.scenario is not None else 8
+    # Chunks change what a watcher sees, never the run (the reader decides as on the whole
+    # text): with nobody watching, each recorded turn comes whole.
+    chunk_size = LONG_CHUNK if emit is nobody else setup.scenario.chunk_size if setup.scenario is not None else 8
     return Replay(text, run(setup, model or recorded(saved, chunk_size), emit), saved)
 
 

@@ -59,9 +59,9 @@ class Source:
 
 
 def for_scenario(file: Path, sha256: str, overrides: dict[str, Any], shipped: Path, root: Path) -> Source:
-    """The source of a run of the scenario `file`: shipped by name, else relative to `root`."""
+    """The source of a run of the scenario `file`: shipped (in the resolved `shipped`) by name, else relative to `root`."""
     file = file.absolute()
-    if file.parent.resolve() == shipped.resolve():
+    if file.parent.resolve() == shipped:
         return Source(file.stem, "shipped", sha256=sha256, overrides=overrides, file=file)
     relative = Path(os.path.relpath(file, root.absolute())).as_posix()
     return Source(relative, "root", sha256=sha256, overrides=overrides, file=file)
