@@ -45,6 +45,16 @@ def local_model():
     model.close()
 
 
+def test_a_closed_local_model_says_so(local_model):
+    from harness.backends.local import LocalModel
+    from harness.errors import HarnessError
+
+    model = LocalModel(local_model.file, max_tokens=8)
+    model.close()
+    with pytest.raises(HarnessError, match=r"is closed; make another"):  # (it was a ValueError: the socket is closed)
+        run_scenario(load_scenario(find_scenario("live-area")), model=model)
+
+
 def test_a_crash_mid_stream_ends_the_run_as_model_error_and_the_next_call_starts_afresh(local_model):
     killed = []
 

@@ -116,6 +116,7 @@ class LocalModel(ServerModel):
         raise HarnessError("--model", f"{self.file}: llama.cpp cannot load it ({why}); is it a GGUF model file?")
 
     def stream(self, prompt: str, stop: Sequence[str]) -> Iterator[str | TokenUsage]:
+        self.check_open()
         # One call at a time, as the server reads one prompt at a time: a call's time bound starts with its turn.
         while not self.server.turn.acquire(timeout=0.25):
             if self._interrupted.is_set():  # a batch's Ctrl-C

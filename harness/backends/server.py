@@ -118,6 +118,7 @@ class ServerModel(Model):
 
     def stream(self, prompt: str, stop: Sequence[str]) -> Iterator[str | TokenUsage]:
         """A server that streams no counts is asked for the prompt's (PromptCounter)."""
+        self.check_open()
         chunks = self._stream(self.request(prompt, stop), len(prompt))
         counter, usage = self._counter, None
         if counter.state == "ask" and (usage := counter.count(prompt, self.notes)) is not None:
@@ -134,6 +135,10 @@ class ServerModel(Model):
 
     def close(self) -> None:
         self._client.close()
+
+    def check_open(self) -> None:
+        if self._client.is_closed:  # (shared with its others: one closed, all are)
+            raise HarnessError("model", f"{self!r} is closed; make another to call a model again")
 
     def interrupt(self) -> None:
         """End every call in flight of this model and its others (even one still waiting for its
