@@ -47,7 +47,7 @@ def _run() -> int:
 
 
 def _unraisable(hook):
-    """A Ctrl-C that lands in a finalizer (a `__del__`: regex has them, compiling a pattern)
+    """A Ctrl-C that lands in a finalizer (a `__del__`, of a generator or a file, say)
     cannot end the command from there, and Python would print it as a traceback: another thread
     hands it back to the main thread, which ends the command where it is next (interrupted, 130)."""
 

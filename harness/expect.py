@@ -5,6 +5,8 @@ or `expect_regex = '^30[0-9]$'` (found in it, within a time bound: the answer is
 
 from __future__ import annotations
 
+import regex
+
 from harness.errors import ScenarioError
 
 SEARCH_SECONDS = 1.0  # a pattern that takes longer on one answer counts as a mismatch
@@ -12,8 +14,6 @@ SEARCH_SECONDS = 1.0  # a pattern that takes longer on one answer counts as a mi
 
 def check_pattern(pattern: str, where: str) -> None:
     """A pattern that does not compile is one line naming the field, when the scenario loads."""
-    import regex  # (a user's pattern: `regex` can bound its search in time, see harness.entry)
-
     try:
         regex.compile(pattern)
     except regex.error as e:
@@ -28,8 +28,6 @@ def matches(scenario, answer: str | None) -> bool | None:
     if scenario.expect is not None and answer.strip() != scenario.expect.strip():
         return False
     if scenario.expect_regex is not None:
-        import regex
-
         try:
             return regex.search(scenario.expect_regex, answer, timeout=SEARCH_SECONDS) is not None
         except TimeoutError:

@@ -46,9 +46,8 @@ class Tally:
         return first
 
     def repeated_too_often(self) -> StopReason | None:
-        if self.limits.repeat_limit and self.repeats >= self.limits.repeat_limit:  # (two in one reply may pass it)
-            return StopReason.REPEATED_CALL_LIMIT
-        return None
+        reached = self.limits.repeat_limit and self.repeats >= self.limits.repeat_limit  # (two in one reply may pass it)
+        return StopReason.REPEATED_CALL_LIMIT if reached else None
 
     def after(self, decided: Round) -> StopReason | None:
         if decided.actions:

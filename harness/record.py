@@ -86,8 +86,14 @@ def script(model: Model, model_error: tuple | None, interrupt: tuple | None, end
     return model
 
 
-def run_scenario(scenario: Scenario, emit: Emit = nobody, model: Model | None = None, peek: int = 0,
-                 root: Path | None = None, wrap: Callable[[Model], Model] | None = None) -> RunRecord:
+def run_scenario(
+    scenario: Scenario,
+    emit: Emit = nobody,
+    model: Model | None = None,
+    peek: int = 0,
+    root: Path | None = None,
+    wrap: Callable[[Model], Model] | None = None,
+) -> RunRecord:
     """Run a scenario on its script, or on a live `model` (`peek`: read that far past a stop,
     only to record what it prevented); `wrap` wraps whichever model runs (a batch's)."""
     root = (root or Path.cwd()).absolute()  # now: a tool's os.chdir cannot move it
@@ -171,8 +177,15 @@ def with_patterns(scenario: Scenario, redact: Sequence[str]) -> Scenario:
     return scenario.but(redact=scenario.redact + more) if more else scenario
 
 
-def replay(text: str, source: str, emit: Emit = nobody, model: Model | None = None, base: Path | None = None,
-           root: Path | None = None, redact: Sequence[str] = ()) -> Replay:
+def replay(
+    text: str,
+    source: str,
+    emit: Emit = nobody,
+    model: Model | None = None,
+    base: Path | None = None,
+    root: Path | None = None,
+    redact: Sequence[str] = (),
+) -> Replay:
     """Run a saved transcript again (with `model`: live); its source is found relative to
     `base` (the file's folder) or `root` (the working folder), as it says."""
     folder, root = (base or Path(source).parent).absolute(), (root or Path.cwd()).absolute()
@@ -180,8 +193,7 @@ def replay(text: str, source: str, emit: Emit = nobody, model: Model | None = No
     setup = setup_again(saved, source, folder, root, model, redact=redact)
     if saved.source is not None:  # named as the file names it; the hash is the source's now
         setup.source = saved.source.but(sha256=setup.source.sha256 if setup.source else "")
-    # Chunks change what a watcher sees, never the run (the reader decides as on the whole
-    # text): with nobody watching, each recorded turn comes whole.
+    # Chunks change only what a watcher sees (the reader decides as on the whole text): unwatched, each turn comes whole.
     chunk_size = LONG_CHUNK if emit is nobody else setup.scenario.chunk_size if setup.scenario is not None else 8
     return Replay(text, run(setup, model or recorded(saved, chunk_size), emit), saved)
 

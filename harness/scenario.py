@@ -42,7 +42,6 @@ from harness import prompts
 from harness.dialects import DIALECTS
 from harness.entry import redaction
 from harness.errors import HarnessError, ScenarioError
-from harness.expect import check_pattern
 from harness.files import Fields, load_toml, read_input
 from harness.limits import Limits
 from harness.prompts import data_dir
@@ -263,5 +262,7 @@ def _expect(read: Fields) -> tuple[str | None, str | None]:
     if expect is not None and expect_regex is not None:
         raise read.fail("expect_regex", "goes instead of expect, not with it (an answer is checked one way)")
     if expect_regex is not None:
+        from harness.expect import check_pattern  # (it imports `regex`: a user's pattern runs under a time bound)
+
         check_pattern(expect_regex, f"{read.where}expect_regex")
     return expect, expect_regex

@@ -68,8 +68,8 @@ def test_ctrl_c_while_the_command_starts_is_130_and_one_line_at_most(after):
 
 
 def test_a_ctrl_c_that_lands_in_a_finalizer_still_ends_the_command_as_130_and_one_line():
-    # A Ctrl-C that arrives while a __del__ runs (regex's, compiling a pattern as harness
-    # starts) cannot end the command from there: Python would print "Exception ignored in ...
+    # A Ctrl-C that arrives while a __del__ runs (a generator's or a file's, say)
+    # cannot end the command from there: Python would print "Exception ignored in ...
     # KeyboardInterrupt" with a traceback, and go on as if nothing was pressed.
     code = """
 import harness.cli
