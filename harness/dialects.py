@@ -50,7 +50,7 @@ class Dialect:
     _markers: tuple[tuple[str, str, bool], ...] = (("answer", "Final Answer:", False), ("action", "Action", True))
     close = ")"  # the bracket that ends a call's arguments
     _loose = re.compile(
-        r"^[ \t]*Action[ \t]*\d{0,6}[ \t]*:[ \t]*(?P<tool>[A-Za-z_][A-Za-z0-9_]{0,63})[ \t]*[(\[]"
+        r"^[ \t]*Action[ \t]*(?:[0-9]{1,6}[ \t]*)?:[ \t]*(?P<tool>[A-Za-z_][A-Za-z0-9_]{0,63})[ \t]*[(\[]"
         rf"(?P<rest>[^\r\n]{{0,{ARGS_MAX}}})",
     )
     max_actions = 1  # Action lines that may run from one completion
@@ -147,7 +147,7 @@ class ReactPaperDialect(Dialect):
     expected = "`Action k: Tool[argument]` on a line of its own, or `Action k: Finish[your answer]`"
     _markers = (("action", "Action", True),)
     _action = re.compile(
-        r"^[ \t]*Action[ \t]*\d{1,6}[ \t]*:[ \t]*(?P<tool>[A-Za-z_][A-Za-z0-9_]{0,63})"
+        r"^[ \t]*Action[ \t]*[0-9]{1,6}[ \t]*:[ \t]*(?P<tool>[A-Za-z_][A-Za-z0-9_]{0,63})"
         rf"\[(?P<args>[^\r\n]{{0,{ARGS_MAX}}}?)\][ \t]*\r?$",
         re.MULTILINE,
     )

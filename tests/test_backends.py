@@ -115,12 +115,16 @@ def test_closing_the_stream_early_closes_the_connection(model, server):
     assert server.client_left.wait(5), "the server kept writing to an open connection"
 
 
-def test_a_closed_model_says_so_and_so_do_its_others(model, server):
+@pytest.mark.parametrize("kind", ["openai", "chat"])
+def test_a_closed_model_says_so_and_so_do_its_others(server, kind):
+    model = model_from_spec(f"{kind}:m", server.url)
     other = model.another()  # a batch's run: one client for all
     model.close()
+    buffer = Transcript()
+    buffer.append(Author.DEVELOPER, "Q\n")
     for closed in (model, other):
         with pytest.raises(HarnessError, match=r"is closed; make another"):
-            next(closed.stream("Q\n", ()))
+            list(closed.send(buffer, ()))
 
 
 def test_the_key_is_in_no_repr(model):

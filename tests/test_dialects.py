@@ -109,6 +109,7 @@ def test_each_dialects_patterns_take_time_linear_in_a_hostile_line(name):
     # nested repeat, say) takes minutes on one of these lines, each 600,000 characters.
     n = 200_000
     lines = ["Action: f(" + ") \t" * n + "x", "Action 1: f[" + "] \t" * n + "x", "Action:" + " \t" * n + "x", " \t" * n + "Action"]
+    lines += ["Action" + " " * n + "x", "Action" + "\t" * n + "1:", "Action 1" + " " * n + "x"]  # blanks around an optional number
     dialect, start = DIALECTS[name](), time.perf_counter()
     for line in lines:
         assert (dialect.read_action(line), dialect.read_tool(line)) == (None, None)

@@ -187,6 +187,7 @@ class ServerModel(Model):
             raise self._failed(e, budget) from None
 
     def _stream(self, body: dict[str, Any], prompt_chars: int) -> Iterator[str | TokenUsage]:
+        self.check_open()  # (a chat model's calls come here directly)
         if self._wait is not None:  # a server still starting: the first call waits for it, once
             self.wait(self._wait)
             self._wait = None
