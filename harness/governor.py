@@ -10,9 +10,9 @@ it). What reaches the user passes through the lane's gate:
 
 Thinking opens at once. An Action line is judged when it is complete, the answer lane as
 soon as its marker is (harness.judge decides; harness.notices words the rejections). A
-dialect may also require a prefix ("Thought:"): the first text that rules it out stops
-the read, and nothing reaches the user. The same object reads a finished text (`read`),
-so the decisions are the same for any chunking (a property test checks it).
+dialect may also require a prefix ("Thought:"): if the first that many characters are not
+it, the read stops there, nothing reaches the user, and only they are quoted and recorded.
+The same object reads a finished text (`read`): the same record for any chunking (tested).
 """
 
 from __future__ import annotations
@@ -69,6 +69,7 @@ class Governor:
         self._prefix = dialect.required_prefix or ""
         self._head: str | None = "" if self._prefix else None  # held until the prefix is confirmed
         self.prefix_rejected = False  # then the read must end: the reader checks after every chunk
+        self.rejected = ""  # the characters that ruled the prefix out: what the record keeps of the reply
 
     def feed(self, chunk: str) -> str:
         """Take a chunk of the completion; return the text that now reaches the user."""
@@ -77,10 +78,10 @@ class Governor:
             return ""
         if self._head is not None:
             self._head += chunk
-            if self._prefix.startswith(self._head):
-                return ""  # could still become the prefix: wait
+            if len(self._head) < len(self._prefix):
+                return ""  # too short to tell (however it was chunked): wait
             if not self._head.startswith(self._prefix):
-                self._reject_prefix(self._head)
+                self._reject_prefix(self._head[: len(self._prefix)])
                 return ""
             chunk, self._head = self._head, None
         *lines, rest = chunk.split("\n")  # line by line: each piece ends with its newline, but the last
@@ -214,7 +215,7 @@ class Governor:
         return self._seen(line)
 
     def _reject_prefix(self, head: str) -> None:
-        self.prefix_rejected = True
+        self.prefix_rejected, self.rejected = True, head
         self.rejections.append(notices.prefix_rejected(self._prefix, head, self.dialect.expected))
 
 

@@ -63,8 +63,8 @@ def read(chunks: Iterable[object], scanner: StopScanner, governor: Governor, pee
     except KeyboardInterrupt:  # the completion is kept up to the last character the user saw
         raise Canceled(governor.text[: governor.shown_end]) from None
     decided = governor.result()
-    if decided.prefix_rejected:  # nothing of it is kept: what was read is quoted in the notice
-        return Reply("", governor.text, "prefix", decided, tokens, sent)
+    if decided.prefix_rejected:  # nothing of it is kept: what ruled the prefix out is quoted in the notice
+        return Reply("", governor.rejected, "prefix", decided, tokens, sent)
     if not scanner.stopped:
         return Reply(governor.text, "", "", decided, tokens, sent)
     cut = scanner.cut if peek < 0 else scanner.cut[: len(scanner.matched) + peek]

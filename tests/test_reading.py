@@ -118,12 +118,10 @@ def test_any_chunking_shows_the_same_text_and_leaves_the_same_record(completions
 @settings(max_examples=200)
 @given(completions=replies, sizes=st.lists(st.integers(1, 9), max_size=8))
 def test_a_required_prefix_decides_the_same_for_any_chunking(completions, sizes):
-    """governed: a reply that does not begin with `Thought:` is stopped as soon as that is
-    known, so only what was read by then (quoted in the notice, and the cut) may differ."""
-    chunked = ran(GovernedDialect(), completions, sizes)
-    in_one = ran(GovernedDialect(), completions, [10_000])
-    kept = lambda saved: [line for line in saved.split("\n") if line.startswith(("model", "# stop_reason", "# steps"))]
-    assert chunked[0] == in_one[0] and kept(chunked[1]) == kept(in_one[1])
+    """governed: a reply that does not begin with `Thought:` is stopped once its first 8
+    characters are read, and only those are quoted and recorded, however it was chunked (a
+    live model's chunks and a replay's differ: the cassette must still match)."""
+    assert ran(GovernedDialect(), completions, sizes) == ran(GovernedDialect(), completions, [10_000])
 
 
 @pytest.mark.parametrize("at", [0, 3, 9, 20, 31])
