@@ -68,8 +68,7 @@ class Governor:
         self.shown_end = 0  # position just after the last character the user saw
         self._prefix = dialect.required_prefix or ""
         self._head: str | None = "" if self._prefix else None  # held until the prefix is confirmed
-        self.prefix_rejected = False  # then the read must end: the reader checks after every chunk
-        self.rejected = ""  # the characters that ruled the prefix out: what the record keeps of the reply
+        self.prefix_rejected, self.rejected = False, ""  # then the read ends; `rejected`: what ruled it out, all that is kept
 
     def feed(self, chunk: str) -> str:
         """Take a chunk of the completion; return the text that now reaches the user."""

@@ -108,7 +108,7 @@ def run(setup: Setup, model: Model, emit: Emit = nobody) -> RunRecord:
                 return out.stop(reason, step)
         return out.stop(StopReason.MAX_STEPS, step)
     except Canceled as c:
-        out.canceled(c.shown)
+        out.canceled(*c.args)
         return out.stop(StopReason.CANCELED, step)
     except ModelExhausted as e:  # a call that never answered is not a step
         return out.stop(StopReason.MODEL_EXHAUSTED, step - 1, detail=str(e))
@@ -195,10 +195,10 @@ class Writer:
             self.tell(TokensCounted, step, t.prompt_tokens, t.evaluated_tokens, t.completion_tokens)
         return reply.decided
 
-    def canceled(self, shown: str) -> None:
-        """Ctrl-C mid-completion: what the user had seen of it stays in the buffer."""
+    def canceled(self, shown: str, unshown: str) -> None:
+        """Ctrl-C mid-completion: what the user had seen of it stays in the buffer; the rest read is its cut."""
         self.write(Author.MODEL, shown)
-        self._next_call(Reply(""))
+        self._next_call(Reply("", unshown))
 
     def notices(self, step: int, rejections: Sequence[Rejection]) -> None:
         """One notice per rejection, up to a bound: then one summary, not 100,000 notices."""

@@ -23,7 +23,7 @@ class Reply(NamedTuple):
     """What one model call gave."""
 
     text: str  # what the buffer keeps
-    cut: str = ""  # read but kept out of the buffer: the stop string and what the peek read after it
+    cut: str = ""  # read but kept out of the buffer: the stop string and what a peek read after it, or what a Ctrl-C left unshown
     cut_by: str = ""  # "stop" (a stop sequence), "prefix" (the prefix rule: nothing is kept), or ""
     decided: Round = Round()
     tokens: TokenUsage | None = None  # the model's own counts, if it gave them
@@ -31,20 +31,21 @@ class Reply(NamedTuple):
 
 
 class Canceled(Exception):
-    def __init__(self, shown: str) -> None:
-        super().__init__("canceled")
-        self.shown = shown  # the part of the completion that had reached the user
+    """A Ctrl-C mid-completion. Its args: the part that had reached the user, and what was read
+    after it (held back at a line's or a stop's edge), which a replay must read too."""
 
 
 def read(chunks: Iterable[object], scanner: StopScanner, governor: Governor, peek: int, emit: Emit | None) -> Reply:
     """All of one completion (`emit` None: nobody listens, no TextDelta is made)."""
-    tokens, sent = None, None
+    tokens, sent, got = None, None, []  # got: the text read, for a Ctrl-C
     try:
         try:
             for chunk in chunks:
                 if not isinstance(chunk, str):  # the model's counts, or a chat call's messages
                     tokens, sent = (chunk, sent) if isinstance(chunk, TokenUsage) else (tokens, chunk.messages)
-                elif scanner.stopped:  # peeking: read past the cut only to show what it prevented
+                    continue
+                got.append(chunk)
+                if scanner.stopped:  # peeking: read past the cut only to show what it prevented
                     scanner.feed(chunk)
                     if 0 <= peek <= scanner.cut_chars - len(scanner.matched or ""):
                         break
@@ -61,7 +62,7 @@ def read(chunks: Iterable[object], scanner: StopScanner, governor: Governor, pee
             if shown and emit is not None:
                 emit(TextDelta(shown))
     except KeyboardInterrupt:  # the completion is kept up to the last character the user saw
-        raise Canceled(governor.text[: governor.shown_end]) from None
+        raise Canceled(governor.text[: governor.shown_end], "".join(got)[governor.shown_end :]) from None
     decided = governor.result()
     if decided.prefix_rejected:  # nothing of it is kept: what ruled the prefix out is quoted in the notice
         return Reply("", governor.rejected, "prefix", decided, tokens, sent)

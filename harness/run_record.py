@@ -93,7 +93,7 @@ class RunRecord:
         endpoint) as scenario fields; with `scenario`, those it does not say already."""
         out: dict[str, Any] = {}
         if self.stop_reason is StopReason.CANCELED and self.transcript.last_author is Author.MODEL:
-            out["interrupt"] = (self.steps, len(self.transcript.spans[-1].text))
+            out["interrupt"] = (self.steps, len(self.transcript.spans[-1].text) + len(self.calls[-1].cut))  # all it read
         if self.stop_reason is StopReason.MODEL_ERROR:
             out["model_error"] = (self.steps + 1, self.detail)
         if scenario is None:

@@ -167,6 +167,24 @@ def test_a_ctrl_c_mid_line_keeps_nothing_of_the_line_it_cut_and_replays(vault):
     assert invoke("replay", "cut.txt", "--check").exit_code == 0
 
 
+def test_a_ctrl_c_after_a_line_the_stop_scanner_held_at_its_end_replays(tmp_path, monkeypatch):
+    """The line " I think\n" passed the redaction whole, but the stop scanner held its newline
+    (it might begin "\nObservation 1:"): the user saw " I think". The replay must read that
+    newline too, or the redaction holds the unfinished line and shows nothing."""
+    write(tmp_path / "held.toml", '''question = "q"
+dialect = "react-paper"
+prompt = "react-paper"
+redact = ["tok-\\\\w+"]
+interrupt = { step = 1, at = 12 }
+completions = [" I think\\nmore text\\n"]
+[tools.calculator]
+''')
+    monkeypatch.chdir(tmp_path)
+    assert invoke("run", "held.toml", "--save", "held.txt").exit_code == 0
+    assert "model     \\  I think\n" in read(tmp_path / "held.txt")
+    assert invoke("replay", "held.txt", "--check").exit_code == 0
+
+
 def test_a_pattern_that_backtracks_without_end_masks_the_whole_line_and_the_run_goes_on(tmp_path):
     """`(a|a)+$` takes exponential time on a long run of a's: the line it is stuck on is
     masked whole (secret and all), and the run ends as usual instead of hanging."""
