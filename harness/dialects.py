@@ -95,9 +95,8 @@ class Dialect:
 
     def loose_call(self, line: str) -> tuple[str, str] | None:
         """(tool, text after the opening bracket) of an Action line that names a tool, parsed or not."""
-        if m := self._loose.match(line):
-            return m["tool"], m["rest"]
-        return None
+        m = self._loose.match(line)
+        return (m["tool"], m["rest"]) if m else None
 
     def read_action(self, line: str) -> Action | None:
         """The call on an Action line."""

@@ -307,6 +307,7 @@ def _error(message: str, kind: str = "invalid_request_error") -> dict[str, Any]:
 
 class ProxyServer(ThreadingHTTPServer):
     daemon_threads = True
+    request_queue_size = 128  # agents at once: a burst of connections waits to be accepted, not dropped and retried
     proxy: Proxy
 
     def handle_error(self, request: Any, client_address: Any) -> None:

@@ -157,6 +157,8 @@ class FakeServer:
                     fake.client_left.set()
 
         class Server(ThreadingHTTPServer):
+            request_queue_size = 128  # a burst of clients (a batch, twenty agents) waits to be accepted
+
             def handle_error(self, request: object, client_address: object) -> None:
                 # A client that left (over TLS: an EOF) is no error here; printed, it would land in
                 # whatever test runs next on this worker, inside its captured stderr.
