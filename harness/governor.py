@@ -10,9 +10,9 @@ it). What reaches the user passes through the lane's gate:
 
 Thinking opens at once. An Action line is judged when it is complete, the answer lane as
 soon as its marker is (harness.judge decides; harness.notices words the rejections). A
-dialect may also require a prefix ("Thought:"): if the first that many characters are not
-it, the read stops there, nothing reaches the user, and only they are quoted and recorded.
-The same object reads a finished text (`read`): the same record for any chunking (tested).
+dialect may also require a prefix ("Thought:"): if the first line does not begin with it,
+the read stops at that line's end, nothing reaches the user, and the line is quoted and
+kept. The same object reads a finished text (`read`): the same record for any chunking.
 """
 
 from __future__ import annotations
@@ -68,7 +68,7 @@ class Governor:
         self.shown_end = 0  # position just after the last character the user saw
         self._prefix = dialect.required_prefix or ""
         self._head: str | None = "" if self._prefix else None  # held until the prefix is confirmed
-        self.prefix_rejected, self.rejected = False, ""  # then the read ends; `rejected`: what ruled it out, all that is kept
+        self.prefix_rejected, self.rejected = False, ""  # then the read ends; `rejected`: the line that ruled it out, kept
 
     def feed(self, chunk: str) -> str:
         """Take a chunk of the completion; return the text that now reaches the user."""
@@ -77,11 +77,10 @@ class Governor:
             return ""
         if self._head is not None:
             self._head += chunk
-            if len(self._head) < len(self._prefix):
-                return ""  # too short to tell (however it was chunked): wait
             if not self._head.startswith(self._prefix):
-                self._reject_prefix(self._head[: len(self._prefix)])
-                return ""
+                if "\n" in self._head:  # its first line rules the prefix out: kept whole
+                    self._reject_prefix(self._head)
+                return ""  # neither the prefix yet nor a whole first line: wait
             chunk, self._head = self._head, None
         *lines, rest = chunk.split("\n")  # line by line: each piece ends with its newline, but the last
         shown = "".join([self._take(line + "\n", True) for line in lines])
@@ -214,8 +213,9 @@ class Governor:
         return self._seen(line)
 
     def _reject_prefix(self, head: str) -> None:
-        self.prefix_rejected, self.rejected = True, head
-        self.rejections.append(notices.prefix_rejected(self._prefix, head, self.dialect.expected))
+        line = head[: head.find("\n") + 1] or head  # its first line (a redaction pattern sees it whole again)
+        self.prefix_rejected, self.rejected = True, line
+        self.rejections.append(notices.prefix_rejected(self._prefix, line, self.dialect.expected))
 
 
 def read(dialect: Dialect, completion: str, tools: Registry | None = None) -> Round:

@@ -28,7 +28,7 @@ untrusted input, and a wrong one is one line naming the file, line and field):
 
     stop_reason, final_answer, steps   how the run ended (the reasons: harness.events)
     detail     a model_error's reason
-    cuts       by step: what the stop sequence cut (shown dimmed, never in the buffer)
+    cuts       by step: what was read but never in the buffer (the stop's cut, the prefix rule's, a Ctrl-C's)
     calls      per model call: the tools that `ran`, the `notices` code wrote, what cut
                the reply (`cut_by`), the `hidden` [start, end, lane] parts the user was
                not shown, the model's own `tokens`, the chat `messages` it was sent

@@ -216,16 +216,16 @@ def test_what_the_user_did_not_see_is_found_where_a_search_finds_it(text, which)
     assert list(unseen(text, decided)) == first_line_search(text, decided)
 
 
-def test_the_prefix_rule_stops_the_read_once_as_many_characters_as_the_prefix_are_read():
+def test_the_prefix_rule_stops_the_read_at_the_end_of_the_line_that_rules_it_out():
     governor = Governor(GovernedDialect(), TOOLS)
     assert governor.feed("Tho") == ""
-    assert governor.feed("se a") == ""  # "Those a" cannot become "Thought:", but 7 characters are not 8
-    assert not governor.prefix_rejected
-    assert governor.feed("re here") == ""
-    assert governor.prefix_rejected and governor.rejected == "Those ar"  # the 8 that ruled it out, however chunked
+    assert governor.feed("se are here") == ""  # "Those" cannot become "Thought:", but its line goes on
+    assert not governor.prefix_rejected  # the line is read to its end: what is kept is whole lines
+    assert governor.feed(", I think.\nThought: no") == ""
+    assert governor.prefix_rejected and governor.rejected == "Those are here, I think.\n"  # the line, however chunked
     decided = governor.result()
     assert decided.prefix_rejected and decided.shown == "" and decided.lanes == ()
-    assert "'Those ar'" in decided.rejections[0].message
+    assert "began 'Those are here, I think.\\n' and was stopped there" in decided.rejections[0].message
 
 
 def test_the_prefix_preview_is_bounded():

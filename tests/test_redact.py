@@ -183,6 +183,7 @@ completions = [" I think\\nmore text\\n"]
     assert invoke("run", "held.toml", "--save", "held.txt").exit_code == 0
     assert "model     \\  I think\n" in read(tmp_path / "held.txt")
     assert invoke("replay", "held.txt", "--check").exit_code == 0
+    assert "✂ read as Ctrl-C came, never shown, never in the buffer: ⏎" in invoke("show", "held.txt").output
 
 
 def test_a_pattern_that_backtracks_without_end_masks_the_whole_line_and_the_run_goes_on(tmp_path):

@@ -32,7 +32,7 @@ def page(record: RunRecord, title: str) -> str:
         ],
         "chat": sent.chat,
         "messages": [[m["role"], m["content"]] for m in sent.messages],
-        "words": {**KINDS, "cut": {"stop": "cut by the stop sequence, never in the buffer:", "prefix": "stopped by the prefix rule, never in the buffer:"}},
+        "words": {**KINDS, "cut": {"stop": "cut by the stop sequence, never in the buffer:", "prefix": "stopped by the prefix rule, never in the buffer:", "": "read as Ctrl-C came, never shown, never in the buffer:"}},
     }
     rows = costs(record.transcript)
     template = files("harness.render").joinpath("page.html").read_text(encoding="utf-8")

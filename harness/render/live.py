@@ -48,7 +48,7 @@ def marks_legend(stepper: bool = False) -> Styled:
 
 def cut_note(cut: str, cut_by: str, limit: int | None = None) -> str:
     """What was cut, whole (its newlines shown as ⏎), or its first `limit` characters."""
-    why = {"stop": "cut by the stop sequence", "prefix": "stopped by the prefix rule"}.get(cut_by, "cut")
+    why = {"stop": "cut by the stop sequence", "prefix": "stopped by the prefix rule", "": "read as Ctrl-C came, never shown"}.get(cut_by, "cut")
     return f"✂ {why}, never in the buffer: {preview(cut, limit)}"
 
 

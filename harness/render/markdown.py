@@ -16,7 +16,7 @@ NOTES_HEADER = "# harness · "  # notes of ours begin so (the title line)
 LEGEND = (
     "Every line of the buffer names its author: `developer`, `model` or `code`. "
     "✗ marks text that is in the buffer but was not shown to the user (a lane its gate denied); "
-    "✂ marks text the stop sequence cut, which was never in the buffer."
+    "✂ marks text read from the model that was never in the buffer (cut by the stop sequence, the prefix rule or a Ctrl-C)."
 )
 
 
