@@ -37,15 +37,13 @@ class Canceled(Exception):
 
 def read(chunks: Iterable[object], scanner: StopScanner, governor: Governor, peek: int, emit: Emit | None) -> Reply:
     """All of one completion (`emit` None: nobody listens, no TextDelta is made)."""
-    tokens, sent, got = None, None, []  # got: the text read, for a Ctrl-C
+    tokens, sent = None, None
     try:
         try:
             for chunk in chunks:
                 if not isinstance(chunk, str):  # the model's counts, or a chat call's messages
                     tokens, sent = (chunk, sent) if isinstance(chunk, TokenUsage) else (tokens, chunk.messages)
-                    continue
-                got.append(chunk)
-                if scanner.stopped:  # peeking: read past the cut only to show what it prevented
+                elif scanner.stopped:  # peeking: read past the cut only to show what it prevented
                     scanner.feed(chunk)
                     if 0 <= peek <= scanner.cut_chars - len(scanner.matched or ""):
                         break
@@ -62,7 +60,8 @@ def read(chunks: Iterable[object], scanner: StopScanner, governor: Governor, pee
             if shown and emit is not None:
                 emit(TextDelta(shown))
     except KeyboardInterrupt:  # the completion is kept up to the last character the user saw
-        raise Canceled(governor.text[: governor.shown_end], "".join(got)[governor.shown_end :]) from None
+        text, held = governor.text, scanner.cut if scanner.stopped else scanner.held  # (all that was read, between them)
+        raise Canceled(text[: governor.shown_end], text[governor.shown_end :] + held) from None
     decided = governor.result()
     if decided.prefix_rejected:  # nothing of it is kept: what ruled the prefix out is quoted in the notice
         return Reply("", governor.rejected, "prefix", decided, tokens, sent)

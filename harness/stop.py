@@ -17,7 +17,7 @@ from collections.abc import Sequence
 class StopScanner:
     def __init__(self, stops: Sequence[str]) -> None:
         self.stops = [s for s in stops if s]  # an empty stop string stops nothing
-        self._held = ""  # never held once stopped
+        self.held = ""  # the tail held back (it may begin a stop string); never held once stopped
         self.matched: str | None = None  # the stop string that cut, once stopped
         self.stopped = False  # a stop string was found
         self._cut: list[str] = []  # the stop string and whatever was read after it
@@ -33,22 +33,22 @@ class StopScanner:
             self._cut.append(chunk)
             self.cut_chars += len(chunk)
             return ""
-        text = self._held + chunk
+        text = self.held + chunk
         # The stop string that is complete first wins (a server checks after each token);
         # of two that end at the same place, the longer one.
         hits = [(at + len(s), -len(s), at, s) for s in self.stops if (at := text.find(s)) >= 0]
         if hits:
             _, _, at, stop = min(hits)
-            self.matched, self.stopped, self._held = stop, True, ""
+            self.matched, self.stopped, self.held = stop, True, ""
             self._cut, self.cut_chars = [text[at:]], len(text) - at
             return text[:at]
         held = self._held_from(text)
-        self._held = text[held:]
+        self.held = text[held:]
         return text[:held]
 
     def finish(self) -> str:
         """The stream ended without a stop string: release what was held back."""
-        held, self._held = self._held, ""
+        held, self.held = self.held, ""
         return held
 
     def _held_from(self, text: str) -> int:
