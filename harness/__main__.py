@@ -19,7 +19,9 @@ def command() -> int:
             code = _run()
         finally:
             _ignore_ctrl_c()  # the command is ending: another Ctrl-C changes nothing
-    except KeyboardInterrupt:
+    except (KeyboardInterrupt, RuntimeError) as e:  # (Python 3.11 wraps a Ctrl-C that lands in a class's __set_name__)
+        if not isinstance(e, KeyboardInterrupt) and not isinstance(e.__cause__, KeyboardInterrupt):
+            raise
         _ignore_ctrl_c()
         print("interrupted", file=sys.stderr)
         code = 130

@@ -31,9 +31,8 @@ class Tally:
     """Counts the replies in a row that ran nothing, and the calls made again; names the limit reached."""
 
     def __init__(self, limits: Limits) -> None:
-        self.limits, self.unknown_tools, self.format_errors = limits, 0, 0
+        self.limits, self.unknown_tools, self.format_errors, self.repeats = limits, 0, 0, 0
         self.made: dict[tuple[str, str, str], int] = {}  # (tool, its arguments' repr, result) -> the step it was first made
-        self.repeats = 0
 
     def again(self, step: int, action: Action, result: str) -> int | None:
         """The step where the same call gave the same result (or error) before, or None."""

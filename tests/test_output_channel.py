@@ -67,6 +67,27 @@ def test_ctrl_c_while_the_command_starts_is_130_and_one_line_at_most(after):
     assert proc.returncode == 130 or proc.returncode == 0 and "Final Answer" in out, (proc.returncode, said)
 
 
+def test_a_ctrl_c_that_lands_in_a_set_name_while_a_module_loads_is_130_and_one_line():
+    # Python 3.11 wraps whatever a descriptor's __set_name__ raises in a RuntimeError: a Ctrl-C
+    # that lands there as harness imports (functools.cached_property in ipaddress, say) came
+    # out as a traceback (seen once in CI, from test_ctrl_c_while_the_command_starts_...).
+    code = """
+import harness.cli
+class Landing:
+    def __set_name__(self, owner, name):
+        raise KeyboardInterrupt
+def app(standalone_mode):
+    class Loaded:
+        x = Landing()
+    return 0
+harness.cli.app = app
+from harness.__main__ import main
+main()
+"""
+    proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=ROOT, timeout=30)
+    assert (proc.returncode, proc.stderr, proc.stdout) == (130, "interrupted\n", "")
+
+
 def test_a_ctrl_c_that_lands_in_a_finalizer_still_ends_the_command_as_130_and_one_line():
     # A Ctrl-C that arrives while a __del__ runs (a generator's or a file's, say)
     # cannot end the command from there: Python would print "Exception ignored in ...
