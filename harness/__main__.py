@@ -5,6 +5,9 @@ can hold it open or print after it."""
 
 import os
 import sys
+from _signal import SIG_IGN, SIGINT, default_int_handler, signal  # (the C module: no enum at start-up)
+
+_pressed = False  # a Ctrl-C came: whatever Python made of it, the command ends as interrupted
 
 
 def main() -> None:
@@ -14,15 +17,15 @@ def main() -> None:
 def command() -> int:
     """The command line run to its end: its exit code, harness's output all written."""
     hook, sys.unraisablehook = sys.unraisablehook, _unraisable(sys.unraisablehook)
+    signal(SIGINT, _ctrl_c)
     try:
         try:
             code = _run()
         finally:
-            _ignore_ctrl_c()  # the command is ending: another Ctrl-C changes nothing
-    except (KeyboardInterrupt, RuntimeError) as e:  # (Python 3.11 wraps a Ctrl-C that lands in a class's __set_name__)
-        if not isinstance(e, KeyboardInterrupt) and not isinstance(e.__cause__, KeyboardInterrupt):
+            signal(SIGINT, SIG_IGN)  # the command is ending: another Ctrl-C changes nothing
+    except BaseException:  # a Ctrl-C as Python or a library made it: a KeyboardInterrupt, or an error wrapping it (3.11's __set_name__)
+        if not _pressed:
             raise
-        _ignore_ctrl_c()
         print("interrupted", file=sys.stderr)
         code = 130
     finally:
@@ -65,10 +68,11 @@ def _unraisable(hook):
     return unraisable
 
 
-def _ignore_ctrl_c() -> None:
-    import signal
-
-    signal.signal(signal.SIGINT, signal.SIG_IGN)
+def _ctrl_c(signum, frame) -> None:
+    """Python's own Ctrl-C (a KeyboardInterrupt where the main thread is), remembered."""
+    global _pressed
+    _pressed = True
+    default_int_handler(signum, frame)
 
 
 if __name__ == "__main__":

@@ -15,7 +15,7 @@ from typer.main import CommandInfo, get_command_from_info
 from harness.cli_io import MODEL_FAILED
 from harness.errors import HarnessError
 
-__all__ = ["MODEL_FAILED", "app", "main"]
+__all__ = ["MODEL_FAILED", "app"]
 
 WHERE = {  # each command, in the order --help lists them, and the function that is it
     "run": "harness.cli_run:run",
@@ -106,7 +106,3 @@ def _root(
 ) -> None:
     if ctx.invoked_subcommand is None:
         typer.echo(ctx.get_help())
-
-
-def main() -> None:
-    app()

@@ -67,25 +67,44 @@ def test_ctrl_c_while_the_command_starts_is_130_and_one_line_at_most(after):
     assert proc.returncode == 130 or proc.returncode == 0 and "Final Answer" in out, (proc.returncode, said)
 
 
-def test_a_ctrl_c_that_lands_in_a_set_name_while_a_module_loads_is_130_and_one_line():
+LANDINGS = {
     # Python 3.11 wraps whatever a descriptor's __set_name__ raises in a RuntimeError: a Ctrl-C
     # that lands there as harness imports (functools.cached_property in ipaddress, say) came
     # out as a traceback (seen once in CI, from test_ctrl_c_while_the_command_starts_...).
-    code = """
-import harness.cli
+    "a __set_name__": """
 class Landing:
     def __set_name__(self, owner, name):
-        raise KeyboardInterrupt
+        signal.raise_signal(signal.SIGINT)
+        sum(range(1000))  # (a Python handler runs between instructions: here)
 def app(standalone_mode):
     class Loaded:
         x = Landing()
     return 0
-harness.cli.app = app
-from harness.__main__ import main
-main()
-"""
+""",
+    # and any code may make a Ctrl-C into an error of its own
+    "a library's own error": """
+def app(standalone_mode):
+    try:
+        signal.raise_signal(signal.SIGINT)
+        sum(range(1000))
+    except KeyboardInterrupt:
+        raise ValueError("the read was cut short") from None
+    return 0
+""",
+}
+
+
+@pytest.mark.parametrize("where", LANDINGS)
+def test_a_ctrl_c_that_python_or_a_library_makes_another_error_is_130_and_one_line(where):
+    code = f"import signal, harness.cli\n{LANDINGS[where]}\nharness.cli.app = app\nfrom harness.__main__ import main\nmain()\n"
     proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=ROOT, timeout=30)
     assert (proc.returncode, proc.stderr, proc.stdout) == (130, "interrupted\n", "")
+
+
+def test_an_error_without_a_ctrl_c_is_still_a_traceback_of_harness_own():
+    code = "import harness.cli\ndef app(standalone_mode):\n    raise ValueError('a bug')\nharness.cli.app = app\nfrom harness.__main__ import main\nmain()\n"
+    proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=ROOT, timeout=30)
+    assert proc.returncode == 1 and "ValueError: a bug" in proc.stderr and "interrupted" not in proc.stderr
 
 
 def test_a_ctrl_c_that_lands_in_a_finalizer_still_ends_the_command_as_130_and_one_line():

@@ -14,7 +14,7 @@ import sys
 CLIENTS = ("httpx", "httpcore", "llama_cpp")  # only a live model needs them
 
 
-def imported(*args: str, entry: str = "harness.cli:main") -> set[str]:
+def imported(*args: str, entry: str = "harness.__main__:command") -> set[str]:
     """The top-level and harness modules `harness ARGS` has imported when it is done."""
     code = (
         "import contextlib, io, json, sys\n"
@@ -60,7 +60,7 @@ def test_a_fingerprint_is_sha256_small_or_big():
 def test_a_live_run_loads_the_client_but_not_httpxs_own_command_line():
     # httpx imports its command line (click, pygments) whenever click is installed, as it
     # is beside llama.cpp's server; the harness command never uses it.
-    modules = imported("run", "nimbus", "--model", "openai:m", "--base-url", "http://127.0.0.1:9/v1", "-f", "tagged", entry="harness.__main__:command")
+    modules = imported("run", "nimbus", "--model", "openai:m", "--base-url", "http://127.0.0.1:9/v1", "-f", "tagged")
     assert "httpx" in modules
     assert not modules & {"click", "pygments", "rich.syntax"}
 

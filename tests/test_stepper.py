@@ -205,7 +205,7 @@ def test_the_key_reader_returns_a_whole_burst_a_lone_escape_and_the_end_of_input
 
 
 def test_harness_starts_and_prints_frames_where_termios_does_not_exist(monkeypatch):
-    code = "import sys; sys.modules['termios'] = sys.modules['tty'] = None; from harness.cli import main; main()"
+    code = "import sys; sys.modules['termios'] = sys.modules['tty'] = None; from harness.__main__ import main; main()"
     result = subprocess.run([sys.executable, "-c", code, "step", "nimbus", "--frame", "1"], capture_output=True, text=True, cwd=ROOT)
     assert result.returncode == 0 and result.stdout.startswith("Frame 1 of 5"), result.stderr
     monkeypatch.setitem(sys.modules, "termios", None)
