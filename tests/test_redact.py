@@ -186,6 +186,25 @@ completions = [" I think\\nmore text\\n"]
     assert "✂ read as Ctrl-C came, never shown, never in the buffer: ⏎" in invoke("show", "held.txt").output
 
 
+@pytest.mark.parametrize("pattern", ["abc(?!\\\\n)", "abc$", "abc\\\\b"])
+def test_a_first_line_the_prefix_rule_stops_at_the_stop_sequence_replays_under_any_pattern(tmp_path, monkeypatch, pattern):
+    """governed: "Sure abc" breaks the prefix rule and the stop "\\nObservation" ends its line;
+    the recorded cut is the line without the stop, and a pattern that looks past its match
+    masks it on replay as it did live."""
+    write(tmp_path / "cut.toml", f'''question = "q"
+dialect = "governed"
+prompt = "governed"
+chunk_size = 3
+redact = ["{pattern}"]
+completions = ["Sure abc\\nObservation: 5\\n", "Thought: done\\nFinal Answer: 5\\n"]
+[tools.calculator]
+''')
+    monkeypatch.chdir(tmp_path)
+    assert invoke("run", "cut.toml", "--save", "cut.txt").exit_code == 0
+    assert "began 'Sure ***'" in read(tmp_path / "cut.txt")
+    assert invoke("replay", "cut.txt", "--check").exit_code == 0
+
+
 def test_a_pattern_that_backtracks_without_end_masks_the_whole_line_and_the_run_goes_on(tmp_path):
     """`(a|a)+$` takes exponential time on a long run of a's: the line it is stuck on is
     masked whole (secret and all), and the run ends as usual instead of hanging."""

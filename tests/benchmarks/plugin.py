@@ -57,11 +57,11 @@ def replay_all(folder: Path) -> float:
     return time.perf_counter() - started
 
 
-def pytest_run(folder: Path, args: list[str]) -> tuple[float, str]:
+def pytest_run(folder: Path, args: list[str], env: dict[str, str] | None = None) -> tuple[float, str]:
     started = time.perf_counter()
     done = subprocess.run(
         [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", *args],
-        cwd=folder, capture_output=True, text=True,
+        cwd=folder, capture_output=True, text=True, env=env,
     )  # fmt: skip
     elapsed = time.perf_counter() - started
     last = done.stdout.strip().splitlines()[-1] if done.stdout.strip() else done.stderr.strip()[-200:]
