@@ -5,9 +5,7 @@ can hold it open or print after it."""
 
 import os
 import sys
-from _signal import SIG_IGN, SIGINT, default_int_handler, signal  # (the C module: no enum at start-up)
-
-_pressed = False  # a Ctrl-C came: whatever Python made of it, the command ends as interrupted
+from _signal import SIG_IGN, SIGINT, signal  # (the C module: no enum at start-up)
 
 
 def main() -> None:
@@ -17,14 +15,15 @@ def main() -> None:
 def command() -> int:
     """The command line run to its end: its exit code, harness's output all written."""
     hook, sys.unraisablehook = sys.unraisablehook, _unraisable(sys.unraisablehook)
-    signal(SIGINT, _ctrl_c)
     try:
         try:
             code = _run()
         finally:
             signal(SIGINT, SIG_IGN)  # the command is ending: another Ctrl-C changes nothing
-    except BaseException:  # a Ctrl-C as Python or a library made it: a KeyboardInterrupt, or an error wrapping it (3.11's __set_name__)
-        if not _pressed:
+    except BaseException as e:  # a Ctrl-C as Python or a library made it: a KeyboardInterrupt, or an error wrapping it (3.11's __set_name__)
+        from harness import captured
+
+        if not (isinstance(e, KeyboardInterrupt) or captured.presses):
             raise
         print("interrupted", file=sys.stderr)
         code = 130
@@ -66,13 +65,6 @@ def _unraisable(hook):
             hook(what)
 
     return unraisable
-
-
-def _ctrl_c(signum, frame) -> None:
-    """Python's own Ctrl-C (a KeyboardInterrupt where the main thread is), remembered."""
-    global _pressed
-    _pressed = True
-    default_int_handler(signum, frame)
 
 
 if __name__ == "__main__":

@@ -12,10 +12,7 @@ import typer
 from typer.core import TyperGroup
 from typer.main import CommandInfo, get_command_from_info
 
-from harness.cli_io import MODEL_FAILED
 from harness.errors import HarnessError
-
-__all__ = ["MODEL_FAILED", "app"]
 
 WHERE = {  # each command, in the order --help lists them, and the function that is it
     "run": "harness.cli_run:run",

@@ -275,6 +275,35 @@ def test_f_a_tool_that_ignores_ctrl_c_leaves_it_working_for_the_rest_of_the_run(
     assert '# stop_reason: "canceled"' in (tmp_path / "out.txt").read_text(encoding="utf-8")
 
 
+SWALLOW_CTRL_C = (
+    "import pathlib, time\n\n"
+    "def swallow(x):\n    \"\"\"Wait, catching everything.\"\"\"\n    pathlib.Path('waiting').touch()\n    try:\n        time.sleep(30)\n"
+    "    except:\n        return 'caught it'\n    return 'waited'\n\n"
+    "def remake(x):\n    \"\"\"Wait; a Ctrl-C is an error of its own.\"\"\"\n    pathlib.Path('waiting').touch()\n    try:\n        time.sleep(30)\n"
+    "    except KeyboardInterrupt:\n        raise TimeoutError('the wait was cut short') from None\n    return 'waited'\n"
+)
+
+
+@pytest.mark.parametrize("tool", ["swallow", "remake"])
+def test_a_ctrl_c_that_a_tool_catches_or_remakes_still_cancels_the_run(tmp_path, tool):
+    """Pressed once, Ctrl-C ends the run as canceled, 130, even if the tool caught it (a bare
+    `except:`) or made it an error of its own: the run does not go on to the next model call."""
+    path = scenario(tmp_path, tool, source=SWALLOW_CTRL_C, calls=2)
+    proc = subprocess.Popen([sys.executable, "-m", "harness", "run", str(path), "-f", "tagged", "--save", "out.txt"], cwd=tmp_path, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    try:
+        for _ in range(300):
+            if (tmp_path / "waiting").exists():
+                break
+            time.sleep(0.05)
+        proc.send_signal(signal.SIGINT)
+        out, err = proc.communicate(timeout=15)
+    finally:
+        proc.kill()
+    assert proc.returncode == 130 and "Traceback" not in err, err
+    saved = (tmp_path / "out.txt").read_text(encoding="utf-8")
+    assert '# stop_reason: "canceled"' in saved and "# steps: 1" in saved and observations(saved) == []
+
+
 def test_a_real_ctrl_c_in_a_tool_still_cancels_the_run(tmp_path, monkeypatch):
     source = TOOLS + '\n\ndef stop(x):\n    """Ctrl-C."""\n    raise KeyboardInterrupt\n'
     path = scenario(tmp_path, "stop", source=source)

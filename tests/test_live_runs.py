@@ -14,7 +14,8 @@ import os
 import pytest
 from typer.testing import CliRunner
 
-from harness.cli import MODEL_FAILED, app
+from harness.cli import app
+from harness.cli_io import MODEL_FAILED
 from harness.files import read_input
 from harness.record import replay
 from harness.saved import load_record
