@@ -20,7 +20,7 @@ from harness.entry import redaction
 from harness.errors import HarnessError, TranscriptFormatError
 from harness.files import read_input
 from harness.loop import UNLIMITED, Emit, Setup, nobody, run
-from harness.model import EndingModel, Model, ScriptedModel, TokenUsage
+from harness.model import LONG_CHUNK, EndingModel, Model, ScriptedModel, TokenUsage
 from harness.run_record import RunRecord
 from harness.saved import load_record
 from harness.scenario import Scenario, find_scenario, load_scenario
@@ -193,7 +193,8 @@ def replay(
     setup = setup_again(saved, source, folder, root, model, redact=redact)
     if saved.source is not None:  # named as the file names it; the hash is the source's now
         setup.source = saved.source.but(sha256=setup.source.sha256 if setup.source else "")
-    chunk_size = setup.scenario.chunk_size if setup.scenario is not None else 8
+    # The reader decides the same for any chunking (tests/test_reading.py): nobody watching, each turn comes whole.
+    chunk_size = LONG_CHUNK if emit is nobody else setup.scenario.chunk_size if setup.scenario is not None else 8
     return Replay(text, run(setup, model or recorded(saved, chunk_size), emit), saved)
 
 

@@ -115,6 +115,15 @@ def test_any_chunking_shows_the_same_text_and_leaves_the_same_record(completions
     assert chunked == in_one
 
 
+@settings(max_examples=300)
+@given(completions=replies, sizes=st.lists(st.integers(1, 9), max_size=8), which=st.integers(0, 2), step=st.integers(1, 4), at=st.integers(0, 60))
+def test_a_ctrl_c_leaves_the_same_record_for_any_chunking(completions, sizes, which, step, at):
+    """A Ctrl-C after `at` characters of call `step` (as a recording's is replayed) is saved
+    the same however the reply was chunked: a replay nobody watches reads each turn whole."""
+    chunked = ran(DIALECTS[which], completions, sizes, interrupt=(step, at))[1]
+    assert chunked == ran(DIALECTS[which], completions, [10_000], interrupt=(step, at))[1]
+
+
 @settings(max_examples=200)
 @given(completions=replies, sizes=st.lists(st.integers(1, 9), max_size=8))
 def test_a_required_prefix_decides_the_same_for_any_chunking(completions, sizes):
