@@ -7,8 +7,7 @@ output stays with its call.
    threads print, or what reaches fd 1 itself (a subprocess), goes to /dev/null.
 3. Whatever a tool raises (but a Ctrl-C) or returns becomes its observation; what it leaves
    behind (the streams rebound or closed, the Ctrl-C handler changed) is put back as its
-   call ends, and the command ends with os._exit once its output is flushed. A Ctrl-C
-   during a call cancels the run even if the tool caught it.
+   call ends, and the command ends with os._exit once its output is flushed.
 
 Not contained: a tool that ends the process or writes to harness's fds by number, nor its
 threads once its call has returned. In a program that calls harness there is no channel:
@@ -30,7 +29,6 @@ _lock = threading.Lock()
 _calls = 0  # calls capturing now, in all threads (in a program: the proxies go when none is left)
 _proxies: tuple[_Proxy, _Proxy] | None = None  # (sys.stdout, sys.stderr) while they are harness's
 _channel: tuple[TextIO, TextIO] | None = None  # the command's own (stdout, stderr), once contain() has run
-presses: list[int] = []  # each Ctrl-C the handler contain() installs has seen
 
 
 class _Proxy:
@@ -95,12 +93,6 @@ def contain() -> None:
         _channel, _proxies = (out, err), (_Proxy(out, nowhere), _Proxy(err, nowhere))
         sys.stdout, sys.stderr = _proxies
     ours()
-    signal.signal(signal.SIGINT, _ctrl_c)
-
-
-def _ctrl_c(signum: int, frame: Any) -> None:
-    presses.append(signum)  # whatever Python or a tool makes of it, it was pressed
-    signal.default_int_handler(signum, frame)  # Python's own: a KeyboardInterrupt where the main thread is
 
 
 def flush() -> None:
@@ -128,14 +120,14 @@ def start() -> tuple:
         _calls += 1
     outer = getattr(_here, "printed", None)  # a tool that imports a tool module: nested
     _here.printed = io.StringIO()
-    return outer, getsignal(signal.SIGINT) if main else None, len(presses)
+    return outer, getsignal(signal.SIGINT) if main else None
 
 
 def stop(call: tuple) -> str:
     """Stop catching (`call`: what `start` returned): what this thread printed meanwhile.
     What the tool left behind is put back: the streams, and (in the main thread) Ctrl-C."""
     global _calls, _proxies
-    outer, handler, pressed = call
+    outer, handler = call
     printed, _here.printed = _here.printed.getvalue(), outer
     with _lock:
         _calls -= 1
@@ -147,7 +139,5 @@ def stop(call: tuple) -> str:
             _proxies = None
     if handler is not None and getsignal(signal.SIGINT) is not handler:
         signal.signal(signal.SIGINT, handler)
-    if handler is not None and len(presses) != pressed:  # a Ctrl-C the tool caught, or made an error of its own
-        raise KeyboardInterrupt
     return printed
 

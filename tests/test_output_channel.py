@@ -128,3 +128,16 @@ main()
 """
     proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=ROOT, timeout=30)
     assert (proc.returncode, proc.stderr, proc.stdout) == (130, "interrupted\n", "")
+
+
+def test_an_error_chain_that_loops_is_no_ctrl_c_and_no_hang():
+    from harness.__main__ import _made_of_ctrl_c
+
+    first, second = ValueError("a"), ValueError("b")
+    first.__cause__, second.__cause__ = second, first
+    assert not _made_of_ctrl_c(first)
+    inner = KeyboardInterrupt()
+    assert not _made_of_ctrl_c(RuntimeError("alone"))
+    wrapped = RuntimeError("wrapped")
+    wrapped.__context__ = inner
+    assert _made_of_ctrl_c(wrapped)
