@@ -103,8 +103,11 @@ def tell_stderr(record: RunRecord, model: Any) -> None:
         typer.echo(f"error: model_error: {for_terminal(record.detail)}", err=True)
 
 
-def exit_if_failed(record: RunRecord, live: Any) -> None:
-    """After the output is written: exit 3 if a `live` model (or True) failed (tell_stderr said why)."""
+def exit_if_failed(record: RunRecord, live: Any, planned_cancel: bool = True) -> None:
+    """After the output is written: exit 130 if the run was canceled and no script or recording
+    planned it (a real Ctrl-C); 3 if a `live` model (or True) failed (tell_stderr said why)."""
+    if record.stop_reason == "canceled" and not planned_cancel:
+        raise typer.Exit(130)
     if record.stop_reason == "model_error" and live not in (None, False):
         raise typer.Exit(MODEL_FAILED)
 

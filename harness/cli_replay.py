@@ -68,7 +68,7 @@ def replay(
     tell_stderr(result.record, live_model)
     if not check:
         show_record(format, result.record)
-    exit_if_failed(result.record, live_model)  # (a failed live call: 3, whatever --check would say)
+    exit_if_failed(result.record, live_model, result.recording.stop_reason == "canceled")  # (3 or 130, whatever --check would say)
     if not check:
         return
     from harness.escape import one_line

@@ -102,9 +102,7 @@ def run_one(
         from harness.render.frames import cost_table, costs
 
         typer.echo("\nThe model is sent the whole buffer on every call:\n" + cost_table(costs(record.transcript), [c.tokens for c in record.calls]))
-    if record.stop_reason == "canceled" and spec.interrupt is None:
-        raise typer.Exit(130)  # a real Ctrl-C; a scenario's scripted interrupt is a demo, not a failure
-    exit_if_failed(record, live_model)
+    exit_if_failed(record, live_model, spec.interrupt is not None)  # a scenario's scripted interrupt is a demo, not a failure
 
 
 def agent(

@@ -292,6 +292,27 @@ def test_a_tool_that_interrupts_itself_and_catches_it_goes_on_as_in_python(tmp_p
     assert observations((tmp_path / "out.txt").read_text(encoding="utf-8")) == ["code      | Observation: timed out after 0.2 s"] * 2
 
 
+@pytest.mark.parametrize("check", [[], ["--check"]])
+def test_a_ctrl_c_during_a_replay_of_one_file_exits_130(tmp_path, check):
+    """As `harness --help` says of every command; a recording that was itself canceled
+    replays canceled and is no Ctrl-C (tests/test_recording.py)."""
+    path = scenario(tmp_path, "wait", source=IGNORE_CTRL_C.replace("time.sleep(30)", "time.sleep(0)"))
+    assert command(tmp_path, "run", str(path), "--save", "out.txt").returncode == 0
+    (tmp_path / "tools.py").write_text(IGNORE_CTRL_C, encoding="utf-8")  # now the tool waits 30 s
+    (tmp_path / "waiting").unlink()
+    proc = subprocess.Popen([sys.executable, "-m", "harness", "replay", "out.txt", *check], cwd=tmp_path, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    try:
+        for _ in range(300):
+            if (tmp_path / "waiting").exists():
+                break
+            time.sleep(0.05)
+        proc.send_signal(signal.SIGINT)
+        _, err = proc.communicate(timeout=15)
+    finally:
+        proc.kill()
+    assert proc.returncode == 130 and "Traceback" not in err, err
+
+
 def test_a_real_ctrl_c_in_a_tool_still_cancels_the_run(tmp_path, monkeypatch):
     source = TOOLS + '\n\ndef stop(x):\n    """Ctrl-C."""\n    raise KeyboardInterrupt\n'
     path = scenario(tmp_path, "stop", source=source)
