@@ -261,18 +261,24 @@ def test_f_a_tool_that_ignores_ctrl_c_leaves_it_working_for_the_rest_of_the_run(
     path = scenario(tmp_path, "ignore", source=IGNORE_CTRL_C)
     text = path.read_text(encoding="utf-8").replace('"Final Answer', '"Action: wait(1)\\n", "Final Answer')
     path.write_text(text + '[tools.wait]\npython = "tools:wait"\n', encoding="utf-8")
-    proc = subprocess.Popen([sys.executable, "-m", "harness", "run", str(path), "-f", "tagged", "--save", "out.txt"], cwd=tmp_path, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    code, err = interrupted(tmp_path, "run", str(path), "-f", "tagged", "--save", "out.txt")
+    assert code == 130 and "Traceback" not in err, err
+    assert '# stop_reason: "canceled"' in (tmp_path / "out.txt").read_text(encoding="utf-8")
+
+
+def interrupted(folder: Path, *args: str) -> tuple[int, str]:
+    """`harness ARGS` in `folder`, sent a Ctrl-C once a tool has made the file `waiting`: (exit code, stderr)."""
+    proc = subprocess.Popen([sys.executable, "-m", "harness", *args], cwd=folder, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     try:
         for _ in range(300):
-            if (tmp_path / "waiting").exists():
+            if (folder / "waiting").exists():
                 break
             time.sleep(0.05)
         proc.send_signal(signal.SIGINT)
-        out, err = proc.communicate(timeout=15)
+        err = proc.communicate(timeout=15)[1]
+        return proc.returncode, err
     finally:
         proc.kill()
-    assert proc.returncode == 130 and "Traceback" not in err, err
-    assert '# stop_reason: "canceled"' in (tmp_path / "out.txt").read_text(encoding="utf-8")
 
 
 TIME_OUT = (
@@ -295,22 +301,13 @@ def test_a_tool_that_interrupts_itself_and_catches_it_goes_on_as_in_python(tmp_p
 @pytest.mark.parametrize("check", [[], ["--check"]])
 def test_a_ctrl_c_during_a_replay_of_one_file_exits_130(tmp_path, check):
     """As `harness --help` says of every command; a recording that was itself canceled
-    replays canceled and is no Ctrl-C (tests/test_recording.py)."""
+    replays canceled and is no Ctrl-C (tests/test_interrupt.py)."""
     path = scenario(tmp_path, "wait", source=IGNORE_CTRL_C.replace("time.sleep(30)", "time.sleep(0)"))
     assert command(tmp_path, "run", str(path), "--save", "out.txt").returncode == 0
     (tmp_path / "tools.py").write_text(IGNORE_CTRL_C, encoding="utf-8")  # now the tool waits 30 s
     (tmp_path / "waiting").unlink()
-    proc = subprocess.Popen([sys.executable, "-m", "harness", "replay", "out.txt", *check], cwd=tmp_path, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
-    try:
-        for _ in range(300):
-            if (tmp_path / "waiting").exists():
-                break
-            time.sleep(0.05)
-        proc.send_signal(signal.SIGINT)
-        _, err = proc.communicate(timeout=15)
-    finally:
-        proc.kill()
-    assert proc.returncode == 130 and "Traceback" not in err, err
+    code, err = interrupted(tmp_path, "replay", "out.txt", *check)
+    assert code == 130 and "Traceback" not in err, err
 
 
 def test_a_real_ctrl_c_in_a_tool_still_cancels_the_run(tmp_path, monkeypatch):

@@ -30,3 +30,5 @@ def test_ctrl_c_while_the_model_streams_keeps_the_shown_text_and_saves_the_file(
     assert partial.author == "model" and partial.text and "Thought: Failing uploads".startswith(partial.text[:24])
     assert partial.text in out.replace("model     │ ", "")  # what was kept is what the user saw
     assert replay(saved.read_text(encoding="utf-8"), "t.txt").matches
+    again = subprocess.run([sys.executable, "-m", "harness", "replay", str(saved), "--check"], cwd=ROOT, capture_output=True, text=True)
+    assert again.returncode == 0, again.stderr  # the recording's Ctrl-C is no Ctrl-C now
