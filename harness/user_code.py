@@ -114,13 +114,13 @@ def loading(folder: Path) -> Iterator[str]:
             yield package
         finally:
             _load.reset(token)
-            # The build's own package stays (its name is new each build; a tool may import
+            # The build's own package stays if a tool module came into it (a tool may import
             # from it when called, or pickle a class of it); the folder's top-level modules it
             # brought in leave, so that no other folder's import finds them. A package imported
             # before the load (the user's own, by a test module) is not the load's to remove.
-            for name in set(sys.modules) - before:  # (while the folder is on sys.path: see _beside)
+            for name in (new := set(sys.modules) - before):  # (while the folder is on sys.path: see _beside)
                 top = name.partition(".")[0]
-                if top != package and top not in before and _beside(name, folder):
+                if top not in before and (new == {package} if top == package else _beside(name, folder)):
                     del sys.modules[name]
             if str(folder) in sys.path:  # (a tool module may have taken it off itself)
                 sys.path.remove(str(folder))

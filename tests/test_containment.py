@@ -799,6 +799,23 @@ def test_a_tool_module_sees_builtins_as_a_test_patches_them(tmp_path, monkeypatc
     assert ask.call(("q",), {}) == "patched"
 
 
+def test_builds_leave_a_package_in_sys_modules_only_when_a_tool_module_came_into_it(tmp_path, monkeypatch):
+    """A program that runs many agents does not grow sys.modules a build at a time for
+    nothing; a Python tool's module stays, for a tool that imports from it when called."""
+    import sys
+
+    from harness.scenario import find_scenario, load_scenario
+
+    monkeypatch.chdir(tmp_path)
+    packages = lambda: {m for m in sys.modules if m.startswith("harness_tools_")}  # noqa: E731
+    before = packages()
+    for _ in range(3):
+        load_scenario(find_scenario("nimbus")).build_tools()
+    assert packages() == before
+    load_scenario(scenario(tmp_path, "ask", source='def ask(q):\n    """Ask."""\n    return q\n')).build_tools()
+    assert len(packages() - before) == 2  # the build's package and the tool's module in it
+
+
 def test_a_tool_error_naming_its_module_reads_the_same_in_every_build_so_a_replay_matches(tmp_path, monkeypatch):
     # Each build loads the folder as a package of harness's own (harness_tools_N, new each
     # build); an error that names a module must say the user's name, or no replay matches.
