@@ -26,7 +26,7 @@ class Frame:
     sent: str  # what was sent to the model for this part
     why: str  # why the loop went on, or stopped, after it
     notice_lines: int = 0  # a code frame: how many of its first lines are notices (code's answer to a broken rule)
-    cut_by: str = ""  # what cut `cut`: "stop" (the stop sequence) or "prefix" (the prefix rule)
+    cut_by: str = ""  # what cut `cut`: "stop" (the stop sequence), "prefix" (the prefix rule) or "" (a Ctrl-C)
     hidden: tuple[tuple[int, int, str], ...] = ()  # a model frame: (start, end, lane) in the buffer, not shown to the user
     unran: tuple[str, ...] = ()  # the last model frame: Action lines that never ran, as its Final Answer ended the run
 

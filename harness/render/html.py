@@ -14,7 +14,7 @@ from importlib.resources import files
 
 from harness.escape import for_html, for_script_json
 from harness.render.frames import CHARS_PER_TOKEN, COUNTS, KINDS, NO_STOP, CallCost, cost_cells, costs, frames, parts, stop_was_off
-from harness.render.live import never_ran
+from harness.render.live import CUT_BY, never_ran
 from harness.render.sent import SentMessages
 from harness.run_record import RunRecord
 
@@ -32,7 +32,7 @@ def page(record: RunRecord, title: str) -> str:
         ],
         "chat": sent.chat,
         "messages": [[m["role"], m["content"]] for m in sent.messages],
-        "words": {**KINDS, "cut": {"stop": "cut by the stop sequence, never in the buffer:", "prefix": "stopped by the prefix rule, never in the buffer:", "": "read as Ctrl-C came, never shown, never in the buffer:"}},
+        "words": {**KINDS, "cut": {k: f"{why}, never in the buffer:" for k, why in CUT_BY.items()}},
     }
     rows = costs(record.transcript)
     template = files("harness.render").joinpath("page.html").read_text(encoding="utf-8")

@@ -31,6 +31,7 @@ NOTE_STYLE = "dim italic"  # a line about the buffer that is not part of it
 MARKS = {"notice": "⚠", "denied": "✗", "withheld": "✗", "cut": "✂"}  # a row's mark, by what its text is
 SHARED = "⤸ shared line"  # a row whose buffer line the next author goes on with
 STOP_OFF = "The stop sequence is off (--no-stop): nothing cuts what the model writes."
+CUT_BY = {"stop": "cut by the stop sequence", "prefix": "stopped by the prefix rule", "": "read as Ctrl-C came, never shown"}  # a reply's cut, by what cut it
 
 
 def legend() -> Styled:
@@ -48,8 +49,7 @@ def marks_legend(stepper: bool = False) -> Styled:
 
 def cut_note(cut: str, cut_by: str, limit: int | None = None) -> str:
     """What was cut, whole (its newlines shown as ⏎), or its first `limit` characters."""
-    why = {"stop": "cut by the stop sequence", "prefix": "stopped by the prefix rule", "": "read as Ctrl-C came, never shown"}.get(cut_by, "cut")
-    return f"✂ {why}, never in the buffer: {preview(cut, limit)}"
+    return f"✂ {CUT_BY.get(cut_by, 'cut')}, never in the buffer: {preview(cut, limit)}"
 
 
 def never_ran(actions: list[str] | tuple[str, ...]) -> str:
