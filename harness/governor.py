@@ -76,10 +76,10 @@ class Governor:
         if self.prefix_rejected:
             return ""
         if self._head is not None:
-            self._head += chunk
+            self._head = self._head[: len(self._prefix)] + chunk  # (what decides is its start: a long first line is not copied again and again)
             if not self._head.startswith(self._prefix):
-                if "\n" in self._head:  # its first line rules the prefix out: kept whole
-                    self._reject_prefix(self._head)
+                if "\n" in chunk:  # its first line rules the prefix out: kept whole (no chunk before held a newline)
+                    self._reject_prefix(self.text)
                 return ""  # neither the prefix yet nor a whole first line: wait
             chunk, self._head = self._head, None
         *lines, rest = chunk.split("\n")  # line by line: each piece ends with its newline, but the last
@@ -96,7 +96,7 @@ class Governor:
         if self.prefix_rejected:
             return ""
         if self._head is not None:  # ended while it could still be the prefix
-            self._reject_prefix(self._head)
+            self._reject_prefix(self.text)
             return ""
         return self._end_line()
 
