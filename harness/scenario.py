@@ -34,6 +34,7 @@ prompt is harness.prompts; assembling a run from a scenario is harness.record.
 from __future__ import annotations
 
 import json
+from contextlib import nullcontext
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
@@ -109,7 +110,8 @@ class Scenario:
         tools work on `workspace`, by default a fresh one holding the scenario's files."""
         if workspace is None and self.workspace is not None:
             workspace = Workspace(self.workspace)
-        with loading(self.base or Path.cwd()):  # its Python tools' modules, loaded together (harness.user_code)
+        python = any(spec.python is not None for spec in self.tools)
+        with loading(self.base or Path.cwd()) if python else nullcontext():  # their modules, loaded together (harness.user_code)
             return tuple(spec.build(workspace, self.base, self.source) for spec in self.tools)
 
     def but(self, **changes: Any) -> Scenario:
