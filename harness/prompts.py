@@ -28,7 +28,7 @@ from pathlib import Path
 from typing import NamedTuple
 
 from harness.errors import TemplateError
-from harness.files import load_toml, not_a_file, read_input, resolved
+from harness.files import load_toml, not_a_file, resolved
 from harness.transcript import Frames  # (the buffer's: the loop writes them)
 
 NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.-]{0,63}")
@@ -89,10 +89,6 @@ def _quoted(name: str) -> str:
     """A name from a scenario or a saved file, for a one-line message: repr'd, cut at 60."""
     shown = repr(name)
     return shown if len(shown) <= 60 else shown[:59] + "…"
-
-
-def render(path: Path, variables: dict[str, str]) -> Filled:
-    return fill(read_input(path, TemplateError), variables, str(path))  # only a regular file
 
 
 def fill(text: str, variables: dict[str, str], where: str) -> Filled:

@@ -17,7 +17,7 @@ from harness import source as sources
 from harness.agent import Agent
 from harness.dialects import get_dialect
 from harness.entry import redaction
-from harness.errors import HarnessError, TranscriptFormatError
+from harness.errors import HarnessError, TemplateError, TranscriptFormatError
 from harness.files import read_input
 from harness.loop import UNLIMITED, Emit, Setup, nobody, run
 from harness.model import LONG_CHUNK, EndingModel, Model, ScriptedModel, TokenUsage
@@ -37,10 +37,11 @@ def build(scenario: Scenario, root: Path, live: Model | None = None, peek: int =
     tools = Registry(scenario.build_tools(workspace))
     buffer = Transcript()
     template = scenario.template()
-    filled = prompts.render(template, {"question": scenario.question, "tools": tools.render(dialect.signature)})
+    text = read_input(template, TemplateError)  # only a regular file
+    filled = prompts.fill(text, {"question": scenario.question, "tools": tools.render(dialect.signature)}, str(template))
     buffer.append(Author.DEVELOPER, filled.text)
     modules = (sources.module_bytes(tool.fn) for tool, spec in zip(tools, scenario.tools) if spec.python)
-    sha = sources.fingerprint([sources.canonical(scenario.loaded or scenario.to_meta()), template.read_bytes(), *modules])
+    sha = sources.fingerprint([sources.canonical(scenario.loaded or scenario.to_meta()), text, *modules])
     # A run comes from its file only if it changed no more than a run may (--max-steps, ...);
     # a scenario changed in Python (scenario.but(question=...)) is saved as its stored copy.
     overrides = scenario.overrides

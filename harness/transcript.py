@@ -206,7 +206,8 @@ def loads(text: str, source: str = "<transcript>") -> tuple[Transcript, dict[str
 def _json(value: str, where: str, key: str) -> Any:
     try:
         parsed = json.loads(value)
-        json.dumps(parsed, ensure_ascii=False).encode("utf-8")  # a lone surrogate ("\ud800") is not text
+        if "\\u" in value:  # only an escape makes a lone surrogate ("\ud800"), which is not text
+            json.dumps(parsed, ensure_ascii=False).encode("utf-8")
     except RecursionError:
         raise TranscriptFormatError(where, f"metadata {key!r} is nested too deeply") from None
     except UnicodeEncodeError:
