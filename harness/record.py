@@ -30,8 +30,9 @@ from harness.user_code import import_object
 from harness.workspace import Workspace
 
 
-def build(scenario: Scenario, root: Path, live: Model | None = None, peek: int = 0) -> Setup:
-    """The run a scenario describes, its source named relative to `root`."""
+def build(scenario: Scenario, root: Path, live: Model | None = None, peek: int = 0, named: sources.Source | None = None) -> Setup:
+    """The run a scenario describes, its source named relative to `root`, or as `named` (a
+    replay: as its file names it, with the source's hash now)."""
     dialect = get_dialect(scenario.dialect, f"{scenario.source}: dialect")
     workspace = None if scenario.workspace is None else Workspace(scenario.workspace)
     tools = Registry(scenario.build_tools(workspace))
@@ -44,9 +45,9 @@ def build(scenario: Scenario, root: Path, live: Model | None = None, peek: int =
     sha = sources.fingerprint([sources.canonical(scenario.loaded or scenario.to_meta()), text, *modules])
     # A run comes from its file only if it changed no more than a run may (--max-steps, ...);
     # a scenario changed in Python (scenario.but(question=...)) is saved as its stored copy.
-    overrides = scenario.overrides
-    from_file = scenario.file is not None and set(overrides) <= set(sources.RUN_CHANGES)
-    source = sources.for_scenario(scenario.file, sha, overrides, prompts.data_dir("transcripts"), root) if from_file else None
+    if named is None and scenario.file is not None and set(overrides := scenario.overrides) <= set(sources.RUN_CHANGES):
+        named = sources.for_scenario(scenario.file, sha, overrides, prompts.data_dir("transcripts"), root)
+    source = None if named is None else named.but(sha256=sha)
     return Setup(
         buffer, dialect, tools, scenario.limits, scenario.use_stop,
         peek=UNLIMITED if live is None else peek,
@@ -160,16 +161,19 @@ def rebuilt(record: RunRecord, where: str, folder: Path, root: Path, keep_facts:
 
 def setup_again(saved: RunRecord, where: str, folder: Path, root: Path, live: Model | None, keep_facts: bool = True, redact: Sequence[str] = ()) -> Setup:
     """The Setup a saved run's source gives now: its scenario (or the copy it stores) or its
-    Agent; `redact`: patterns added to a scenario's own (pytest's `harness_redact`)."""
+    Agent; `redact`: patterns added to a scenario's own (pytest's `harness_redact`). A replay
+    (`keep_facts`) is named as the file names it, with the source's hash now."""
     if saved.source is not None and saved.source.agent is not None:
         agent = import_object(saved.source.agent, root, f"{where}: metadata source.agent")
         if not isinstance(agent, Agent):
             raise HarnessError(f"{where}: metadata source.agent", f"{saved.source.agent!r} is a {type(agent).__name__}, not an Agent")
         setup = agent.setup(saved.source.question)
         setup.redaction = redaction(redact, "harness_redact")  # (an Agent's file does not record them)
+        if keep_facts:
+            setup.source = saved.source.but(sha256=setup.source.sha256 if setup.source else "")
         return setup
     scenario = scenario_of(saved, where) if saved.source is None else rebuilt(saved, where, folder, root, keep_facts)
-    return build(with_patterns(scenario, redact), root, live)
+    return build(with_patterns(scenario, redact), root, live, named=saved.source if keep_facts else None)
 
 
 def with_patterns(scenario: Scenario, redact: Sequence[str]) -> Scenario:
@@ -192,8 +196,6 @@ def replay(
     folder, root = (base or Path(source).parent).absolute(), (root or Path.cwd()).absolute()
     saved = load_record(text, source, folder)
     setup = setup_again(saved, source, folder, root, model, redact=redact)
-    if saved.source is not None:  # named as the file names it; the hash is the source's now
-        setup.source = saved.source.but(sha256=setup.source.sha256 if setup.source else "")
     # The reader decides the same for any chunking (tests/test_reading.py): nobody watching, each turn comes whole.
     chunk_size = LONG_CHUNK if emit is nobody else setup.scenario.chunk_size if setup.scenario is not None else 8
     return Replay(text, run(setup, model or recorded(saved, chunk_size), emit), saved)
