@@ -114,9 +114,9 @@ class Replay:
     def fresh(self) -> str:
         """What --check compares with the file: the run again, with the file's model name and
         token counts (a live replay's own are not drift)."""
-        calls = self.record.calls
-        tokens = [c.tokens for c in self.recording.calls] + [c.tokens for c in calls[len(self.recording.calls) :]]
-        return replace(self.record, model=self.recording.model, calls=tuple(replace(c, tokens=t) for c, t in zip(calls, tokens))).saved
+        calls, recorded = self.record.calls, self.recording.calls
+        kept = tuple(c if c.tokens == r.tokens else replace(c, tokens=r.tokens) for c, r in zip(calls, recorded)) + calls[len(recorded) :]
+        return replace(self.record, model=self.recording.model, calls=kept).saved
 
     @property
     def matches(self) -> bool:

@@ -73,15 +73,15 @@ class RunRecord:
         scenario, overrides = self.scenario, {}
         if scenario is not None:
             facts = self.facts(scenario)
-            scenario = scenario.but(**facts)  # the file's copy of it: as if the run had been scripted so
-            order = list(scenario.to_meta())
+            scenario = scenario.but(**facts) if facts else scenario  # the file's copy of it: as if the run had been scripted so
+            copy = scenario.to_meta()
             merged = {**(self.source.overrides if self.source is not None else {}), **json.loads(json.dumps(facts))}
-            overrides = {key: merged[key] for key in order if key in merged}
+            overrides = {key: merged[key] for key in copy if key in merged}
         if self.source is not None:
             meta["source"] = self.source.but(overrides=overrides).to_meta() if scenario is not None else self.source.to_meta()
         if scenario is not None:  # the copy as a file keeps it: canned results are a tool's output, masked too
-            meta["scenario"], redact = scenario.to_meta(), redaction(scenario.redact, "redact")
-            for spec in meta["scenario"]["tools"].values():
+            meta["scenario"], redact = copy, redaction(scenario.redact, "redact")
+            for spec in copy["tools"].values():
                 if "results" in spec:
                     spec["results"] = {key: redact(value) for key, value in spec["results"].items()}
                 if spec.get("default") is not None:
