@@ -8,6 +8,7 @@ scenario copy it stores.
 
 from __future__ import annotations
 
+import json
 from collections.abc import Callable, Sequence
 from dataclasses import replace
 from pathlib import Path
@@ -42,7 +43,7 @@ def build(scenario: Scenario, root: Path, live: Model | None = None, peek: int =
     filled = prompts.fill(text, {"question": scenario.question, "tools": tools.render(dialect.signature)}, str(template))
     buffer.append(Author.DEVELOPER, filled.text)
     modules = (sources.module_bytes(tool.fn) for tool, spec in zip(tools, scenario.tools) if spec.python)
-    sha = sources.fingerprint([sources.canonical(scenario.loaded or scenario.to_meta()), text, *modules])
+    sha = sources.fingerprint([scenario.loaded or sources.canonical(scenario.to_meta()), text, *modules])
     # A run comes from its file only if it changed no more than a run may (--max-steps, ...);
     # a scenario changed in Python (scenario.but(question=...)) is saved as its stored copy.
     if named is None and scenario.file is not None and set(overrides := scenario.overrides) <= set(sources.RUN_CHANGES):
@@ -152,7 +153,7 @@ def rebuilt(record: RunRecord, where: str, folder: Path, root: Path, keep_facts:
     if not overrides:
         return now
     try:
-        changed = Scenario.from_dict((now.loaded or {}) | overrides, f"{where}: metadata source.overrides", now.base)
+        changed = Scenario.from_dict(json.loads(now.loaded or "{}") | overrides, f"{where}: metadata source.overrides", now.base)
     except HarnessError as e:
         raise TranscriptFormatError(e.where, e.message) from None
     changed = changed.but(completions=now.completions, source=now.source, file=now.file, loaded=now.loaded)

@@ -46,6 +46,7 @@ from harness.errors import HarnessError, ScenarioError
 from harness.files import Fields, load_toml, read_input
 from harness.limits import Limits
 from harness.prompts import data_dir
+from harness.source import canonical
 from harness.tool_specs import ToolSpec, parse_tool
 from harness.tools import Tool, ToolError
 from harness.user_code import TOOL_NAME, loading
@@ -81,7 +82,7 @@ class Scenario:
     source: str = field(default="", compare=False)  # where it was read from, for messages
     base: Path | None = field(default=None, compare=False)  # its folder: prompt_file and Python tools live here
     file: Path | None = field(default=None, compare=False)  # the .toml it was loaded from (absolute)
-    loaded: dict[str, Any] | None = field(default=None, compare=False, repr=False)  # its fields as loaded
+    loaded: str | None = field(default=None, compare=False, repr=False)  # its fields as loaded, canonical JSON (hashed)
 
     @classmethod
     def from_dict(cls, data: dict[str, Any], where: str, base: Path | None = None) -> Scenario:
@@ -125,8 +126,10 @@ class Scenario:
     @property
     def overrides(self) -> dict[str, Any]:
         """The fields this run changed from the file as loaded (--max-steps, --no-stop, ...)."""
-        now = plain(self.to_meta())
-        return {} if self.loaded is None else {k: v for k, v in now.items() if self.loaded.get(k) != v}
+        if self.loaded is None:
+            return {}
+        loaded = json.loads(self.loaded)
+        return {k: v for k, v in plain(self.to_meta()).items() if loaded.get(k) != v}
 
 
 def find_scenario(name: str) -> Path:
@@ -152,7 +155,7 @@ def load_scenario(path: Path, shown: str | None = None) -> Scenario:
     except ValueError as e:
         raise ScenarioError(shown or str(path), f"malformed TOML: {e}") from None
     scenario = _parse(data, shown or str(path), path.parent.absolute())  # absolute: a tool's os.chdir cannot move it
-    return replace(scenario, file=path.absolute(), loaded=plain(scenario.to_meta()))
+    return replace(scenario, file=path.absolute(), loaded=canonical(scenario.to_meta()))
 
 
 def plain(meta: dict[str, Any]) -> dict[str, Any]:

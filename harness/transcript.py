@@ -183,20 +183,19 @@ def loads(text: str, source: str = "<transcript>") -> tuple[Transcript, dict[str
     lines.pop()
     transcript, meta = Transcript(), {}
     for number, line in enumerate(lines[1:], start=2):
-        where = f"{source}:{number}"
         if line.startswith("#"):
             key, colon, value = line[2:].partition(": ")
             if not (line.startswith("# ") and colon and _KEY.fullmatch(key)):
-                raise TranscriptFormatError(where, "a metadata line must read '# key: <json>'")
+                raise TranscriptFormatError(f"{source}:{number}", "a metadata line must read '# key: <json>'")
             if key in meta:  # which would count? Neither is taken over the other unsaid
-                raise TranscriptFormatError(where, f"metadata {key} is given twice")
-            meta[key] = _json(value, where, key)
+                raise TranscriptFormatError(f"{source}:{number}", f"metadata {key} is given twice")
+            meta[key] = _json(value, f"{source}:{number}", key)
             continue
         author, sep = _AUTHORS.get(line[:_WIDTH]), line[_WIDTH : _WIDTH + 2]
         if author is None or sep not in (" |", " \\") or (len(line) > _WIDTH + 2 and line[_WIDTH + 2] != " "):
             empty = " (this line is empty: a blank line at the end? print() adds one; write the save format as it is)" if not line else ""
             raise TranscriptFormatError(
-                where, f"a record must read 'AUTHOR | text' (author developer, model or code, padded to 9){empty}"
+                f"{source}:{number}", f"a record must read 'AUTHOR | text' (author developer, model or code, padded to 9){empty}"
             )
         newline = "\n" if sep == " |" else ""
         transcript.append(author, line[_WIDTH + 3 :] + newline)
