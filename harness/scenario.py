@@ -128,8 +128,8 @@ class Scenario:
         """The fields this run changed from the file as loaded (--max-steps, --no-stop, ...)."""
         if self.loaded is None:
             return {}
-        loaded = json.loads(self.loaded)
-        return {k: v for k, v in plain(self.to_meta()).items() if loaded.get(k) != v}
+        loaded, now = json.loads(self.loaded), json.loads(json.dumps(self.to_meta()))  # as a file holds them: a pair is a list
+        return {k: v for k, v in now.items() if loaded.get(k) != v}
 
 
 def find_scenario(name: str) -> Path:
@@ -156,11 +156,6 @@ def load_scenario(path: Path, shown: str | None = None) -> Scenario:
         raise ScenarioError(shown or str(path), f"malformed TOML: {e}") from None
     scenario = _parse(data, shown or str(path), path.parent.absolute())  # absolute: a tool's os.chdir cannot move it
     return replace(scenario, file=path.absolute(), loaded=canonical(scenario.to_meta()))
-
-
-def plain(meta: dict[str, Any]) -> dict[str, Any]:
-    """The fields as a saved file holds them (JSON: a pair is a list)."""
-    return json.loads(json.dumps(meta))
 
 
 def shipped_scenarios() -> list[Path]:
