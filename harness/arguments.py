@@ -26,15 +26,11 @@ ARGS_MAX = 100_000  # characters of arguments on one Action line (a file written
 def parse_args(raw: str) -> tuple[tuple[Any, ...], dict[str, Any]]:
     """(args, kwargs) from the text between a call's brackets (see the module's docstring)."""
     text = raw.strip()
-    for candidate, several in ((text, False), (f"[{text}]", True)):
-        try:
-            value = json.loads(candidate)
-        except (ValueError, RecursionError):  # json raises RecursionError on deep nesting
-            continue
-        if several:
-            return tuple(value), {}
-        return ((), value) if isinstance(value, dict) else ((value,), {})
-    return _python_args(text) or ((text,), {})
+    try:
+        values = json.loads(f"[{text}]")  # JSON values separated by commas: none, one or several
+    except (ValueError, RecursionError):  # json raises RecursionError on deep nesting
+        return _python_args(text) or ((text,), {})
+    return ((), values[0]) if len(values) == 1 and isinstance(values[0], dict) else (tuple(values), {})
 
 
 _PLAIN = (str, int, float, bool, type(None))
