@@ -55,8 +55,8 @@ class ToolSpec:
             tool = next(t for t in workspace.tools() if t.name == self.name)
         else:
             tool = BUILTINS[self.name]()
-        changes = {"trait": self.trait, "example": self.example}
-        return replace(tool, **{k: v for k, v in changes.items() if v is not None})
+        changes = {k: v for k, v in {"trait": self.trait, "example": self.example}.items() if v is not None}
+        return replace(tool, **changes) if changes else tool
 
 
 _KINDS: dict[str, tuple[type, str]] = {  # each field's type, checked for any tool: a wrong one is never dropped
