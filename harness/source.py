@@ -31,6 +31,8 @@ AGENT_REF = r"[A-Za-z_][\w.]{0,199}:[A-Za-z_]\w{0,99}"  # module:attribute (comp
 
 @dataclass(frozen=True, slots=True)
 class Source:
+    """Where a saved run comes from (its `# source:` line): what a replay runs again."""
+
     scenario: str | None = None  # a path (relative to `origin`), or a shipped scenario's name
     origin: str = "root"  # written as "from"
     agent: str | None = None  # or "module:attribute" of an Agent

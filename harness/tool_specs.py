@@ -28,6 +28,8 @@ _PYTHON_REF = r"[A-Za-z_]\w{0,63}(?:\.[A-Za-z_]\w{0,63}){0,7}:[A-Za-z_]\w{0,63}"
 
 @dataclass(frozen=True, slots=True)
 class ToolSpec:
+    """A tool as a scenario file states it, before it is built into a Tool."""
+
     name: str
     description: str = ""
     params: tuple[str, ...] = ("input",)
