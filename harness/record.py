@@ -44,8 +44,8 @@ def build(scenario: Scenario, root: Path, live: Model | None = None, peek: int =
     buffer.append(Author.DEVELOPER, filled.text)
     modules = (sources.module_bytes(tool.fn) for tool, spec in zip(tools, scenario.tools) if spec.python)
     sha = sources.fingerprint([scenario.loaded or sources.canonical(scenario.to_meta()), text, *modules])
-    # A run comes from its file only if it changed no more than a run may (--max-steps, ...);
-    # a scenario changed in Python (scenario.but(question=...)) is saved as its stored copy.
+    # A replay is named as its file names it (`named`); a run comes from its file only if it changed no
+    # more than a run may (--max-steps, ...): a scenario changed in Python is saved as its stored copy.
     if named is None and scenario.file is not None and set(overrides := scenario.overrides) <= set(sources.RUN_CHANGES):
         named = sources.for_scenario(scenario.file, sha, overrides, prompts.data_dir("transcripts"), root)
     source = None if named is None else named.but(sha256=sha)
@@ -116,7 +116,7 @@ class Replay:
         """What --check compares with the file: the run again, with the file's model name and
         token counts (a live replay's own are not drift)."""
         calls, recorded = self.record.calls, self.recording.calls
-        kept = tuple(c if c.tokens == r.tokens else replace(c, tokens=r.tokens) for c, r in zip(calls, recorded)) + calls[len(recorded) :]
+        kept = tuple(c if c.tokens is r.tokens else replace(c, tokens=r.tokens) for c, r in zip(calls, recorded)) + calls[len(recorded) :]
         return replace(self.record, model=self.recording.model, calls=kept).saved
 
     @property
@@ -153,7 +153,7 @@ def rebuilt(record: RunRecord, where: str, folder: Path, root: Path, keep_facts:
     if not overrides:
         return now
     try:
-        changed = Scenario.from_dict(json.loads(now.loaded or "{}") | overrides, f"{where}: metadata source.overrides", now.base)
+        changed = Scenario.from_dict(json.loads(json.dumps(now.to_meta())) | overrides, f"{where}: metadata source.overrides", now.base)
     except HarnessError as e:
         raise TranscriptFormatError(e.where, e.message) from None
     changed = changed.but(completions=now.completions, source=now.source, file=now.file, loaded=now.loaded)

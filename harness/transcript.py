@@ -185,11 +185,12 @@ def loads(text: str, source: str = "<transcript>") -> tuple[Transcript, dict[str
     for number, line in enumerate(lines[1:], start=2):
         if line.startswith("#"):
             key, colon, value = line[2:].partition(": ")
+            where = f"{source}:{number}"
             if not (line.startswith("# ") and colon and _KEY.fullmatch(key)):
-                raise TranscriptFormatError(f"{source}:{number}", "a metadata line must read '# key: <json>'")
+                raise TranscriptFormatError(where, "a metadata line must read '# key: <json>'")
             if key in meta:  # which would count? Neither is taken over the other unsaid
-                raise TranscriptFormatError(f"{source}:{number}", f"metadata {key} is given twice")
-            meta[key] = _json(value, f"{source}:{number}", key)
+                raise TranscriptFormatError(where, f"metadata {key} is given twice")
+            meta[key] = _json(value, where, key)
             continue
         author, sep = _AUTHORS.get(line[:_WIDTH]), line[_WIDTH : _WIDTH + 2]
         if author is None or sep not in (" |", " \\") or (len(line) > _WIDTH + 2 and line[_WIDTH + 2] != " "):
@@ -205,8 +206,7 @@ def loads(text: str, source: str = "<transcript>") -> tuple[Transcript, dict[str
 def _json(value: str, where: str, key: str) -> Any:
     try:
         parsed = json.loads(value)
-        if "\\u" in value:  # only an escape makes a lone surrogate ("\ud800"), which is not text
-            json.dumps(parsed, ensure_ascii=False).encode("utf-8")
+        json.dumps(parsed, ensure_ascii=False).encode("utf-8")  # a lone surrogate ("\ud800") is not text
     except RecursionError:
         raise TranscriptFormatError(where, f"metadata {key!r} is nested too deeply") from None
     except UnicodeEncodeError:

@@ -601,3 +601,34 @@ def test_an_update_that_changes_what_a_kept_turn_followed_says_so_and_names_harn
     again = pytester.runpytest("--harness-update", "-n", "2")  # carried from the workers under xdist
     again.stdout.fnmatch_lines(["warning: tests/transcripts/weather.txt: call 1's recorded turn was kept, but it followed developer's text*"])
     assert "warning:" not in pytester.runpytest("--harness-update").stdout.str()  # nothing changed: nothing to say
+
+
+@pytest.mark.parametrize("name, option", [("governed-research", "--no-stop"), ("step-limit", "--max-steps=7"), ("calc-fix", "--max-steps=9")])
+def test_a_run_saved_with_options_replays_its_tools_and_results_in_the_file_s_order(tmp_path, monkeypatch, name, option):
+    monkeypatch.chdir(tmp_path)  # its overrides rebuild the scenario: in the order its file gives, never sorted
+    assert invoke("run", name, option, "--save", "saved.txt").exit_code == 0
+    result = invoke("replay", "saved.txt", "--check")
+    assert result.exit_code == 0, result.output
+
+
+def test_a_replay_writes_token_counts_back_as_the_file_orders_them(tmp_path, monkeypatch):
+    from harness.record import run_scenario
+    from harness.scenario import find_scenario, load_scenario
+
+    scenario = load_scenario(find_scenario("nimbus"))
+    record = run_scenario(scenario, model=CountingModel(scenario.completions), peek=100, root=tmp_path).placed(tmp_path / "live.txt")
+    reordered = [{**c.to_meta(), "tokens": dict(reversed(c.tokens.items()))} if c.tokens else c.to_meta() for c in record.calls]
+    text = record.saved.replace(f"# calls: {json.dumps([c.to_meta() for c in record.calls])}", f"# calls: {json.dumps(reordered)}")
+    assert text != record.saved
+    write(tmp_path / "live.txt", text)
+    monkeypatch.chdir(tmp_path)
+    assert invoke("replay", "live.txt", "--check").exit_code == 0  # the same counts, in another order: the file's
+
+
+def test_a_lone_surrogate_in_metadata_is_refused_escaped_or_not():
+    from harness.errors import TranscriptFormatError
+    from harness.saved import load_record
+
+    for value in ('"\\ud800"', '"\ud800"'):  # a str handed to the API may hold one as it is
+        with pytest.raises(TranscriptFormatError, match="lone surrogate"):
+            load_record(f"# harness transcript v1\n# final_answer: {value}\nmodel     | x\n")
