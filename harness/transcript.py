@@ -206,7 +206,7 @@ def loads(text: str, source: str = "<transcript>") -> tuple[Transcript, dict[str
 def _json(value: str, where: str, key: str) -> Any:
     try:
         parsed = json.loads(value)
-        json.dumps(parsed, ensure_ascii=False).encode("utf-8")  # a lone surrogate ("\ud800") is not text
+        (json.dumps(parsed, ensure_ascii=False) if "\\u" in value else value).encode("utf-8")  # a lone surrogate, as it is or escaped, is not text
     except RecursionError:
         raise TranscriptFormatError(where, f"metadata {key!r} is nested too deeply") from None
     except UnicodeEncodeError:
