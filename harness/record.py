@@ -8,7 +8,6 @@ scenario copy it stores.
 
 from __future__ import annotations
 
-import json
 from collections.abc import Callable, Sequence
 from dataclasses import replace
 from pathlib import Path
@@ -153,7 +152,7 @@ def rebuilt(record: RunRecord, where: str, folder: Path, root: Path, keep_facts:
     if not overrides:
         return now
     try:
-        changed = Scenario.from_dict(json.loads(json.dumps(now.to_meta())) | overrides, f"{where}: metadata source.overrides", now.base)
+        changed = Scenario.from_dict(now.to_meta() | overrides, f"{where}: metadata source.overrides", now.base)
     except HarnessError as e:
         raise TranscriptFormatError(e.where, e.message) from None
     changed = changed.but(completions=now.completions, source=now.source, file=now.file, loaded=now.loaded)

@@ -91,7 +91,8 @@ class Scenario:
 
     def to_meta(self) -> dict[str, Any]:
         """Everything a replay needs except the completions (those are the model's spans)."""
-        data = {name: getattr(self, name) for name in _META_FIELDS}  # (not asdict: it would deep-copy the completions)
+        # As a saved file holds them (JSON: a pair is a list); not asdict, which would deep-copy the completions.
+        data = {name: list(v) if type(v := getattr(self, name)) is tuple else v for name in _META_FIELDS}
         for key, default in _UNSET:  # files written before these fields existed stay the same
             if data[key] == default:
                 del data[key]
@@ -128,8 +129,8 @@ class Scenario:
         """The fields this run changed from the file as loaded (--max-steps, --no-stop, ...)."""
         if self.loaded is None:
             return {}
-        loaded, now = json.loads(self.loaded), json.loads(json.dumps(self.to_meta()))  # as a file holds them: a pair is a list
-        return {k: v for k, v in now.items() if loaded.get(k) != v}
+        loaded = json.loads(self.loaded)
+        return {k: v for k, v in self.to_meta().items() if loaded.get(k) != v}
 
 
 def find_scenario(name: str) -> Path:
@@ -166,7 +167,7 @@ def shipped_scenarios() -> list[Path]:
 
 _FIELDS = {f for f in Scenario.__dataclass_fields__ if f not in ("source", "base", "file", "loaded")}
 _META_FIELDS = [f for f in Scenario.__dataclass_fields__ if f in _FIELDS and f != "completions"]  # in order
-_UNSET = (("prompt_file", None), ("endpoint", "completions"), ("expect", None), ("expect_regex", None), ("redact", ()))
+_UNSET = (("prompt_file", None), ("endpoint", "completions"), ("expect", None), ("expect_regex", None), ("redact", []))
 _LIMIT_FIELDS = ("max_steps", "unknown_tool_limit", "format_error_limit", "repeat_limit")
 
 
