@@ -86,12 +86,8 @@ class TranscriptItem(pytest.Item):
         return self.nodeid.split("::")[0]  # the file as the user names it: relative to the rootdir
 
     def runtest(self) -> None:
-        from harness.diff import transcript_diff
-        from harness.escape import one_line
         from harness.files import read_input
         from harness.record import replay
-        from harness.source import only_rehashed
-        from harness.stale import stale_turn
 
         text = read_input(self.path, shown=self.source)  # as every command reads one: "\r" kept, a FIFO refused, UTF-16 named
         if self.config.getoption("harness_record"):
@@ -99,6 +95,10 @@ class TranscriptItem(pytest.Item):
         result = replay(text, self.source, base=self.path.parent, root=self.config.rootpath, redact=self.config.getini("harness_redact"))
         if result.matches:
             return
+        from harness.diff import transcript_diff  # (a replay that differs: a session of passes never imports these)
+        from harness.escape import one_line
+        from harness.source import only_rehashed
+        from harness.stale import stale_turn
         update = self.config.getoption("harness_update")
         strict = self.config.getoption("harness_strict_source") or self.config.getini("harness_strict_source")
         if not update and not strict and only_rehashed(result.saved, result.fresh):
