@@ -16,7 +16,9 @@ Each row is one budget, the figure measured now and whether it holds:
     memory            linear in the buffer: the peak memory a step adds from 10,000 to
                       20,000 steps at most 1.5 times what it adds from 1,000 to 10,000
     plugin            pytest over 200 saved transcripts at most twice a pytest run that only
-                      reads each file and compares it with a copy (pytest's own session time)
+                      reads each file and compares it with a copy (pytest's own session time,
+                      without hypothesis's plugin, which imports hypothesis at the end of every
+                      session: about 90 ms in each run, which would flatter the ratio)
 
 The figures come from the other scripts of this folder (loop.py, frameworks.py,
 big_input.py, plugin.py), run as they are. Not a test: a busy machine moves the wall
@@ -138,7 +140,7 @@ def plugin() -> list[tuple[str, str, bool | None]]:
         except (OSError, subprocess.CalledProcessError):  # no git, or a shallow clone without that commit
             old = None
         # pytest's own "in N s": the session, collection included, without the interpreter's start
-        said = lambda folder, args, env=None: float(re.search(r" in ([\d.]+)s", bench.pytest_run(folder, args, env)[1])[1])  # noqa: E731
+        said = lambda folder, args, env=None: float(re.search(r" in ([\d.]+)s", bench.pytest_run(folder, [*args, "-p", "no:hypothesispytest"], env)[1])[1])  # noqa: E731
         runs = [  # in turn: a slow spell slows all three
             (said(replays, []), said(reads, ["-p", "no:harness"]), said(before / "replays", [], old) if old else None)
             for _ in range(5)
