@@ -16,9 +16,13 @@ Each row is one budget, the figure measured now and whether it holds:
     memory            linear in the buffer: the peak memory a step adds from 10,000 to
                       20,000 steps at most 1.5 times what it adds from 1,000 to 10,000
     plugin            pytest over 200 saved transcripts at most twice a pytest run that only
-                      reads each file and compares it with a copy (pytest's own session time,
-                      without hypothesis's plugin, which imports hypothesis at the end of every
-                      session: about 90 ms in each run, which would flatter the ratio)
+                      reads each file and compares it with a copy: the ratio of the issue's day
+                      where the budget was set (1.4 ms against 0.7 ms a test), so on a machine
+                      where that day itself measures more, in the same run, at most that day's
+                      ratio (no slower than the day, as the API step is held to its day's
+                      instructions here). Wall: pytest's own session time, without hypothesis's
+                      plugin, which imports hypothesis at the end of every session (about 90 ms
+                      in each run, which would flatter the ratio); and in instructions a test
 
 The figures come from the other scripts of this folder (loop.py, frameworks.py,
 big_input.py, plugin.py), run as they are. Not a test: a busy machine moves the wall
@@ -148,14 +152,17 @@ def plugin() -> list[tuple[str, str, bool | None]]:
         replay_s, read_s = min(r[0] for r in runs), min(r[1] for r in runs)
         ratio = replay_s / read_s
         figure = f"{ratio:.2f} ({replay_s * 5:.2f} ms / {read_s * 5:.2f} ms a test)"  # s / 200 tests, in ms
-        then = f"; {min(r[2] for r in runs) / read_s:.2f} at {ISSUE_DAY}, the issue's day" if old else ""
-        rows = [("pytest replay / read and compare", f"{figure} (budget 2{then})", ratio <= 2)]
+        rows = [("pytest replay / read and compare", figure, ratio, min(r[2] for r in runs) / read_s if old else None)]
         if shutil.which("valgrind"):  # the same, in machine instructions a test, which a busy machine does not change
             mine, theirs = _per_test(replays, [], None), _per_test(reads, ["-p", "no:harness"], None)
-            then = f"; {_per_test(before / 'replays', [], old) / theirs:.2f} at {ISSUE_DAY}" if old else ""
+            day = _per_test(before / "replays", [], old) / theirs if old else None
             figure = f"{mine / theirs:.2f} ({mine / 1e6:.2f}M / {theirs / 1e6:.2f}M instructions a test)"
-            rows.append(("pytest replay / read, instructions", f"{figure} (budget 2{then})", mine / theirs <= 2))
-    return rows
+            rows.append(("pytest replay / read, instructions", figure, mine / theirs, day))
+    verdicts = []
+    for name, figure, ratio, day in rows:  # at most 2, or the issue's day's ratio where that day measures more
+        budget = f"budget 2, or the issue's day's {day:.2f} at {ISSUE_DAY}" if day else "budget 2"
+        verdicts.append((name, f"{figure} ({budget})", ratio <= max(2, day or 2)))
+    return verdicts
 
 
 def _per_test(folder: Path, args: list[str], env: dict[str, str] | None) -> float:
