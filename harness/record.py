@@ -14,7 +14,6 @@ from pathlib import Path
 
 from harness import prompts
 from harness import source as sources
-from harness.agent import Agent
 from harness.dialects import get_dialect
 from harness.entry import redaction
 from harness.errors import HarnessError, TemplateError, TranscriptFormatError
@@ -164,6 +163,7 @@ def setup_again(saved: RunRecord, where: str, folder: Path, root: Path, live: Mo
     Agent; `redact`: patterns added to a scenario's own (pytest's `harness_redact`). A replay
     (`keep_facts`) is named as the file names it, with the source's hash now."""
     if saved.source is not None and saved.source.agent is not None:
+        from harness.agent import Agent  # (only an Agent's run loads it: a scenario's replay never does)
         agent = import_object(saved.source.agent, root, f"{where}: metadata source.agent")
         if not isinstance(agent, Agent):
             raise HarnessError(f"{where}: metadata source.agent", f"{saved.source.agent!r} is a {type(agent).__name__}, not an Agent")
