@@ -2,8 +2,9 @@
 
 A model's text (by harness.model.Model.complete) is made encodable (a lone surrogate
 becomes U+FFFD) and scrubbed of the model's secrets, the API key and a URL's password,
-before any cutting; a stream holds back a tail that could still become one. The user's own
-patterns (Redaction) mask what they match in model text and tool output. Text that code
+before any cutting; a stream holds back a tail that could still become one. A tool's
+output is scrubbed of them and of the environment's API key, whatever the model. The user's
+own patterns (Redaction) mask what they match in model text and tool output. Text that code
 writes goes through `neutralise`, so a tool result cannot end the model's turn:
 
     Entry(key="sk-abc123secret").detail("bad key sk-abc123secret")  ->  "bad key ***"
@@ -13,6 +14,7 @@ writes goes through `neutralise`, so a tool result cannot end the model's turn:
 
 from __future__ import annotations
 
+import os
 import re
 from collections.abc import Iterable, Iterator, Sequence
 from typing import Any
@@ -47,6 +49,11 @@ def is_secret_key(key: str) -> bool:
     return len(key) >= MIN_KEY and key.lower() not in PLACEHOLDER_KEYS
 
 
+def environment_key() -> tuple[str, str]:
+    """(name, value): the API key a server is sent, the first of these that is set, else ("", "")."""
+    return next(((name, key) for name in ("HARNESS_API_KEY", "OPENAI_API_KEY") if (key := os.environ.get(name, ""))), ("", ""))
+
+
 class Entry:
     def __init__(self, secrets: Iterable[str] = (), key: str = "") -> None:
         secrets = [*secrets, *([key] if is_secret_key(key) else [])]
@@ -63,9 +70,6 @@ class Entry:
     def detail(self, value: object, limit: int = 200) -> str:
         """Text for a message: encodable, scrubbed, then one line of at most `limit` characters."""
         return one_line(self.scrub(str(value)), limit)
-
-    def stream(self) -> StreamScrub:
-        return StreamScrub(self)
 
 
 class StreamScrub:

@@ -24,7 +24,7 @@ from typing import TYPE_CHECKING, Any
 
 from harness.decisions import Action, Rejection, Round
 from harness.dialects import Dialect
-from harness.entry import Redaction, encodable, neutralise
+from harness.entry import Entry, Redaction, environment_key, neutralise
 from harness.events import (
     ActionParsed,
     Appended,
@@ -150,6 +150,7 @@ class Writer:
         self.told: list[str] = []  # its notices' codes
         self.sent = 0  # prompt characters sent so far
         self.fresh = not len(self.buffer) or self.buffer.text.endswith("\n")  # the buffer ends a line (kept up by `write`)
+        self.scrub = Entry(model.entry.secrets, key=environment_key()[1]).scrub  # for tool output: a scripted run's too
         for span in self.buffer.spans:  # what the developer wrote before the first call
             self.tell(Appended, span.author, span.text)
 
@@ -216,7 +217,7 @@ class Writer:
         self.tell(ActionParsed, step, number, action.tool, action.raw)
         self.tell(ToolStarted, step, number, action.tool)
         result, ok = tools.run(action.tool, action.args, action.kwargs)
-        result = self.setup.redaction(encodable(result))  # a Python tool's "\ud800" enters as U+FFFD
+        result = self.setup.redaction(self.scrub(result))  # the API key as ***; a tool's "\ud800" as U+FFFD
         self.tell(ToolResult, step, number, action.tool, result, ok)
         self.ran.append(action.tool)
         return result, ok

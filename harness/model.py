@@ -17,7 +17,7 @@ from collections.abc import Collection, Generator, Iterable, Iterator, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, NamedTuple
 
-from harness.entry import Entry
+from harness.entry import Entry, StreamScrub
 from harness.errors import HarnessError
 
 if TYPE_CHECKING:
@@ -120,7 +120,7 @@ class Model:
 
 def _checked(chunks: Iterable[object], bounds: Bounds | None, entry: Entry) -> Iterator[str | TokenUsage | Sent]:
     budget = None if bounds is None else Budget(bounds)
-    scrub = entry.stream()
+    scrub = StreamScrub(entry)
     try:
         for chunk in chunks:
             if isinstance(chunk, str):

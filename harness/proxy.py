@@ -17,6 +17,7 @@ import os
 import sys
 import threading
 from collections.abc import Iterator
+from dataclasses import replace
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from typing import Any
@@ -96,7 +97,7 @@ class Proxy:
             answer = upstream.post(body, keys, "chat/completions" if call.endpoint == "chat" else "completions")
             return _answered(call, answer, entry, self.bounds)
         except ModelError as e:
-            return call.but(error=entry.detail(str(e), 400))
+            return replace(call, error=entry.detail(str(e), 400))
 
     def _mismatch(self, call: Call) -> str:
         """Why a request cannot be replayed: a diff of its buffer against the nearest recording."""
@@ -140,7 +141,7 @@ def _buffer(before: list[Call], call: Call) -> str:
     """The buffer up to `call`'s prompt, authored as its run's transcript is."""
     if before and not call.prompt.startswith(before[-1].prompt):
         before = []  # it does not go on from the recorded run: all of it is the agent's first prompt
-    return dumps(transcript([*before, call.but(error="-")])[0])
+    return dumps(transcript([*before, replace(call, error="-")])[0])
 
 
 def _call(endpoint: str, request: dict[str, Any], entry: Entry) -> Call:
@@ -183,7 +184,7 @@ def _answered(call: Call, data: dict[str, Any], entry: Entry, bounds: Bounds) ->
     Budget(bounds).spend(len(text))
     used, reason = wire.usage(data.get("usage"), {}), choice.get("finish_reason")
     tokens = None if used is None else {"prompt_tokens": used.prompt_tokens, "completion_tokens": used.completion_tokens}
-    return call.but(completion=entry.scrub(text), tool_calls=calls, finish_reason=reason if isinstance(reason, str) else "stop", tokens=tokens)
+    return replace(call, completion=entry.scrub(text), tool_calls=calls, finish_reason=reason if isinstance(reason, str) else "stop", tokens=tokens)
 
 
 # --- what the agent is answered ---------------------------------------------------------------

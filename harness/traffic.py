@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Sequence
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field
 from typing import Any
 
 from harness.errors import HarnessError, TranscriptFormatError
@@ -36,9 +36,6 @@ class Call:
 
     def key(self) -> str:  # what a replayed request must match
         return json.dumps([self.endpoint, self.prompt, self.params], sort_keys=True, ensure_ascii=False)
-
-    def but(self, **changes: Any) -> Call:
-        return replace(self, **changes)
 
 
 def group(calls: Sequence[Call]) -> list[list[Call]]:
