@@ -20,6 +20,7 @@ from collections.abc import Iterable, Iterator, Sequence
 from typing import Any
 
 from harness.errors import HarnessError
+from harness.stop import held_from
 
 MASK = "***"
 MIN_SECRET = 4
@@ -82,23 +83,13 @@ class StreamScrub:
         if not self.entry.secrets:  # nothing to scrub: the text is only made encodable
             return encodable(chunk)
         text = self.entry.scrub(self.held + chunk)
-        keep = self._could_begin_a_secret(text)
-        self.held = text[len(text) - keep :] if keep else ""
-        return text[: len(text) - keep]
+        held = held_from(text, self.entry.secrets)  # a tail that might still become a secret
+        self.held = text[held:]
+        return text[:held]
 
     def finish(self) -> str:
         text, self.held = self.held, ""
         return text
-
-    def _could_begin_a_secret(self, text: str) -> int:
-        """The length of the longest tail of `text` that is the start of a secret."""
-        best = 0
-        for secret in self.entry.secrets:
-            for n in range(min(len(secret) - 1, len(text)), best, -1):
-                if text.endswith(secret[:n]):
-                    best = n
-                    break
-        return best
 
 
 # --- the user's own patterns -------------------------------------------------------------

@@ -42,7 +42,7 @@ class StopScanner:
             self.matched, self.stopped, self.held = stop, True, ""
             self._cut, self.cut_chars = [text[at:]], len(text) - at
             return text[:at]
-        held = self._held_from(text)
+        held = held_from(text, self.stops)
         self.held = text[held:]
         return text[:held]
 
@@ -51,19 +51,21 @@ class StopScanner:
         held, self.held = self.held, ""
         return held
 
-    def _held_from(self, text: str) -> int:
-        """Where the longest suffix of `text` that a stop string begins with starts
-        (len(text): no such suffix). Only the last `longest - 1` characters can hold one."""
-        end = len(text)
-        best = end
-        for stop in self.stops:
-            at = text.find(stop[0], max(0, end - len(stop) + 1))
-            while 0 <= at < best:
-                if stop.startswith(text[at:]):
-                    best = at
-                    break
-                at = text.find(stop[0], at + 1)
-        return best
+
+def held_from(text: str, strings: Sequence[str]) -> int:
+    """Where the longest suffix of `text` that begins one of `strings` (none empty) starts,
+    len(text) if none does: what a stream holds back, as it might still become one (a stop
+    string here, a secret in harness.entry). Only the last `longest - 1` characters can."""
+    end = len(text)
+    best = end
+    for string in strings:
+        at = text.find(string[0], max(0, end - len(string) + 1))
+        while 0 <= at < best:
+            if string.startswith(text[at:]):
+                best = at
+                break
+            at = text.find(string[0], at + 1)
+    return best
 
 
 def cut_at_stop(text: str, stops: Sequence[str]) -> tuple[str, str]:
