@@ -228,6 +228,12 @@ def tool_function(fn: Any, name: str | None, where: str) -> str:
     called = None if inspect.isclass(fn) else getattr(fn, "__call__", None)  # an object with an async __call__ too
     if inspect.iscoroutinefunction(fn) or inspect.iscoroutinefunction(called):
         raise HarnessError(where, f"{shown} is an async function (async def); a tool is a plain function that returns its text")
+    try:  # what a tool is made of (harness.tools.from_function): its parameters and its docstring
+        inspect.signature(fn), inspect.getdoc(fn)
+    except KeyboardInterrupt:
+        raise
+    except BaseException as e:  # a builtin whose parameters Python cannot read, a __doc__ that raises, ...
+        raise HarnessError(where, f"{shown}: its parameters or docstring cannot be read ({describe(e)}); a tool is a plain function") from None
     rule = "a letter or _, then letters, digits, _"
     if name is not None:
         if not isinstance(name, str) or not TOOL_NAME.fullmatch(name):

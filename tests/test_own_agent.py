@@ -3,6 +3,7 @@ user sees when one is missing, outside the folder, or fails to import."""
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 
 import pytest
@@ -86,3 +87,19 @@ def test_an_async_python_tool_is_refused_when_the_tool_is_made(tmp_path, code, k
     path = scenario(tmp_path)
     (tmp_path / "tools.py").write_text(code, encoding="utf-8")
     one_line(invoke("run", str(path)), "s.toml: tools.lookup.python: lookup is " + kind)
+
+
+UNREADABLE = {  # a callable whose parameters Python cannot read, or whose docstring raises
+    "itemgetter": "import operator\nlookup = operator.itemgetter(0)\n",
+    "doc raises": "class Lookup:\n    @property\n    def __doc__(self):\n        raise RuntimeError('no')\n    def __call__(self, key):\n        return key\nlookup = Lookup()\n",
+}
+
+
+@pytest.mark.parametrize("code", UNREADABLE.values(), ids=UNREADABLE)
+def test_a_python_tool_harness_cannot_read_is_one_line_alone_and_one_run_not_run_in_a_batch(tmp_path, code):
+    path = scenario(tmp_path)
+    (tmp_path / "tools.py").write_text(code, encoding="utf-8")
+    one_line(invoke("run", str(path)), "s.toml: tools.lookup.python:", "its parameters or docstring cannot be read")
+    batch = invoke("run", str(path), "nimbus", "--report", str(tmp_path / "r.json"))
+    assert batch.exit_code == 2 and "Traceback" not in batch.output, batch.output
+    assert [(r["scenario"], r["stop_reason"]) for r in json.loads((tmp_path / "r.json").read_text())["runs"]] == [("s", None), ("nimbus", "final_answer")]
