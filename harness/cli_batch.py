@@ -13,7 +13,7 @@ from typing import TYPE_CHECKING
 
 import typer
 
-from harness.cli_io import ModelOptions, as_asked, checked, scenario_file, write
+from harness.cli_io import KEPT, ModelOptions, as_asked, checked, failure, scenario_file, write
 from harness.errors import HarnessError
 
 if TYPE_CHECKING:  # imported when a batch runs: `harness --help` stays fast
@@ -102,9 +102,10 @@ def worker(save_dir: Path | None, peek: int, max_steps: int | None, no_stop: boo
         spec = as_asked(job.scenario, max_steps, no_stop)
         live = None if model is None else model.another()  # a run's own: the batch's model shared (its connections, its server)
         record = run_scenario(spec, model=live, peek=peek, root=root, wrap=wrap)
-        saved = None
-        if save_dir is not None:
-            saved = (save_dir / f"{job.name}.txt").absolute()
+        saved = None if save_dir is None else (save_dir / f"{job.name}.txt").absolute()
+        if saved is not None and failure(record, live, spec.interrupt is not None) and saved.exists():
+            saved = None  # a saved run is never replaced by one that failed (run_many says it was kept)
+        elif saved is not None:
             record = record.placed(saved)
             write_file(saved, record.saved, HEADER, "--save-dir")
         wanted = next(((f, getattr(spec, f)) for f in ("expect", "expect_regex") if getattr(spec, f) is not None), None)  # for the reports to say what a mismatch missed
@@ -168,6 +169,8 @@ def run_many(
     for o in ordered:  # a folder reused by another recipe never loses a recording unsaid
         if o.transcript is not None and o.transcript in earlier:
             typer.echo(f"replaced {one_line(str(earlier[o.transcript]))} (it held an earlier run)", err=True)
+        elif folder is not None and o.stop_reason and (kept := folder / f"{o.name}.txt") in earlier:
+            typer.echo(f"kept {one_line(str(earlier[kept]))} as it was: {KEPT}", err=True)
     if report is not None:  # each written whole or not at all
         write(report, to_json(ordered, not_started), JSON_HEADER, "--report", report_to)
     if junit is not None:

@@ -23,6 +23,7 @@ if TYPE_CHECKING:
     from harness.scenario import Scenario
 
 MODEL_FAILED = 3  # the exit code of a run that ended in model_error: a live model or server failed
+KEPT = "a saved run is never replaced by one that failed"  # (a real Ctrl-C, a live model's error)
 
 
 Format = StrEnum("Format", ["rich", "tagged", "json", "events"])  # --format's choices, each its own name
@@ -103,13 +104,12 @@ def tell_stderr(record: RunRecord, model: Any) -> None:
         typer.echo(f"error: model_error: {for_terminal(record.detail)}", err=True)
 
 
-def exit_if_failed(record: RunRecord, live: Any, planned_cancel: bool = True) -> None:
-    """After the output is written: exit 130 if the run was canceled and no script or recording
-    planned it (a real Ctrl-C); 3 if a `live` model (or True) failed (tell_stderr said why)."""
+def failure(record: RunRecord, live: Any, planned_cancel: bool = True) -> int:
+    """The exit code of a run that failed, once the output is written (0: it did not): 130 if it was
+    canceled and no script or recording planned it (a real Ctrl-C); 3 if a `live` model (or True) failed."""
     if record.stop_reason == "canceled" and not planned_cancel:
-        raise typer.Exit(130)
-    if record.stop_reason == "model_error" and live not in (None, False):
-        raise typer.Exit(MODEL_FAILED)
+        return 130
+    return MODEL_FAILED if record.stop_reason == "model_error" and live not in (None, False) else 0
 
 
 def as_asked(spec: Scenario, max_steps: int | None, no_stop: bool) -> Scenario:
@@ -165,11 +165,14 @@ def checked(*outputs: tuple[str, Path | None, str]) -> list[Path | None]:
     return [None if path is None else path.absolute() for _, path, _ in outputs]
 
 
-def write(path: Path, text: str, header: str, option: str, target: Path | None = None) -> None:
-    """Write `target` (`checked` before the run), named as the user gave it."""
+def write(path: Path, text: str, header: str, option: str, target: Path | None = None, failed: int = 0) -> None:
+    """Write `target` (`checked` before the run), named as the user gave it; the run of a `failure`
+    leaves a file already there as it was: a saved run is never replaced by a failed recording."""
     from harness.escape import one_line
     from harness.files import write_file
 
+    if failed and (target or path).exists():
+        return typer.echo(f"kept {one_line(str(path))} as it was: {KEPT}", err=True)
     write_file(target or path, text, header, option)
     typer.echo(f"wrote {one_line(str(path))}", err=True)
 

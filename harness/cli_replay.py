@@ -14,7 +14,7 @@ import typer
 
 from harness.cli_io import (
     BaseUrlOption, Format, FormatOption, Jobs, MaxChars, MaxSeconds, MaxTokens, ModelOption, ModelOptions, Strict, WaitForServer,
-    call_lines, exit_if_failed, named, saved_text, show_record, tell_stderr,
+    call_lines, failure, named, saved_text, show_record, tell_stderr,
 )  # fmt: skip
 from harness.errors import HarnessError
 
@@ -68,7 +68,8 @@ def replay(
     tell_stderr(result.record, live_model)
     if not check:
         show_record(format, result.record)
-    exit_if_failed(result.record, live_model, result.recording.stop_reason == "canceled")  # (3 or 130, whatever --check would say)
+    if code := failure(result.record, live_model, result.recording.stop_reason == "canceled"):  # (3 or 130, whatever --check would say)
+        raise typer.Exit(code)
     if not check:
         return
     from harness.escape import one_line

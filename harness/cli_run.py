@@ -9,7 +9,7 @@ import typer
 
 from harness.cli_io import (
     BaseUrlOption, Format, FormatOption, Jobs, MaxChars, MaxSeconds, MaxTokens, ModelOption, ModelOptions, NoStop, Strict, WaitForServer,
-    as_asked, checked, exit_if_failed, listener, named, output_path, scenario_file, seconds, show_record, tell_stderr, write,
+    as_asked, checked, failure, listener, named, output_path, scenario_file, seconds, show_record, tell_stderr, write,
 )  # fmt: skip
 from harness.errors import HarnessError
 
@@ -93,16 +93,17 @@ def run_one(
     emit = listener(format, delay if delay is not None else 0.03 if live else 0.0, live_model is not None, not spec.use_stop)
     record = run_scenario(spec, emit, live_model, peek or 0, Path.cwd())
     tell_stderr(record, live_model)
+    failed = failure(record, live_model, spec.interrupt is not None)  # a scenario's scripted interrupt is a demo, not a failure
     if target is not None:  # the scenario named relative to the saved file, which replay finds it by
         record = record.placed(target)
-        write(save, record.saved, HEADER, "--save", target)
+        write(save, record.saved, HEADER, "--save", target, failed)
     if format in (Format.tagged, Format.json):
         show_record(format, record)
     if cost:
         from harness.render.frames import cost_table, costs
 
         typer.echo("\nThe model is sent the whole buffer on every call:\n" + cost_table(costs(record.transcript), [c.tokens for c in record.calls]))
-    exit_if_failed(record, live_model, spec.interrupt is not None)  # a scenario's scripted interrupt is a demo, not a failure
+    raise typer.Exit(failed)
 
 
 def agent(

@@ -9,7 +9,7 @@ import typer
 
 from harness.cli_io import (
     BaseUrlOption, Format, FormatOption, ModelOption, ModelOptions, NoStop,
-    as_asked, checked, exit_if_failed, named, new_console, output_path, saved_text, scenario_file, show_record, tell_stderr, write,
+    as_asked, checked, failure, named, new_console, output_path, saved_text, scenario_file, show_record, tell_stderr, write,
 )  # fmt: skip
 from harness.errors import HarnessError
 
@@ -51,7 +51,7 @@ def open_target(target: str, no_stop: bool, models: ModelOptions):
     spec = as_asked(load_scenario(scenario_file(target)), None, no_stop)
     live = models.open()
     record = run_scenario(spec, model=live)
-    tell_stderr(record, live)  # (the command exits 3 once it has written what it writes: exit_if_failed)
+    tell_stderr(record, live)  # (the command exits 3 once it has written what it writes: failure)
     return record
 
 
@@ -92,7 +92,7 @@ def step(
             raise HarnessError(f"{target}: --messages", "this run did not go through a chat endpoint: each call was sent the buffer as one text")
         console = new_console()
         console.print(sent_view(console, fs, frame, sent) if messages else frame_view(fs, frame, console, stop_off))
-    exit_if_failed(record, models.live)  # a live model that failed (said on stderr): exit 3 after the frames
+    raise typer.Exit(failure(record, models.live))  # a live model that failed (said on stderr): exit 3 after the frames
 
 
 def export(
@@ -120,7 +120,7 @@ def export(
     for (option, path, header), target, view in zip(outputs, targets, (page, notes)):
         if path is not None:
             write(path, view(record, "harness · " + title), header, option, target)
-    exit_if_failed(record, models.live)  # a live model failed (said on stderr): the page shows where
+    raise typer.Exit(failure(record, models.live))  # a live model failed (said on stderr): the page shows where
 
 
 def list_scenarios() -> None:

@@ -66,10 +66,3 @@ def held_from(text: str, strings: Sequence[str]) -> int:
                 break
             at = text.find(string[0], at + 1)
     return best
-
-
-def cut_at_stop(text: str, stops: Sequence[str]) -> tuple[str, str]:
-    """The whole-text answer: (kept, cut). The streaming scanner must agree with this."""
-    scanner = StopScanner(stops)
-    kept = scanner.feed(text)
-    return kept + scanner.finish(), scanner.cut

@@ -16,9 +16,9 @@ from harness.governor import Governor, read
 from harness.loop import Setup, Writer, complete
 from harness.model import as_model
 from harness.transcript import Transcript
-from harness.stop import cut_at_stop
 from harness.tools import Registry, calculator, canned
 from harness.traits import answer_may_open, compatible
+from tests.test_stop import cut_at_stop
 
 TOOLS = Registry(
     [

@@ -170,6 +170,29 @@ def test_save_says_where_it_wrote_and_replaces_its_own_file(tmp_path):
     assert target.read_text(encoding="utf-8") == NIMBUS
 
 
+def test_a_run_that_failed_never_replaces_a_saved_one_alone_or_in_a_batch_and_a_new_file_gets_it(tmp_path):
+    from tests.loopback import FakeServer, Reply
+
+    server = FakeServer()
+    server.reply = Reply(500, [b'{"error": {"message": "down"}}'])  # a live model that fails on every call
+    failing = ["--model", "openai:m", "--base-url", server.url]
+    try:
+        (tmp_path / "runs").mkdir()
+        assert invoke("run", "nimbus", "--save", str(tmp_path / "n.txt")).exit_code == 0
+        assert invoke("run", "nimbus", "calculator", "--save-dir", str(tmp_path / "runs")).exit_code == 0
+        before = {p.name: p.read_bytes() for p in [tmp_path / "n.txt", *(tmp_path / "runs").iterdir()]}
+        alone = invoke("run", "nimbus", "--save", str(tmp_path / "n.txt"), *failing)
+        batch = invoke("run", "nimbus", "calculator", "--save-dir", str(tmp_path / "runs"), *failing)
+        new = invoke("run", "nimbus", "--save", str(tmp_path / "new.txt"), *failing)
+    finally:
+        server.close()
+    assert (alone.exit_code, batch.exit_code, new.exit_code) == (3, 3, 3)
+    assert {p.name: p.read_bytes() for p in [tmp_path / "n.txt", *(tmp_path / "runs").iterdir()]} == before
+    assert f"kept {tmp_path / 'n.txt'} as it was: a saved run is never replaced by one that failed" in alone.stderr
+    assert batch.stderr.count("as it was: a saved run is never replaced by one that failed") == 2
+    assert load_record((tmp_path / "new.txt").read_text(encoding="utf-8")).stop_reason == "model_error"  # nothing was there: saved
+
+
 # --- items 5, 8, 9: saved files of the wrong shape --------------------------------------------
 
 BAD_META = [

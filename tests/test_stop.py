@@ -5,7 +5,14 @@ from __future__ import annotations
 from hypothesis import given
 from hypothesis import strategies as st
 
-from harness.stop import StopScanner, cut_at_stop
+from harness.stop import StopScanner
+
+
+def cut_at_stop(text: str, stops: list[str]) -> tuple[str, str]:
+    """The whole text fed at once: (kept, cut). Fed in any chunks, the scanner must agree with this."""
+    scanner = StopScanner(stops)
+    kept = scanner.feed(text)
+    return kept + scanner.finish(), scanner.cut
 
 
 def stream(text: str, sizes: list[int], stops: list[str]) -> tuple[str, str, list[str]]:
