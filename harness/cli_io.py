@@ -166,8 +166,7 @@ def checked(*outputs: tuple[str, Path | None, str]) -> list[Path | None]:
 
 
 def write(path: Path, text: str, header: str, option: str, target: Path | None = None, failed: int = 0) -> None:
-    """Write `target` (`checked` before the run), named as the user gave it; the run of a `failure`
-    leaves a file already there as it was: a saved run is never replaced by a failed recording."""
+    """Write `target` (`checked` before the run), named as the user gave it: a `failed` run only where nothing is (KEPT)."""
     from harness.escape import one_line
     from harness.files import write_file
 

@@ -56,8 +56,9 @@ def harness_proxy(request: pytest.FixtureRequest) -> Iterator[str]:
         pytest.fail(f"harness_proxy: {before} is this test's cassette under its old name; rename it to {folder.name}", pytrace=False)
     try:
         proxy = Proxy(folder, request.config.getoption("harness_proxy"), request.config.getoption("harness_proxy_base_url"))
-    except HarnessError as e:
-        pytest.fail(f"harness_proxy: {e}", pytrace=False)
+    except HarnessError as e:  # the options named as pytest names them, and said once (not as an error within an error)
+        where = {"--base-url": "--harness-proxy-base-url (or HARNESS_BASE_URL)", "--mode": "--harness-proxy"}.get(e.where, e.where)
+        raise pytest.fail.Exception(f"harness_proxy: {where}: {e.message}", pytrace=False) from None
     server = serve(proxy)
     try:
         yield proxy.url

@@ -67,11 +67,17 @@ def test_mode_none_without_a_cassette_fails_every_call_offline(pytester):
     result.stdout.fnmatch_lines(["*not recorded*the cassette holds no such call*"])
 
 
-def test_a_mode_that_is_not_one_fails_the_test_in_one_line(pytester):
+@pytest.mark.parametrize(
+    ("args", "said"),
+    [(["--harness-proxy", "sometimes"], "harness_proxy: --harness-proxy: must be one of once, new_episodes, all, none, not 'sometimes'"),
+     ([], "harness_proxy: --harness-proxy-base-url (or HARNESS_BASE_URL): mode once records a new cassette: name the upstream server")],
+)
+def test_a_bad_mode_or_no_server_to_record_from_fails_the_test_in_one_line_naming_pytest_s_option(pytester, monkeypatch, args, said):
+    monkeypatch.delenv("HARNESS_BASE_URL", raising=False)
     pytester.makepyfile(test_proxied_agent=AGENT)
-    result = pytester.runpytest("--harness-proxy", "sometimes")
+    result = pytester.runpytest(*args)
     result.assert_outcomes(errors=1)
-    result.stdout.fnmatch_lines(["*harness_proxy: --mode: must be one of once, new_episodes, all, none*"])
+    assert result.stdout.str().count(said) == 1 and "During handling" not in result.stdout.str(), result.stdout.str()
 
 
 def test_parametrized_tests_whose_ids_differ_only_in_unsafe_characters_keep_a_cassette_each(pytester, upstream):
