@@ -268,6 +268,21 @@ def drawn(screen: Screen) -> list[str]:
     return [line.plain.rstrip() for line in screen.lines()]
 
 
+def test_ctrl_c_ends_the_stepper_as_interrupted_with_the_terminal_as_it_was(tmp_path, tmux):
+    done, err = tmp_path / "done", tmp_path / "err"
+    term = tmux(100, 30, f"s1=$(stty -g); {HARNESS} step nimbus 2> {err}; echo $? > {done}; [ \"$s1\" = \"$(stty -g)\" ] && echo RESTORED >> {done}")
+    for _ in range(100):
+        if any("Frame" in line or "frame" in line for line in term.screen()):
+            break
+        time.sleep(0.1)
+    term.keys("C-c")
+    for _ in range(100):
+        if done.exists() and "RESTORED" in done.read_text():
+            break
+        time.sleep(0.1)
+    assert (done.read_text().split(), err.read_text()) == (["130", "RESTORED"], "interrupted\n")
+
+
 def test_the_stepper_in_a_real_terminal(tmp_path, tmux):
     """Each step replaces the whole screen (compared line by line), also after a resize and
     under a stale size a shell exported; keys sent in one burst all count, whether tmux

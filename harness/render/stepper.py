@@ -194,9 +194,7 @@ def step_through(console: Console, frames: list[Frame], sent: SentMessages | Non
                     if key in KEYS["quit"]:
                         return
                     screen_.press(key, size.lines)
-    except KeyboardInterrupt:
-        return
-    finally:
+    finally:  # (a Ctrl-C ends the command as any other: interrupted, 130, the terminal as it was)
         console.file.write(WHEEL_AS_ARROWS[1])
         console.file.flush()
         termios.tcsetattr(fd, termios.TCSADRAIN, saved)
