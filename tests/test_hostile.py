@@ -170,6 +170,14 @@ def test_save_says_where_it_wrote_and_replaces_its_own_file(tmp_path):
     assert target.read_text(encoding="utf-8") == NIMBUS
 
 
+def test_a_write_protected_transcript_is_never_replaced(tmp_path):
+    target = tmp_path / "ro.txt"
+    assert invoke("run", "calculator", "--save", str(target)).exit_code == 0
+    target.chmod(0o444)
+    one_line_error(invoke("run", "nimbus", "--save", str(target)), f"--save {target}", "is write-protected; not overwriting it")
+    assert load_record(target.read_text(encoding="utf-8")).final_answer != load_record(NIMBUS).final_answer
+
+
 def test_a_run_that_failed_never_replaces_a_saved_one_alone_or_in_a_batch_and_a_new_file_gets_it(tmp_path):
     from tests.loopback import FakeServer, Reply
 
