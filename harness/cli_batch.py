@@ -177,4 +177,4 @@ def run_many(
         write(junit, to_junit(ordered, reasons), JUNIT_HEADER, "--junit", junit_to)
     if interrupted:
         raise typer.Abort()  # "interrupted", exit 130 (harness.cli), once the reports are written
-    raise typer.Exit(exit_code(ordered, reasons, model_failed=models.live))  # a script's model_error is a demo, as alone
+    raise typer.Exit(exit_code(ordered, reasons))

@@ -62,7 +62,7 @@ def test_a_folder_gives_the_same_transcripts_and_summary_whatever_jobs_is(tmp_pa
     for jobs in ("1", "4"):
         folder = tmp_path / f"j{jobs}"
         result = invoke("run", "transcripts", "--jobs", jobs, "--save-dir", str(folder), "--report", str(tmp_path / f"r{jobs}.json"))
-        assert result.exit_code == 0, result.output  # model-error.toml's model_error is scripted: a demo, as run alone
+        assert result.exit_code == 3, result.output  # model-error.toml ends in model_error
         out[jobs] = (
             {p.name: p.read_bytes() for p in folder.iterdir()},
             report_without_times(tmp_path / f"r{jobs}.json", folder),
@@ -111,7 +111,7 @@ def test_junit_is_xml_ci_reads_model_error_is_an_error_and_fail_on_makes_failure
     scenario(tmp_path, "broken", more='model_error = { step = 2, message = "HTTP 503 \\u001b[31m" }')
     junit = tmp_path / "junit.xml"
     result = invoke("run", str(tmp_path), "--junit", str(junit), "--fail-on", "max_steps")
-    assert result.exit_code == 1, result.output  # --fail-on max_steps; the scripted model_error is a demo (a live one: 3)
+    assert result.exit_code == 3, result.output  # model_error comes before --fail-on
     suite = ET.parse(junit).getroot().find("testsuite")
     cases = {case.get("name"): case for case in suite.iter("testcase")}
     assert sorted(cases) == ["broken", "good", "short"]
@@ -270,7 +270,7 @@ def test_on_a_terminal_progress_is_a_bar_with_the_counts_and_stdout_keeps_the_su
         if done.exists() and done.read_text().strip():
             break
         time.sleep(0.1)
-    assert done.read_text().strip() == "0"  # (model-error.toml's model_error is scripted)
+    assert done.read_text().strip() == "3"  # model-error.toml
     screen = "\n".join(term.screen())
     assert regex.search(rf"runs .*{total}/{total} .* running 0 · 1 canceled, [0-9]+ final_answer, ", screen), screen
     assert "[1/" not in screen  # no plain lines on a terminal
