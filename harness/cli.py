@@ -83,7 +83,7 @@ app = typer.Typer(
     help="A ReAct harness you can see through: one text buffer, every byte tagged with its author.\n\n"
     "Exit codes: 0 done; 1 a check failed (replay --check found a difference, or a batch's --fail-on "
     "matched); 2 bad input (one line on stderr naming the file, field or argument); 3 a live model "
-    "failed (model_error: the run is still saved); 130 interrupted (Ctrl-C). Several runs or replays "
+    "failed (model_error: the run is still saved, though never over a saved run); 130 interrupted (Ctrl-C). Several runs or replays "
     "at once exit with the first of 130, 2, 3, 1 that applies, else 0. Each command's --help says what it takes.",
 )
 

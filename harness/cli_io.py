@@ -105,8 +105,8 @@ def tell_stderr(record: RunRecord, model: Any) -> None:
 
 
 def failure(record: RunRecord, live: Any, planned_cancel: bool = True) -> int:
-    """The exit code of a run that failed, once the output is written (0: it did not): 130 if it was
-    canceled and no script or recording planned it (a real Ctrl-C); 3 if a `live` model (or True) failed."""
+    """The exit code a run that failed ends with (0: it did not), which also keeps it from replacing a saved run:
+    130 if it was canceled and no script or recording planned it (a real Ctrl-C); 3 if a `live` model (or True) failed."""
     if record.stop_reason == "canceled" and not planned_cancel:
         return 130
     return MODEL_FAILED if record.stop_reason == "model_error" and live not in (None, False) else 0
@@ -170,10 +170,10 @@ def write(path: Path, text: str, header: str, option: str, target: Path | None =
     from harness.escape import one_line
     from harness.files import write_file
 
-    if failed and (target or path).exists():
-        return typer.echo(f"kept {one_line(str(path))} as it was: {KEPT}", err=True)
-    write_file(target or path, text, header, option)
-    typer.echo(f"wrote {one_line(str(path))}", err=True)
+    kept = failed and (target or path).exists()
+    if not kept:
+        write_file(target or path, text, header, option)
+    typer.echo(f"kept {one_line(str(path))} as it was: {KEPT}" if kept else f"wrote {one_line(str(path))}", err=True)
 
 
 def new_console() -> Console:

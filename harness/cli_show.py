@@ -51,7 +51,7 @@ def open_target(target: str, no_stop: bool, models: ModelOptions):
     spec = as_asked(load_scenario(scenario_file(target)), None, no_stop)
     live = models.open()
     record = run_scenario(spec, model=live)
-    tell_stderr(record, live)  # (the command exits 3 once it has written what it writes: failure)
+    tell_stderr(record, live)  # (the command exits 3, cli_io.failure, once it has written what it writes)
     return record
 
 

@@ -2,8 +2,8 @@
 
 A model's text (by harness.model.Model.complete) is made encodable (a lone surrogate
 becomes U+FFFD) and scrubbed of the model's secrets, the API key and a URL's password,
-before any cutting; a stream holds back a tail that could still become one. A tool's
-output is scrubbed of them and of the environment's API key, whatever the model. The user's
+before any cutting; a stream holds back a tail that could still become one. A tool's output
+is scrubbed of the environment's API keys, where whole, in any run (a replay too). The user's
 own patterns (Redaction) mask what they match in model text and tool output. Text that code
 writes goes through `neutralise`, so a tool result cannot end the model's turn:
 
@@ -50,9 +50,9 @@ def is_secret_key(key: str) -> bool:
     return len(key) >= MIN_KEY and key.lower() not in PLACEHOLDER_KEYS
 
 
-def environment_key() -> tuple[str, str]:
-    """(name, value): the API key a server is sent, the first of these that is set, else ("", "")."""
-    return next(((name, key) for name in ("HARNESS_API_KEY", "OPENAI_API_KEY") if (key := os.environ.get(name, ""))), ("", ""))
+def environment_keys() -> list[tuple[str, str]]:
+    """(name, value) of each of these that is set: a server is sent the first; tool output is scrubbed of all."""
+    return [(name, key) for name in ("HARNESS_API_KEY", "OPENAI_API_KEY") if (key := os.environ.get(name, ""))]
 
 
 class Entry:

@@ -24,7 +24,7 @@ from typing import TYPE_CHECKING, Any
 
 from harness.decisions import Action, Rejection, Round
 from harness.dialects import Dialect
-from harness.entry import Entry, Redaction, environment_key, neutralise
+from harness.entry import Entry, Redaction, environment_keys, is_secret_key, neutralise
 from harness.events import (
     ActionParsed,
     Appended,
@@ -150,7 +150,7 @@ class Writer:
         self.told: list[str] = []  # its notices' codes
         self.sent = 0  # prompt characters sent so far
         self.fresh = not len(self.buffer) or self.buffer.text.endswith("\n")  # the buffer ends a line (kept up by `write`)
-        self.scrub = Entry(model.entry.secrets, key=environment_key()[1]).scrub  # for tool output: a scripted run's too
+        self.scrub = Entry(key for _, key in environment_keys() if is_secret_key(key)).scrub  # for tool output, in any run
         for span in self.buffer.spans:  # what the developer wrote before the first call
             self.tell(Appended, span.author, span.text)
 

@@ -94,20 +94,23 @@ def test_a_live_model_s_secret_split_across_chunks_never_reaches_the_file_or_the
     assert invoke("replay", "live.txt", "--check").exit_code == 0  # offline: no server now
 
 
-def test_the_server_s_key_is_masked_in_what_a_tool_prints_and_returns_too(vault, monkeypatch):
+def test_the_environment_s_api_keys_are_masked_in_what_a_tool_prints_and_returns_too(vault, monkeypatch):
     key = "sk-live-0123456789abcdef"
-    monkeypatch.setenv("HARNESS_API_KEY", key)  # (a tool can read the environment: the key is masked wherever it enters)
-    write(vault / "vault_tools.py", 'import os\ndef vault(name):\n    """Open a vault."""\n    print(os.environ["HARNESS_API_KEY"])\n    return "key=" + os.environ["HARNESS_API_KEY"]\n')
+    monkeypatch.setenv("HARNESS_API_KEY", "test")  # a placeholder, sent first: the other is masked all the same
+    monkeypatch.setenv("OPENAI_API_KEY", key)  # (a tool can read the environment: the key is masked wherever it enters)
+    tool = 'import os\ndef vault(name):\n    """Open a vault."""\n    print(os.environ["OPENAI_API_KEY"])\n    return "key=" + os.environ["OPENAI_API_KEY"] + " passed"\n'
+    write(vault / "vault_tools.py", tool)
     server = FakeServer()
     server.serve(*(Reply(chunks=sse(text(t), text("", "stop"), "[DONE]")) for t in ("Action: vault(main)\n", "Final Answer: done\n")))
+    url = server.url.replace("http://", "http://user:passed@")  # the URL's password masks the model's text, never a tool's: no replay could
     try:
-        result = invoke("run", "vault.toml", "--model", "openai:m", "--base-url", server.url, "--save", "live.txt", "-f", "events")
+        result = invoke("run", "vault.toml", "--model", "openai:m", "--base-url", url, "--save", "live.txt", "-f", "events")
     finally:
         server.close()
     assert result.exit_code == 0, result.output
     scripted = invoke("run", "vault.toml", "--save", "scripted.txt")  # its own script: the key is the environment's
     for saved, shown in ((read(vault / "live.txt"), result.output), (read(vault / "scripted.txt"), scripted.output)):
-        assert key not in saved + shown and "code      | Observation: ***\ncode      | key=***\n" in saved
+        assert key not in saved + shown and "code      | Observation: ***\ncode      | key=*** passed\n" in saved
     assert [invoke("replay", name, "--check").exit_code for name in ("live.txt", "scripted.txt")] == [0, 0]  # the key still set
 
 

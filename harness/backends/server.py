@@ -26,7 +26,7 @@ from harness.backends import wire
 from harness.backends.connection import CALLS, drain, new_client, proxied, read_bounded, read_raw, tls_cause
 from harness.backends.messages import messages, with_count
 from harness.backends.urls import hidden, server_url, url_secrets
-from harness.entry import Entry, environment_key
+from harness.entry import Entry, environment_keys
 from harness.errors import HarnessError
 from harness.model import DEFAULTS, Bounds, Budget, Model, ModelError, Sent, TokenUsage
 from harness.transcript import Author, Span, Transcript
@@ -330,7 +330,7 @@ def refused(response: httpx.Response, model: ServerModel, path: str, streamed: b
 
 
 def _api_key() -> str:
-    name, key = environment_key()
+    name, key = (environment_keys() or [("", "")])[0]
     if not all(33 <= ord(c) < 127 for c in key):  # what an HTTP header can carry, no spaces
         what = "a newline, a space, a control or a non-ASCII character"
         raise HarnessError(name, f"the API key holds {what}; an API key is printable ASCII (check how it was set)")
