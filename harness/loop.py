@@ -217,7 +217,7 @@ class Writer:
         self.tell(ActionParsed, step, number, action.tool, action.raw)
         self.tell(ToolStarted, step, number, action.tool)
         result, ok = tools.run(action.tool, action.args, action.kwargs)
-        result = self.setup.redaction(self.scrub(result))  # the API key as ***; a tool's "\ud800" as U+FFFD
+        result = self.setup.redaction(self.scrub(result))  # the environment's API keys as ***; a tool's "\ud800" as U+FFFD
         self.tell(ToolResult, step, number, action.tool, result, ok)
         self.ran.append(action.tool)
         return result, ok
