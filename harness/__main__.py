@@ -21,7 +21,9 @@ def command() -> int:
         finally:
             signal(SIGINT, SIG_IGN)  # the command is ending: another Ctrl-C changes nothing
     except BaseException as e:
-        if not _made_of_ctrl_c(e):
+        from harness.errors import made_of_ctrl_c
+
+        if not made_of_ctrl_c(e):
             raise
         print("interrupted", file=sys.stderr)
         code = 130
@@ -46,17 +48,6 @@ def _run() -> int:
     from harness.cli import app
 
     return app(standalone_mode=False)  # the exit code, every error already said in one line (harness.cli)
-
-
-def _made_of_ctrl_c(error: BaseException | None) -> bool:
-    """A KeyboardInterrupt, or an error raised from one or while handling one: Python 3.11
-    wraps a Ctrl-C that lands in a class's __set_name__ in a RuntimeError, and a library may
-    make it an error of its own."""
-    for _ in range(100):  # (a chain may loop back on itself)
-        if error is None or isinstance(error, KeyboardInterrupt):
-            return error is not None
-        error = error.__cause__ or error.__context__
-    return False
 
 
 def _unraisable(hook):

@@ -12,7 +12,7 @@ import typer
 from typer.core import TyperGroup
 from typer.main import CommandInfo, get_command_from_info
 
-from harness.errors import HarnessError
+from harness.errors import HarnessError, made_of_ctrl_c
 
 WHERE = {  # each command, in the order --help lists them, and the function that is it
     "run": "harness.cli_run:run",
@@ -45,8 +45,10 @@ class OneLineErrors(TyperGroup):
     def invoke(self, ctx: typer.Context) -> Any:
         try:
             return super().invoke(ctx)
-        except KeyboardInterrupt:  # (typer would end the command as 130 in silence)
-            raise typer.Abort() from None
+        except BaseException as e:  # a Ctrl-C, or an error made of one, which typer would end as 130 in silence
+            if made_of_ctrl_c(e):
+                raise typer.Abort() from None
+            raise
 
     def main(self, *args: Any, standalone_mode: bool = True, **kwargs: Any) -> Any:
         said = ""

@@ -26,3 +26,14 @@ class TranscriptFormatError(HarnessError):
 
 class TemplateError(HarnessError):
     """A prompt template is missing or uses a variable nobody supplied."""
+
+
+def made_of_ctrl_c(error: BaseException | None) -> bool:
+    """A KeyboardInterrupt, or an error raised from one or while handling one: Python 3.11
+    wraps a Ctrl-C that lands in a class's __set_name__ in a RuntimeError, and a library may
+    make it an error of its own."""
+    for _ in range(100):  # (a chain may loop back on itself)
+        if error is None or isinstance(error, KeyboardInterrupt):
+            return error is not None
+        error = error.__cause__ or error.__context__
+    return False

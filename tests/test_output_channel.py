@@ -91,6 +91,21 @@ def app(standalone_mode):
         raise ValueError("the read was cut short") from None
     return 0
 """,
+    # harness's own one-line errors too: a Ctrl-C made into one said "error: ..." and exit 2
+    "an error of harness's own": """
+import sys
+from harness.errors import HarnessError
+import harness.scenario
+def load(*args):
+    try:
+        signal.raise_signal(signal.SIGINT)
+        sum(range(1000))
+    except KeyboardInterrupt:
+        raise HarnessError("nimbus.toml", "the read was cut short") from None
+harness.scenario.load_scenario = load
+sys.argv[1:] = ["run", "nimbus"]
+app = harness.cli.app
+""",
 }
 
 
@@ -131,13 +146,13 @@ main()
 
 
 def test_an_error_chain_that_loops_is_no_ctrl_c_and_no_hang():
-    from harness.__main__ import _made_of_ctrl_c
+    from harness.errors import made_of_ctrl_c
 
     first, second = ValueError("a"), ValueError("b")
     first.__cause__, second.__cause__ = second, first
-    assert not _made_of_ctrl_c(first)
+    assert not made_of_ctrl_c(first)
     inner = KeyboardInterrupt()
-    assert not _made_of_ctrl_c(RuntimeError("alone"))
+    assert not made_of_ctrl_c(RuntimeError("alone"))
     wrapped = RuntimeError("wrapped")
     wrapped.__context__ = inner
-    assert _made_of_ctrl_c(wrapped)
+    assert made_of_ctrl_c(wrapped)
