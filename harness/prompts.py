@@ -95,12 +95,15 @@ def fill(text: str, variables: dict[str, str], where: str) -> Filled:
     """A template's text with its $variables filled in; `where` names it in an error."""
     body, frames = split_frames(text, where)
     try:
-        return Filled(string.Template(body).substitute(variables), frames)
+        filled = Filled(string.Template(body).substitute(variables), frames)
     except KeyError as e:
         supplied = ", ".join(f"${v}" for v in variables)
         raise TemplateError(where, f"uses ${e.args[0]}, which is not supplied (supplied: {supplied})") from None
     except ValueError as e:
         raise TemplateError(where, f"bad placeholder ({e}); write $$ for a dollar sign") from None
+    if "question" not in string.Template(body).get_identifiers():
+        raise TemplateError(where, "never uses $question, so the model would never see the question")
+    return filled
 
 
 def split_frames(text: str, where: str) -> tuple[str, Frames]:

@@ -22,7 +22,7 @@
     results = { nimbus = "99.8 GB of 100 GB used" }
 
 A template names `$tools` and `$question` (`$$` is a dollar sign); a variable nobody
-supplies is an error. `prompt_file` is looked for in the scenario's own folder and may
+supplies is an error, and so is a template without `$question`. `prompt_file` is looked for in the scenario's own folder and may
 not leave it; a Python tool's module is a file there or an importable module.
 
 This module is the schema: the fields, their defaults and their checks. A saved

@@ -370,6 +370,15 @@ def test_a_templates_frames_nested_too_deeply_are_one_line_naming_the_template(t
     one_line_error(invoke("run", str(tmp_path / "s.toml")), "deep.txt", "nested too deeply")
 
 
+def test_a_template_that_never_uses_the_question_is_one_line_naming_it(tmp_path):
+    # the model would answer a question it never saw: a teacher's demo that shows nothing
+    (tmp_path / "mine.txt").write_text("Answer well. Tools: $tools\n", encoding="utf-8")
+    (tmp_path / "s.toml").write_text('prompt_file = "mine.txt"\nquestion = "q"\ncompletions = ["Final Answer: 1"]\n', encoding="utf-8")
+    one_line_error(invoke("run", str(tmp_path / "s.toml")), "mine.txt", "never uses $question")
+    one_line_error(invoke("run", str(tmp_path / "s.toml"), "--save", str(tmp_path / "s.txt")), "never uses $question")
+    assert not (tmp_path / "s.txt").exists()
+
+
 def test_piping_into_head_exits_0_without_a_traceback():
     proc = subprocess.run(
         f"{sys.executable} -m harness run step-limit -f events | head -c 10 >/dev/null; echo ${{PIPESTATUS[0]}}",

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import pytest
+
 from harness.dialects import DefaultDialect
 from harness.events import StopReason
 from harness.limits import Limits
@@ -123,6 +125,14 @@ def test_an_agent_from_python_objects_names_a_template_variable_nobody_supplies(
         assert str(e) == "Agent.prompt: uses $name, which is not supplied (supplied: $question, $tools)"
     else:
         raise AssertionError("a missing template variable must be an error")
+
+
+def test_an_agent_whose_prompt_never_uses_the_question_is_refused():
+    from harness import Agent
+    from harness.errors import TemplateError
+
+    with pytest.raises(TemplateError, match=r"^Agent.prompt: never uses \$question"):
+        Agent(prompt="Tools: $tools\n").run("q", ScriptedModel([]))
 
 
 def test_a_repeat_is_the_same_values_of_the_same_types():
