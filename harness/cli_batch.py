@@ -23,8 +23,8 @@ if TYPE_CHECKING:  # imported when a batch runs: `harness --help` stays fast
 
 def gather(arguments: list[str], kind: str = "scenario") -> list[Job]:
     """Scenarios (names and files) or saved transcripts, and folders (every one under them,
-    sorted), in the order given; a file given twice runs once. One that cannot be loaded,
-    and a folder that holds none, is a Job with its error."""
+    sorted, but in hidden folders), in the order given; a file given twice runs once. One that
+    cannot be loaded, and a folder that holds none, is a Job with its error."""
     from harness.batch import Job
     from harness.files import is_transcript, same_file
     from harness.scenario import load_scenario
@@ -36,7 +36,8 @@ def gather(arguments: list[str], kind: str = "scenario") -> list[Job]:
             jobs.append(Job(repr(argument), None, f"{argument!r} names no {kind}"))
             continue
         if os.path.isdir(argument):  # a FIFO or a broken or looping link is named, never skipped unsaid
-            paths = sorted(p for p in Path(argument).rglob("*" + suffix) if not p.is_dir() and (kind == "scenario" or not p.is_file() or is_transcript(p)))
+            found = (p for p in Path(argument).rglob("*" + suffix) if not any(part.startswith(".") for part in p.relative_to(argument).parts))  # none in .venv, .git
+            paths = sorted(p for p in found if not p.is_dir() and (kind == "scenario" or not p.is_file() or is_transcript(p)))
             if not paths:
                 jobs.append(Job(argument, None, f"{argument}: the folder holds no {held}"))
         else:

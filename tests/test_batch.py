@@ -105,6 +105,21 @@ def test_a_fifo_or_a_broken_link_in_a_folder_is_named_never_skipped_unsaid(tmp_p
     assert result.stdout.splitlines()[-1] == "3 runs: 1 final_answer, 2 not run"
 
 
+def test_a_folder_is_searched_but_its_hidden_folders_so_run_dot_never_walks_into_venv(tmp_path):
+    work = tmp_path / ".work"  # a folder named itself is searched, hidden or not
+    for folder in (work, work / "sub", work / ".venv" / "lib", work / ".git"):
+        folder.mkdir(parents=True)
+        scenario(folder, "a" if folder.name != "sub" else "b")
+    result = invoke("run", str(work), "--save-dir", str(tmp_path / "out"))
+    assert result.exit_code == 0 and result.stdout.splitlines()[-1] == "2 runs: 2 final_answer", result.output
+    invoke("run", str(work), "--save-dir", str(work / "out"))
+    (work / ".old").mkdir()
+    (work / "out" / "a.txt").rename(work / ".old" / "a.txt")
+    replayed = invoke("replay", str(work))
+    assert replayed.exit_code == 0 and replayed.stdout.splitlines()[-1] == "1 run: 1 final_answer", replayed.output
+    assert "b.txt" in replayed.stdout and ".old" not in replayed.stdout
+
+
 def test_junit_is_xml_ci_reads_model_error_is_an_error_and_fail_on_makes_failures(tmp_path):
     scenario(tmp_path, "good")
     scenario(tmp_path, "short", more="max_steps = 1")
