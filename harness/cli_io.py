@@ -40,6 +40,8 @@ def output_path(value: str) -> Path:
     """The value of an option that names an output (--save, --html, ...), refused if empty."""
     if not value.strip():
         raise typer.BadParameter("the argument is empty; give a path")
+    if value == "-":  # a user may mean stdout, which no option here writes
+        raise typer.BadParameter("'-' is not stdout here; give a file's path (./- for a file named '-')")
     return Path(value)
 
 

@@ -109,10 +109,12 @@ def test_export_to_one_file_as_html_and_markdown_is_refused_before_anything_is_w
      ["run", "nimbus", "calculator", "--report"], ["run", "nimbus", "calculator", "--junit"]],
     ids=lambda args: args[-1],
 )  # fmt: skip
-def test_an_empty_output_argument_is_called_empty_never_taken_for_the_folder_here(tmp_path, monkeypatch, args):
+def test_an_empty_or_dash_output_argument_is_refused_never_taken_for_the_folder_or_a_file(tmp_path, monkeypatch, args):
     monkeypatch.chdir(tmp_path)
     one_line_error(invoke(*args, ""), f"'{args[-1]}'", "the argument is empty")
     assert os.listdir(tmp_path) == []  # --save-dir '' once saved every run here
+    one_line_error(invoke(*args, "-"), f"'{args[-1]}'", "'-' is not stdout here")
+    assert os.listdir(tmp_path) == []  # '-' was a file named '-', where a user meant stdout
 
 
 def test_the_real_source_file_is_refused():
