@@ -20,7 +20,7 @@ from typing import Any
 
 from harness.errors import ScenarioError
 from harness.tools import BUILTINS, TRAITS, Tool, canned, from_function
-from harness.user_code import import_function, tool_function
+from harness.user_code import import_function
 from harness.workspace import TOOL_NAMES, Workspace
 
 _PYTHON_REF = r"[A-Za-z_]\w{0,63}(?:\.[A-Za-z_]\w{0,63}){0,7}:[A-Za-z_]\w{0,63}"  # a Python tool: module:function (compiled when first matched)
@@ -49,8 +49,7 @@ class ToolSpec:
         if self.python is not None:
             where = f"{source}: tools.{self.name}.python" if source else f"tools.{self.name}.python"
             fn = import_function(self.python, base or Path.cwd(), where)
-            tool_function(fn, self.name, where)  # an async function: refused, naming the scenario's field
-            return from_function(fn, self.name, self.trait or "unknown", self.example)
+            return from_function(fn, self.name, self.trait or "unknown", self.example, where=where)
         if self.results is not None:
             tool = canned(self.name, self.description, self.results, self.params, self.default, self.trait or "unknown")
         elif self.name in TOOL_NAMES and workspace is not None:

@@ -132,10 +132,10 @@ def _shown(name: str, param: inspect.Parameter | None) -> str:
     return f"{name}={text if len(text) <= _DEFAULT_WIDTH else '…'}"
 
 
-def from_function(fn: Callable[..., Any], name: str | None = None, trait: str = "unknown", example: str | None = None) -> Tool:
+def from_function(fn: Callable[..., Any], name: str | None = None, trait: str = "unknown", example: str | None = None, *, where: str = "from_function") -> Tool:
     """A plain function as a tool: `def search(query): "Search the web."` -> search(query);
-    `example` is a call's arguments as the model should write them (`'"harness"'`)."""
-    name = tool_function(fn, name, "from_function")  # a HarnessError unless harness can call it by that name
+    `example` is a call's arguments as the model should write them (`'"harness"'`); `where` names it in an error."""
+    name = tool_function(fn, name, where)  # a HarnessError unless harness can call it by that name (an async function too)
     doc = (inspect.getdoc(fn) or "").strip()
     description = doc.splitlines()[0] if doc else f"the Python function {getattr(fn, '__name__', name)}"
     params = tuple(p for p in inspect.signature(fn).parameters if p not in ("self", "cls"))
