@@ -150,10 +150,7 @@ def rebuilt(record: RunRecord, where: str, folder: Path, root: Path, keep_facts:
     overrides = {k: v for k, v in record.source.overrides.items() if k not in facts}
     if not overrides:
         return now
-    try:
-        changed = Scenario.from_dict(now.to_meta() | overrides, f"{where}: metadata source.overrides", now.base)
-    except HarnessError as e:
-        raise TranscriptFormatError(e.where, e.message) from None
+    changed = Scenario.from_dict(now.to_meta() | overrides, f"{where}: metadata source.overrides", now.base, TranscriptFormatError)
     changed = changed.but(completions=now.completions, source=now.source, file=now.file, loaded=now.loaded)
     return with_patterns(changed, now.redact)
 

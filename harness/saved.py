@@ -10,7 +10,7 @@ import re
 from pathlib import Path
 from typing import Any
 
-from harness.errors import HarnessError, TranscriptFormatError
+from harness.errors import TranscriptFormatError
 from harness.events import StopReason
 from harness.files import Fields
 from harness.run_record import CallRecord, RunRecord
@@ -45,10 +45,7 @@ def load_record(text: str, source: str = "<transcript>", base: Path | None = Non
     scenario = None
     if "scenario" in meta:
         fields = read.table("scenario", "must be a table of the scenario's fields")
-        try:
-            scenario = Scenario.from_dict(fields, f"{source}: metadata scenario", base)
-        except HarnessError as e:
-            raise TranscriptFormatError(e.where, e.message) from None
+        scenario = Scenario.from_dict(fields, f"{source}: metadata scenario", base, TranscriptFormatError)
     model = meta.get("model", "")
     if not isinstance(model, str) or len(model) > 1000:
         raise fail("model", "must be the model's name, a string")

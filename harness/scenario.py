@@ -85,9 +85,9 @@ class Scenario:
     loaded: str | None = field(default=None, compare=False, repr=False)  # its fields as loaded, canonical JSON (hashed)
 
     @classmethod
-    def from_dict(cls, data: dict[str, Any], where: str, base: Path | None = None) -> Scenario:
-        """The fields as a saved transcript records them; no file is looked for (building the run checks them)."""
-        return _parse(data, where, base, check_files=False)
+    def from_dict(cls, data: dict[str, Any], where: str, base: Path | None = None, error: type[HarnessError] = ScenarioError) -> Scenario:
+        """The fields as a saved transcript records them, a problem raised as `error`; no file is looked for (building the run checks them)."""
+        return _parse(data, where, base, check_files=False, error=error)
 
     def to_meta(self) -> dict[str, Any]:
         """Everything a replay needs except the completions (those are the model's spans)."""
@@ -171,40 +171,40 @@ _UNSET = (("prompt_file", None), ("endpoint", "completions"), ("expect", None), 
 _LIMIT_FIELDS = ("max_steps", "unknown_tool_limit", "format_error_limit", "repeat_limit")
 
 
-def _parse(data: dict[str, Any], where: str, base: Path | None, check_files: bool = True) -> Scenario:
-    """The fields checked, in the order a reader meets them in the file."""
-    read = Fields(data, f"{where}: ", ScenarioError)
-    for key in data:
-        if key not in _FIELDS:
-            raise read.fail(key, f"unknown field (known: {', '.join(sorted(_FIELDS))})")
-    workspace = _workspace(read)
-    expect, expect_regex = _expect(read)
-    scenario = Scenario(
-        question=read.text("question"),
-        completions=read.strings("completions"),
-        title=read.text("title", ""),
-        **_template(read, check_files),
-        tools=_tools(read, workspace is not None),
-        **{key: read.count(key, getattr(_LIMITS, key)) for key in _LIMIT_FIELDS},
-        chunk_size=read.count("chunk_size", 8, least=1),
-        interrupt=_pair(read, "interrupt", ("step", "at"), int),
-        model_error=_pair(read, "model_error", ("step", "message"), str),
-        use_stop=read.flag("use_stop"),
-        workspace=workspace,
-        endpoint=read.choice("endpoint", ("completions", "chat"), "completions"),  # chat: harness.backends.messages
-        expect=expect,
-        expect_regex=expect_regex,
-        redact=read.strings("redact"),
-        source=where,
-        base=base,
-    )
-    redaction(scenario.redact, f"{where}: redact")  # each pattern must compile (harness.entry)
+def _parse(data: dict[str, Any], where: str, base: Path | None, check_files: bool = True, error: type[HarnessError] = ScenarioError) -> Scenario:
+    """The fields checked, in the order a reader meets them in the file; any problem is one `error` naming the field."""
     try:
+        read = Fields(data, f"{where}: ", ScenarioError)
+        for key in data:
+            if key not in _FIELDS:
+                raise read.fail(key, f"unknown field (known: {', '.join(sorted(_FIELDS))})")
+        workspace = _workspace(read)
+        expect, expect_regex = _expect(read)
+        scenario = Scenario(
+            question=read.text("question"),
+            completions=read.strings("completions"),
+            title=read.text("title", ""),
+            **_template(read, check_files),
+            tools=_tools(read, workspace is not None),
+            **{key: read.count(key, getattr(_LIMITS, key)) for key in _LIMIT_FIELDS},
+            chunk_size=read.count("chunk_size", 8, least=1),
+            interrupt=_pair(read, "interrupt", ("step", "at"), int),
+            model_error=_pair(read, "model_error", ("step", "message"), str),
+            use_stop=read.flag("use_stop"),
+            workspace=workspace,
+            endpoint=read.choice("endpoint", ("completions", "chat"), "completions"),  # chat: harness.backends.messages
+            expect=expect,
+            expect_regex=expect_regex,
+            redact=read.strings("redact"),
+            source=where,
+            base=base,
+        )
+        redaction(scenario.redact, f"{where}: redact")  # each pattern must compile (harness.entry)
         if check_files:
             scenario.template()  # the template must exist, and be where a template may be
+        return scenario
     except HarnessError as e:
-        raise ScenarioError(e.where, e.message) from None
-    return scenario
+        raise error(e.where, e.message) from None
 
 
 def _pair(read: Fields, key: str, names: tuple[str, str], kind: type) -> tuple[Any, Any] | None:
