@@ -40,7 +40,7 @@ from pathlib import Path
 from typing import Any
 
 from harness import prompts
-from harness.dialects import DIALECTS
+from harness.dialects import get_dialect
 from harness.entry import redaction
 from harness.errors import HarnessError, ScenarioError
 from harness.files import Fields, load_toml, read_input
@@ -223,13 +223,9 @@ def _pair(read: Fields, key: str, names: tuple[str, str], kind: type) -> tuple[A
 def _template(read: Fields, check_files: bool) -> dict[str, Any]:
     """dialect, prompt and prompt_file: how the buffer begins."""
     dialect = read.text("dialect", "default")
-    if dialect not in DIALECTS:
-        raise read.fail("dialect", f"unknown dialect {dialect!r} (known: {', '.join(DIALECTS)})")
+    get_dialect(dialect, f"{read.where}dialect")  # a known one (raised as _parse's error)
     prompt = read.text("prompt", "default")
-    try:
-        prompts.check_name(prompt)  # by name only, never a path
-    except HarnessError as e:
-        raise read.fail("prompt", e.message) from None
+    prompts.check_name(prompt, f"{read.where}prompt")  # by name only, never a path
     prompt_file = read.optional("prompt_file")
     if check_files and prompt_file is not None and "prompt" in read.data:  # (a saved file's metadata always holds both)
         raise read.fail("prompt_file", "goes instead of prompt, not with it (a template is named one way: prompt, or prompt_file)")
