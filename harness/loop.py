@@ -102,7 +102,9 @@ def run(setup: Setup, model: Model, emit: Emit = nobody) -> RunRecord:
                 if ok and setup.tools[action.tool].ends_run:  # finish(message): done, at once
                     return out.stop(StopReason.FINAL_ANSWER, step, result)
                 out.code(dialect.observation(step, number, result))
-                if hint := explain(setup, tally, step, number, action, result, ok):
+                if first := tally.again(step, action, result):  # made again with the same result
+                    out.notice(step, repeated_call(number, action.tool, first, ok))
+                elif not ok and (hint := why_failed(dialect, setup.tools, number, action)):  # a parameter's name for its value
                     out.notice(step, hint)
             if reason := tally.repeated_too_often():
                 return out.stop(reason, step)
@@ -116,13 +118,6 @@ def run(setup: Setup, model: Model, emit: Emit = nobody) -> RunRecord:
         return out.stop(StopReason.MODEL_ERROR, step - 1, detail=str(e))
     except KeyboardInterrupt:
         return out.stop(StopReason.CANCELED, step)
-
-
-def explain(setup: Setup, tally: Tally, step: int, number: int, action: Action, result: str, ok: bool) -> Rejection | None:
-    """A call made again with the same result, or one failing with a parameter's name for its value."""
-    if first := tally.again(step, action, result):
-        return repeated_call(number, action.tool, first, ok)
-    return None if ok else why_failed(setup.dialect, setup.tools, number, action)
 
 
 def complete(model: Model, step: int, setup: Setup, out: Writer) -> Reply:
