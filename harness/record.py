@@ -46,7 +46,7 @@ def build(scenario: Scenario, root: Path, live: Model | None = None, peek: int =
     # more than a run may (--max-steps, ...): a scenario changed in Python is saved as its stored copy.
     if named is None and scenario.file is not None and set(overrides := scenario.overrides) <= set(sources.RUN_CHANGES):
         named = sources.for_scenario(scenario.file, sha, overrides, prompts.data_dir("transcripts"), root)
-    source = None if named is None else named.but(sha256=sha)
+    source = None if named is None else replace(named, sha256=sha)
     return Setup(
         buffer, dialect, tools, scenario.limits, scenario.use_stop,
         peek=UNLIMITED if live is None else peek,
@@ -167,7 +167,7 @@ def setup_again(saved: RunRecord, where: str, folder: Path, root: Path, live: Mo
         setup = agent.setup(saved.source.question)
         setup.redaction = redaction(redact, "harness_redact")  # (an Agent's file does not record them)
         if keep_facts:
-            setup.source = saved.source.but(sha256=setup.source.sha256 if setup.source else "")
+            setup.source = replace(saved.source, sha256=setup.source.sha256 if setup.source else "")
         return setup
     scenario = scenario_of(saved, where) if saved.source is None else rebuilt(saved, where, folder, root, keep_facts)
     return build(with_patterns(scenario, redact), root, live, named=saved.source if keep_facts else None)
@@ -208,7 +208,7 @@ def record_again(text: str, source: str, path: Path, root: Path, model: Model | 
         raise HarnessError(f"{source}: metadata source.agent", "an Agent has no script of its own: record it with a live model")
     setup = setup_again(saved, source, path.parent, root, model, keep_facts=False, redact=redact)
     if saved.source.origin == "root":  # named as the file named it
-        setup.source = setup.source.but(scenario=saved.source.scenario, origin="root")
+        setup.source = replace(setup.source, scenario=saved.source.scenario, origin="root")
     record = run(setup, model or scripted(setup.scenario))
     return record if saved.source.origin == "root" else record.placed(path)
 

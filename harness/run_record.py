@@ -78,7 +78,7 @@ class RunRecord:
             merged = {**(self.source.overrides if self.source is not None else {}), **json.loads(json.dumps(facts))}
             overrides = {key: merged[key] for key in copy if key in merged}
         if self.source is not None:
-            meta["source"] = self.source.but(overrides=overrides).to_meta() if scenario is not None else self.source.to_meta()
+            meta["source"] = replace(self.source, overrides=overrides).to_meta() if scenario is not None else self.source.to_meta()
         if scenario is not None:  # the copy as a file keeps it: canned results are a tool's output, masked too
             meta["scenario"], redact = copy, redaction(scenario.redact, "redact")
             for spec in copy["tools"].values():

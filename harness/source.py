@@ -54,9 +54,6 @@ class Source:
         relative = os.path.relpath(self.file, Path(target).absolute().parent)
         return replace(self, scenario=Path(relative).as_posix(), origin="transcript")
 
-    def but(self, **changes: Any) -> Source:
-        return replace(self, **changes)
-
 
 def for_scenario(file: Path, sha256: str, overrides: dict[str, Any], shipped: Path, root: Path) -> Source:
     """The source of a run of the scenario `file`: shipped (in the resolved `shipped`) by name, else relative to `root`."""
