@@ -44,14 +44,13 @@ class Tally:
         self.repeats += 1
         return first
 
-    def repeated_too_often(self) -> StopReason | None:
-        reached = self.limits.repeat_limit and self.repeats >= self.limits.repeat_limit  # (two in one reply may pass it)
-        return StopReason.REPEATED_CALL_LIMIT if reached else None
-
     def after(self, decided: Round) -> StopReason | None:
+        """The limit a round reached, once its actions have run (a reply without one ran nothing)."""
         if decided.actions:
             self.unknown_tools = self.format_errors = 0
-        elif any(r.code == "protocol_violation.unknown_tool" for r in decided.rejections):
+            reached = self.limits.repeat_limit and self.repeats >= self.limits.repeat_limit  # (two in one reply may pass it)
+            return StopReason.REPEATED_CALL_LIMIT if reached else None
+        if any(r.code == "protocol_violation.unknown_tool" for r in decided.rejections):
             self.unknown_tools += 1
             if self.unknown_tools == self.limits.unknown_tool_limit:
                 return StopReason.UNKNOWN_TOOL_LIMIT

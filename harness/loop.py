@@ -95,8 +95,6 @@ def run(setup: Setup, model: Model, emit: Emit = nobody) -> RunRecord:
             out.notices(step, decided.rejections)
             if decided.answer is not None:  # its lane opened: the user has it, the run is done
                 return out.stop(StopReason.FINAL_ANSWER, step, decided.answer)
-            if reason := tally.after(decided):
-                return out.stop(reason, step)
             for number, action in decided.actions:  # in call order
                 result, ok = out.tool(setup.tools, step, number, action)
                 if ok and setup.tools[action.tool].ends_run:  # finish(message): done, at once
@@ -106,7 +104,7 @@ def run(setup: Setup, model: Model, emit: Emit = nobody) -> RunRecord:
                     out.notice(step, repeated_call(number, action.tool, first, ok))
                 elif not ok and (hint := why_failed(dialect, setup.tools, number, action)):  # a parameter's name for its value
                     out.notice(step, hint)
-            if reason := tally.repeated_too_often():
+            if reason := tally.after(decided):
                 return out.stop(reason, step)
         return out.stop(StopReason.MAX_STEPS, step)
     except Canceled as c:
