@@ -49,19 +49,16 @@ class Workspace:
         self.files = dict(files)  # path -> text; the caller's dict is never changed
 
     def _existing(self, path: object) -> str:
+        """The path of a file there is; else a ToolError saying how many files there are, and
+        the first few names: bounded, however many there are."""
         path = check_path(path)
-        if path not in self.files:
-            raise ToolError(f"no file named {_preview(path)} ({self._listing()})")
-        return path
-
-    def _listing(self) -> str:
-        """How many files there are, and the first few names: bounded, however many there are."""
-        if not self.files:
-            return "the workspace has no files"
+        if path in self.files:
+            return path
         names = heapq.nsmallest(_LISTED, self.files)  # the first few in order, without sorting them all
         more = len(self.files) - len(names)
         listed = ", ".join(_preview(name) for name in names) + (f", and {more} more" if more else "")
-        return f"{len(self.files)} file{'s' * (len(self.files) != 1)}: {listed}"
+        listing = f"{len(self.files)} file{'s' * (len(self.files) != 1)}: {listed}" if self.files else "the workspace has no files"
+        raise ToolError(f"no file named {_preview(path)} ({listing})")
 
     def read_file(self, path: str) -> str:
         return self.files[self._existing(path)]
