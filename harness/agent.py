@@ -24,7 +24,7 @@ from harness.loop import Emit, Setup, nobody, run
 from harness.model import Model
 from harness.run_record import RunRecord
 from harness.tools import Registry, Tool, from_function
-from harness.transcript import Author, Transcript
+from harness.transcript import Author, Span, Transcript
 from harness.user_code import tool_function
 
 
@@ -56,8 +56,7 @@ class Agent:
         tools = Registry(t if isinstance(t, Tool) else from_function(t) for t in self.tools)
         variables = {"question": question, "tools": tools.render(dialect.signature)}
         filled = prompts.fill(self.prompt, variables, "Agent.prompt")
-        buffer = Transcript()
-        buffer.append(Author.DEVELOPER, filled.text)
+        buffer = Transcript([Span(Author.DEVELOPER, filled.text)])
         source = None if self.source is None else sources.Source(agent=self.source, question=question, sha256=self.fingerprint(tools))
         return Setup(buffer, dialect, tools, self.limits, frames=filled.frames, question=question, source=source)
 

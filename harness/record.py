@@ -24,7 +24,7 @@ from harness.run_record import RunRecord
 from harness.saved import load_record
 from harness.scenario import Scenario, find_scenario, load_scenario
 from harness.tools import Registry
-from harness.transcript import HEADER, Author, Transcript
+from harness.transcript import HEADER, Author, Span, Transcript
 from harness.user_code import import_object
 from harness.workspace import Workspace
 
@@ -35,11 +35,10 @@ def build(scenario: Scenario, root: Path, live: Model | None = None, peek: int =
     dialect = get_dialect(scenario.dialect, f"{scenario.source}: dialect")
     workspace = None if scenario.workspace is None else Workspace(scenario.workspace)
     tools = Registry(scenario.build_tools(workspace))
-    buffer = Transcript()
     template = scenario.template()
     text = read_input(template, TemplateError)  # only a regular file
     filled = prompts.fill(text, {"question": scenario.question, "tools": tools.render(dialect.signature)}, str(template))
-    buffer.append(Author.DEVELOPER, filled.text)
+    buffer = Transcript([Span(Author.DEVELOPER, filled.text)])
     modules = (sources.module_bytes(tool.fn) for tool, spec in zip(tools, scenario.tools) if spec.python)
     sha = sources.fingerprint([scenario.loaded or sources.canonical(scenario.to_meta()), text, *modules])
     # A replay is named as its file names it (`named`); a run comes from its file only if it changed no

@@ -9,7 +9,7 @@ from harness.render.frames import KINDS, NO_STOP, frames, parts, stop_was_off
 from harness.render.live import MARKS, WIDTH, cut_note, never_ran, preview
 from harness.render.sent import SentMessages
 from harness.run_record import RunRecord
-from harness.transcript import Transcript, records, split_lines
+from harness.transcript import Span, Transcript, records, split_lines
 
 
 NOTES_HEADER = "# harness · "  # notes of ours begin so (the title line)
@@ -27,8 +27,7 @@ def notes(record: RunRecord, title: str) -> str:
     if stop_was_off(record):
         out += [f"> **{NO_STOP}**", ""]
     for f in fs:
-        part = Transcript()
-        part.append(f.author, f.added)
+        part = Transcript([Span(f.author, f.added)])
         # Every record line begins with its author, so no text inside can close the fence.
         # Inside the fence nothing renders as Markdown; control characters are still shown, not obeyed.
         out += [f"## Frame {f.index} of {len(fs) - 1}", "", "```text", *map(for_terminal, records(part)), "```", ""]
