@@ -39,12 +39,6 @@ def encodable(text: str) -> str:
     return text if text.isascii() else _SURROGATE.sub(REPLACEMENT, text)
 
 
-def one_line(value: object, limit: int = 200) -> str:
-    """One line of at most `limit` characters."""
-    text = " ".join(str(value).split())
-    return text if len(text) <= limit else text[: limit - 1] + "…"
-
-
 def is_secret_key(key: str) -> bool:
     """Whether an API key is worth scrubbing: not a placeholder, nor shorter than MIN_KEY."""
     return len(key) >= MIN_KEY and key.lower() not in PLACEHOLDER_KEYS
@@ -70,7 +64,8 @@ class Entry:
 
     def detail(self, value: object, limit: int = 200) -> str:
         """Text for a message: encodable, scrubbed, then one line of at most `limit` characters."""
-        return one_line(self.scrub(str(value)), limit)
+        text = " ".join(self.scrub(str(value)).split())
+        return text if len(text) <= limit else text[: limit - 1] + "…"
 
 
 class StreamScrub:

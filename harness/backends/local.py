@@ -30,7 +30,6 @@ from pathlib import Path
 from typing import Any
 
 from harness.backends.server import ServerModel
-from harness.entry import one_line
 from harness.errors import HarnessError
 from harness.files import not_a_file
 from harness.install import extra, pip
@@ -112,7 +111,7 @@ class LocalModel(ServerModel):
         said = [line for line in self.server.log.read().decode("utf-8", "replace").splitlines() if line.strip()]
         if code is not None and code < 0:  # a crash, not the file: its last words are not the reason
             said = [f"it was killed by {signal.Signals(-code).name}"]
-        why = one_line(said[-1], 200) if said else f"it did not answer in {time.monotonic() - started:.0f} s"
+        why = self.entry.detail(said[-1]) if said else f"it did not answer in {time.monotonic() - started:.0f} s"
         raise HarnessError("--model", f"{self.file}: llama.cpp cannot load it ({why}); is it a GGUF model file?")
 
     def stream(self, prompt: str, stop: Sequence[str]) -> Iterator[str | TokenUsage]:
