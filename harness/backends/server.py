@@ -259,8 +259,7 @@ class ChatModel(ServerModel):
         return with_count(sent, self._stream(self._body({"messages": sent}, stop), len(buffer)))
 
     def stream(self, prompt: str, stop: Sequence[str]) -> Iterator[str | TokenUsage | Sent]:
-        body = self.request(prompt, stop)
-        return with_count(body["messages"], self._stream(body, len(prompt)))
+        return self.send(Transcript([Span(Author.DEVELOPER, prompt)]), stop)  # the prompt as the developer's one message
 
 
 class PromptCounter:
