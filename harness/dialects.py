@@ -3,7 +3,8 @@
 A dialect owns its regexes and its stop sequences; nothing else in the harness parses
 model text. Model output is untrusted input, so every pattern is anchored to a line,
 bounded in length and kept to one line (a hallucinated `Observation:` on the next line can
-never be swallowed into the arguments): linear in the line whatever it holds, it needs no timeout.
+never be swallowed into the arguments). Linear in the line whatever it holds, a pattern
+needs no timeout.
 
     default       seed 002:      Action: tool(args)       stop "Observation:"       Final Answer: ...
     react-paper   the paper's:   Action 1: Search[args]   stop "\\nObservation 1:"   Finish[answer]

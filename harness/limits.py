@@ -31,7 +31,9 @@ class Tally:
     """Counts the replies in a row that ran nothing, and the calls made again; names the limit reached."""
 
     def __init__(self, limits: Limits) -> None:
-        self.limits, self.unknown_tools, self.format_errors, self.repeats = limits, 0, 0, 0
+        self.limits = limits
+        self.unknown_tools = self.format_errors = 0  # replies in a row that ran nothing, by why
+        self.repeats = 0  # calls made again with the same result, in the whole run
         self.made: dict[tuple[str, str, str], int] = {}  # (tool, its arguments' repr, result) -> the step it was first made
 
     def again(self, step: int, action: Action, result: str) -> int | None:
