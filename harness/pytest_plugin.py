@@ -105,7 +105,7 @@ class TranscriptItem(pytest.Item):
             self.user_properties.append((_REHASHED, self.source))  # the run is the same: not drift
             return
         if update:
-            _rewrite(self.path, result.fresh, self.source)
+            _rewrite(self.path, result.fresh, f"--harness-update {self.source}:")
             self.user_properties.append((_REWROTE, self.source))
             if (stale := stale_turn(result.recording.transcript, result.record.transcript)) is not None:  # a kept model turn followed changed text
                 warning = (
@@ -141,7 +141,7 @@ class TranscriptItem(pytest.Item):
                 "(a cassette is never replaced by a failed recording)"
             )
         if (fresh := record.saved) != text:
-            _rewrite(self.path, fresh, self.source)
+            _rewrite(self.path, fresh, f"--harness-record {self.source}:")
             self.user_properties.append((_REWROTE, self.source))
 
     def repr_failure(self, excinfo, style=None):
@@ -165,12 +165,13 @@ def _recording_model(config: pytest.Config):
     return model_from_spec(spec, config.getoption("harness_base_url"))
 
 
-def _rewrite(path: Path, text: str, source: str) -> None:
-    """Replace a saved transcript whole, or not at all; never a file that is not one."""
+def _rewrite(path: Path, text: str, where: str) -> None:
+    """Replace a saved transcript whole, or not at all; never a file that is not one
+    (`where`, the option and file, names it in the error)."""
     from harness.files import write_file
     from harness.transcript import HEADER
 
-    write_file(path, text, HEADER + "\n", f"--harness-update {source}:")
+    write_file(path, text, HEADER + "\n", where)
 
 
 def pytest_terminal_summary(terminalreporter, config: pytest.Config) -> None:

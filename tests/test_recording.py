@@ -98,6 +98,18 @@ def test_a_scripted_recording_whose_script_runs_out_fails_and_writes_nothing(pyt
     assert unchanged(cassettes)
 
 
+@pytest.mark.parametrize("option", [["--harness-record", "scripted"], ["--harness-update"]])
+def test_a_write_protected_cassette_is_kept_and_named_with_the_option_that_would_rewrite_it(pytester, cassettes, option):
+    scenario = pytester.path / "scenarios" / "orders.toml"
+    edit(scenario, "Where is my order #42?", "Where is my order #42 now?")  # the question: a new replay, and a new recording
+    orders = pytester.path / "tests" / "transcripts" / "orders.txt"
+    orders.chmod(0o444)
+    result = pytester.runpytest(*option, "tests/transcripts/orders.txt")
+    result.assert_outcomes(failed=1)
+    result.stdout.fnmatch_lines([f"{option[0]} tests/transcripts/orders.txt: {orders}: is write-protected*"])
+    assert unchanged(cassettes)
+
+
 def test_a_scenario_that_scripts_its_own_model_error_or_ctrl_c_is_recorded(pytester):
     """model_error and canceled are what these scenarios are about: recording them on their
     own script completes, and rewrites the files (here: from an edited question)."""
