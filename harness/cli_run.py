@@ -121,7 +121,8 @@ def agent(
     where old_str occurs once) and finish(message). STATUS is completed (finish was
     called), max_steps_exceeded, turns_exhausted (the turns ran out first) or canceled. A
     bad request prints {"error": {"code": ..., "message": ...}} (invalid_utf8,
-    invalid_json, not_an_object, unknown_op, invalid_field) and exits 2.
+    invalid_json, not_an_object, unknown_op, invalid_field: an unknown field too, or a
+    workspace path the tools would refuse) and exits 2.
     """
     from harness.protocol import BadRequest, answer, parse_request, scenario_for
     from harness.record import run_scenario

@@ -17,9 +17,10 @@ from harness.limits import Limits
 from harness.run_record import RunRecord
 from harness.scenario import Scenario, ToolSpec
 from harness.skim import skim
-from harness.workspace import TOOL_NAMES
+from harness.workspace import TOOL_NAMES, ToolError, check_path
 
 DEFAULT_MAX_STEPS = Limits().max_steps
+FIELDS = ("op", "task", "max_steps", "workspace", "model_turns")
 MAX_NESTING = 100  # arrays and objects inside one another in a turn; deeper, its Action line
 # could not be read back (JSON's parser gives up near 1,000 levels, sooner inside the loop)
 
@@ -70,12 +71,19 @@ def parse_request(raw: bytes) -> dict[str, Any]:
         raise BadRequest("invalid_json", f"the request nests arrays and objects more than {MAX_NESTING} levels deep") from None
     if request.get("op") != "run_agent":
         raise BadRequest("unknown_op", f'op must be "run_agent", not {json.dumps(request.get("op"))}')
+    if unknown := sorted(set(request) - set(FIELDS)):  # a misspelt field would be a default, unsaid
+        raise BadRequest("invalid_field", f"unknown field {json.dumps(unknown[0])} (known: {', '.join(FIELDS)})")
     if (steps := _steps(request)) is None:
         raise BadRequest("invalid_field", f"max_steps must be a whole number, 0 or more, not {json.dumps(request['max_steps'])}")
     for key, kind, what in (("task", str, "a string"), ("workspace", dict, "an object mapping paths to strings"), ("model_turns", list, "a list")):
         value = request.get(key, kind())
         if not isinstance(value, kind) or kind is dict and not all(isinstance(v, str) for v in value.values()):
             raise BadRequest("invalid_field", f"{key} must be {what}")
+    for path in request.get("workspace", {}):
+        try:
+            check_path(path)  # the workspace tools' own rule, as for a scenario's: else no replay could build it
+        except ToolError as e:
+            raise BadRequest("invalid_field", f"workspace: {e}") from None
     request["model_turns"] = turns = request.get("model_turns", [])[:steps]  # only the turns a run can reach are kept, or read
     for i, turn in enumerate(turns):
         if _too_deep(turn):

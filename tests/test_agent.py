@@ -202,6 +202,21 @@ def test_bad_requests_get_a_json_error_one_stderr_line_and_exit_2(raw, code):
     assert len(result.stderr.strip().splitlines()) == 1 and "Traceback" not in result.stderr
 
 
+@pytest.mark.parametrize("path", ["../x", "/abs", "", "dir/", "a\x00b", "a\nb"])
+def test_a_starting_file_no_workspace_tool_could_name_is_refused_and_nothing_saved(tmp_path, path):
+    # it ran and was saved, and the saved run could never be replayed (its workspace refused there)
+    saved = tmp_path / "w.txt"
+    result = call({"op": "run_agent", "task": "t", "workspace": {path: "a"}}, "--transcript", str(saved))
+    assert result.exit_code == 2 and json.loads(result.stdout)["error"]["code"] == "invalid_field", result.output
+    assert result.stderr.startswith("error: workspace: ") and not saved.exists()
+
+
+def test_a_misspelt_field_is_refused_never_left_to_its_default():
+    result = call({"op": "run_agent", "task": "t", "max_step": 1})
+    assert result.exit_code == 2
+    assert json.loads(result.stdout)["error"] == {"code": "invalid_field", "message": 'unknown field "max_step" (known: op, task, max_steps, workspace, model_turns)'}
+
+
 def test_the_transcript_can_be_shown_and_replayed(tmp_path):
     saved = tmp_path / "calc.txt"
     assert call(SEED_REQUEST, "--transcript", str(saved)).exit_code == 0
