@@ -50,7 +50,7 @@ def transcript_diff(saved: str, fresh: str, name: str, labels: tuple[str, str] =
     keys = _meta_keys(a, b)
     if keys:
         out.append("metadata that differs: " + ", ".join(keys))
-    if keys == ["source.sha256"]:  # an edit (a comment, a refactor) that changed nothing the run shows
+    if keys == ["source.sha256"] and not headline.startswith("first difference"):  # an edit the run does not show
         out.append("the source was edited since this was recorded, and the run is the same: pytest --harness-update records its new hash")
     shown = hunks()
     out += [mark + _show(line, at) for mark, line, at, _ in itertools.islice(shown, MAX_LINES)]

@@ -493,6 +493,7 @@ def test_a_real_edit_fails_only_the_runs_it_changes(pytester, project):
     result = pytester.runpytest()
     result.assert_outcomes(passed=1, failed=1)
     result.stdout.fnmatch_lines(["tests/transcripts/weather.txt: first difference in step 1 (code: Observation: rain in Oslo)", "  tests/transcripts/units.txt"])
+    assert "the run is the same" not in result.stdout.str()  # (only units.txt's is, and it passes)
 
 
 @pytest.mark.parametrize("strict", [["--harness-strict-source"], ["-o", "harness_strict_source=true"]], ids=["option", "ini"])
