@@ -112,8 +112,8 @@ def run(setup: Setup, model: Model, emit: Emit = nobody) -> RunRecord:
         return out.stop(StopReason.CANCELED, step)
     except ModelExhausted as e:  # a call that never answered is not a step
         return out.stop(StopReason.MODEL_EXHAUSTED, step - 1, detail=str(e))
-    except ModelError as e:
-        return out.stop(StopReason.MODEL_ERROR, step - 1, detail=str(e))
+    except ModelError as e:  # a server's words may quote what was sent: the user's patterns mask them too
+        return out.stop(StopReason.MODEL_ERROR, step - 1, detail=setup.redaction(str(e)))
     except KeyboardInterrupt:
         return out.stop(StopReason.CANCELED, step)
 

@@ -94,6 +94,22 @@ def test_a_live_model_s_secret_split_across_chunks_never_reaches_the_file_or_the
     assert invoke("replay", "live.txt", "--check").exit_code == 0  # offline: no server now
 
 
+def test_a_server_s_error_that_quotes_a_secret_is_masked_in_the_file_the_screen_and_the_reports(vault):
+    write(vault / "vault.toml", VAULT.replace('python = "vault_tools:vault"', 'description = "Open a vault"\nresults = { main = "sealed" }'))
+    server = FakeServer()
+    server.serve(*[Reply(400, [f'{{"error": {{"message": "rejected token {TOKEN}"}}}}'.encode()], content_type="application/json")] * 3)
+    try:
+        single = invoke("run", "vault.toml", "--model", "openai:m", "--base-url", server.url, "--save", "live.txt")
+        batch = invoke("run", "vault.toml", "--model", "openai:m", "--base-url", server.url, "--report", "r.json", "--junit", "j.xml")
+    finally:
+        server.close()
+    assert single.exit_code == 3 and "rejected token ***" in single.stderr, single.output
+    assert batch.exit_code == 3 and "rejected token ***" in read(vault / "r.json"), batch.output
+    everything = single.output + batch.output + read(vault / "live.txt") + read(vault / "r.json") + read(vault / "j.xml")
+    assert TOKEN not in everything and "5e5e" not in everything
+    assert invoke("replay", "live.txt", "--check").exit_code == 0  # offline, the error as it was saved
+
+
 def test_the_environment_s_api_keys_are_masked_in_what_a_tool_prints_and_returns_too(vault, monkeypatch):
     key = "sk-live-0123456789abcdef"
     monkeypatch.setenv("HARNESS_API_KEY", "test")  # a placeholder, sent first: the other is masked all the same
