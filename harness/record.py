@@ -96,6 +96,8 @@ def run_scenario(
 ) -> RunRecord:
     """Run a scenario on its script, or on a live `model` (`peek`: read that far past a stop,
     only to record what it prevented); `wrap` wraps whichever model runs (a batch's)."""
+    if not isinstance(scenario, Scenario):
+        raise HarnessError("run_scenario", f"takes a Scenario (load_scenario(path) reads one), not {type(scenario).__name__}")
     root = (root or Path.cwd()).absolute()  # now: a tool's os.chdir cannot move it
     setup = build(scenario, root, model, peek)
     model = scripted(scenario) if model is None else model

@@ -146,8 +146,9 @@ def find_scenario(name: str) -> Path:
     raise ScenarioError(name, "no such file, and no shipped scenario has that name (see `harness list`)")
 
 
-def load_scenario(path: Path, shown: str | None = None) -> Scenario:
+def load_scenario(path: str | Path, shown: str | None = None) -> Scenario:
     """The scenario in `path`; messages name it as `shown` (by default the path itself)."""
+    path = Path(path)
     text = read_input(path, ScenarioError)  # only a regular file (harness/files.py)
     if text.startswith("\ufeff"):
         raise ScenarioError(shown or str(path), "the file begins with a byte-order mark; save it as UTF-8 without one")

@@ -105,3 +105,12 @@ def test_an_agent_given_its_tools_as_a_generator_keeps_them_for_every_run():
 def test_load_record_refuses_what_is_not_text(text, kind):
     with pytest.raises(TranscriptFormatError, match=f"load_record\\(text\\): must be the saved file's text, a str, not {kind}$"):
         load_record(text)
+
+
+def test_a_scenario_is_loaded_from_a_str_path_and_run_only_as_a_scenario():
+    from harness import find_scenario, load_scenario, run_scenario
+
+    path = find_scenario("nimbus")
+    assert load_scenario(str(path)) == load_scenario(path)  # (a str once failed after the file was read)
+    with pytest.raises(HarnessError, match=r"^run_scenario: takes a Scenario \(load_scenario\(path\) reads one\), not PosixPath$"):
+        run_scenario(path)
