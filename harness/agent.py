@@ -46,8 +46,12 @@ class Agent:
             raise HarnessError("Agent.tools", f"must be a list of tools (Tools or functions), not {type(self.tools).__name__}")
         if not isinstance(self.tools, Sequence):  # a generator or a set: read once, here, and kept
             self.tools = tuple(self.tools)
+        names: set[str] = set()
         for i, t in enumerate(self.tools):  # a Tool's function too: an async one would never be awaited
-            tool_function(*((t.fn, t.name) if isinstance(t, Tool) else (t, None)), f"Agent.tools[{i}]")
+            name = tool_function(*((t.fn, t.name) if isinstance(t, Tool) else (t, None)), f"Agent.tools[{i}]")
+            if name in names:  # a model calls a tool by its name: one of the two could never be called
+                raise HarnessError(f"Agent.tools[{i}]", f"a second tool named {name!r}; give it its own: from_function(fn, name=\"...\")")
+            names.add(name)
         if self.source is not None and not (isinstance(self.source, str) and re.fullmatch(sources.AGENT_REF, self.source)):
             raise HarnessError("Agent.source", f"{self.source!r} must read 'module:attribute' (an importable name of the Agent)")
 

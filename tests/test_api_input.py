@@ -114,3 +114,13 @@ def test_a_scenario_is_loaded_from_a_str_path_and_run_only_as_a_scenario():
     assert load_scenario(str(path)) == load_scenario(path)  # (a str once failed after the file was read)
     with pytest.raises(HarnessError, match=r"^run_scenario: takes a Scenario \(load_scenario\(path\) reads one\), not PosixPath$"):
         run_scenario(path)
+
+
+def test_an_agent_refuses_two_tools_of_one_name_when_it_is_made():
+    def add(a, b):
+        """Add."""
+        return a + b
+
+    with pytest.raises(HarnessError, match=r"^Agent.tools\[1\]: a second tool named 'add'; give it its own: from_function\(fn, name=\"...\"\)$"):
+        Agent(prompt=PROMPT, tools=[add, add])
+    Agent(prompt=PROMPT, tools=[add, from_function(add, name="plus")])  # named apart: both callable
