@@ -53,8 +53,22 @@ def gather(arguments: list[str], kind: str = "scenario") -> list[Job]:
             try:  # a transcript is read as it replays (absolute: a tool's os.chdir cannot lose the next)
                 jobs.append(Job(path.stem, load_scenario(path)) if kind == "scenario" else Job(str(path), None, saved=path.absolute()))
             except HarnessError as e:
+                if os.path.isdir(argument) and kind == "scenario" and _no_question(path):  # a pyproject.toml, say
+                    from harness.escape import one_line
+
+                    typer.echo(f"note: skipped {one_line(str(path))}: it has no question, so it is no scenario", err=True)
+                    continue
                 jobs.append(Job(path.stem, None, str(e)))
     return jobs
+
+
+def _no_question(path: Path) -> bool:
+    from harness.files import load_toml, read_input
+
+    try:
+        return "question" not in load_toml(read_input(path))
+    except (HarnessError, ValueError):  # unreadable, or not TOML: an error of its own, said as the scenario's
+        return False
 
 
 def check(jobs: list[Job], folder: Path | None, report: Path | None, junit: Path | None) -> dict[Path, Path]:

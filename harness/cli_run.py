@@ -26,7 +26,7 @@ def run(
         list[str],
         typer.Argument(
             metavar="SCENARIO...",
-            help="Scenario .toml files, names of shipped ones (see `harness list`), or folders (every *.toml under them, but in hidden folders such as .venv).",
+            help="Scenario .toml files, names of shipped ones (see `harness list`), or folders (every *.toml with a question under them, but in hidden folders such as .venv).",
             autocompletion=_scenario_names,
         ),
     ],

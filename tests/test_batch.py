@@ -110,8 +110,13 @@ def test_a_folder_is_searched_but_its_hidden_folders_so_run_dot_never_walks_into
     for folder in (work, work / "sub", work / ".venv" / "lib", work / ".git"):
         folder.mkdir(parents=True)
         scenario(folder, "a" if folder.name != "sub" else "b")
+    (work / "pyproject.toml").write_text('[project]\nname = "mine"\n', encoding="utf-8")  # no question: no scenario
+    (work / "sub" / "broken.toml").write_text('question = "q"\nmax_step = 1\n', encoding="utf-8")  # a scenario's mistake
     result = invoke("run", str(work), "--save-dir", str(tmp_path / "out"))
-    assert result.exit_code == 0 and result.stdout.splitlines()[-1] == "2 runs: 2 final_answer", result.output
+    assert result.exit_code == 2 and result.stdout.splitlines()[-1] == "3 runs: 2 final_answer, 1 not run", result.output
+    assert f"note: skipped {work / 'pyproject.toml'}: it has no question, so it is no scenario\n" in result.stderr
+    assert "max_step: unknown field" in result.stderr and "project: unknown field" not in result.stderr
+    (work / "sub" / "broken.toml").unlink()
     invoke("run", str(work), "--save-dir", str(work / "out"))
     (work / ".old").mkdir()
     (work / "out" / "a.txt").rename(work / ".old" / "a.txt")
