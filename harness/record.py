@@ -171,7 +171,10 @@ def setup_again(saved: RunRecord, where: str, folder: Path, root: Path, live: Mo
             setup.source = replace(saved.source, sha256=setup.source.sha256 if setup.source else "")
         return setup
     scenario = scenario_of(saved, where) if saved.source is None else rebuilt(saved, where, folder, root, keep_facts)
-    return build(with_patterns(scenario, redact), root, live, named=saved.source if keep_facts else None)
+    named, more = saved.source if keep_facts else None, with_patterns(scenario, redact)
+    if named is not None and more.redact != scenario.redact:  # recorded as a run's, as a new recording does: any replay applies them
+        named = replace(named, overrides=named.overrides | {"redact": list(more.redact)})
+    return build(more, root, live, named=named)
 
 
 def with_patterns(scenario: Scenario, redact: Sequence[str]) -> Scenario:

@@ -172,6 +172,15 @@ def test_harness_redact_in_pytest_ini_masks_what_is_recorded_and_replayed(pytest
     assert invoke("replay", "tests/transcripts/vault.txt", "--check").exit_code == 0  # without the ini: the file says
 
 
+def test_harness_redact_accepted_by_harness_update_replays_the_same_from_the_command_line(pytester, project):
+    write(project / "pytest.ini", "[pytest]\nharness_transcripts = tests/transcripts\nharness_redact = hunter2-\\w+\n")
+    pytester.runpytest().assert_outcomes(failed=1)
+    pytester.runpytest("--harness-update").assert_outcomes(passed=1)
+    assert SECRET not in read(project / "tests/transcripts/vault.txt")
+    pytester.runpytest().assert_outcomes(passed=1)
+    assert invoke("replay", "tests/transcripts/vault.txt", "--check").exit_code == 0  # the file says which patterns (it said none)
+
+
 def test_a_bad_harness_redact_line_is_a_usage_error_naming_the_option(pytester, project):
     write(project / "pytest.ini", "[pytest]\nharness_transcripts = tests/transcripts\nharness_redact =\n    ok\n    [unclosed\n")
     result = pytester.runpytest()
