@@ -81,6 +81,7 @@ def run_one(
     live: bool, delay: float | None, cost: bool, models: ModelOptions, peek: int | None,
 ) -> None:  # fmt: skip
     """`harness run SCENARIO`: the one run, shown and saved."""
+    from harness.expect import matches
     from harness.record import run_scenario
     from harness.scenario import load_scenario
     from harness.transcript import HEADER
@@ -93,6 +94,8 @@ def run_one(
     emit = listener(format, delay if delay is not None else 0.03 if live else 0.0, live_model is not None, not spec.use_stop)
     record = run_scenario(spec, emit, live_model, peek or 0, Path.cwd())
     tell_stderr(record, live_model)
+    if (matched := matches(spec, record.final_answer)) is not None:  # as a batch's summary says it (and --fail-on mismatch fails on)
+        typer.echo(f"expect: {'match' if matched else 'mismatch'}", err=True)
     failed = failure(record, live_model, spec.interrupt is not None)  # a scenario's scripted interrupt is a demo, not a failure
     if target is not None:  # the scenario named relative to the saved file, which replay finds it by
         record = record.placed(target)

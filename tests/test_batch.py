@@ -164,6 +164,9 @@ def test_expect_marks_match_and_mismatch_and_fail_on_mismatch_exits_1(tmp_path):
     assert result.stdout.splitlines()[-1] == "3 runs: 3 final_answer · expect: 2 match, 1 mismatch"
     assert {r["scenario"]: r["expect"] for r in json.loads(report.read_text())["runs"]}["wrong"] == "mismatch"
     assert invoke("run", str(tmp_path), "--fail-on", "mismatch").exit_code == 1
+    for name, said in (("right", "expect: match\n"), ("wrong", "expect: mismatch\n")):  # a single run says it too
+        single = invoke("run", str(tmp_path / f"{name}.toml"), "-f", "tagged")
+        assert single.exit_code == 0 and single.stderr == said and said not in single.stdout, single.output
 
 
 def test_a_mismatch_says_what_was_expected_in_the_table_the_json_and_the_junit_file(tmp_path):
