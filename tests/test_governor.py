@@ -17,7 +17,7 @@ from harness.loop import Setup, Writer, complete
 from harness.model import as_model
 from harness.transcript import Transcript
 from harness.tools import Registry, calculator, canned
-from harness.traits import answer_may_open, compatible
+from harness.judge import answer_may_open, compatible
 from tests.test_stop import cut_at_stop
 
 TOOLS = Registry(
