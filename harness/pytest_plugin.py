@@ -86,8 +86,9 @@ class TranscriptItem(pytest.Item):
         return self.nodeid.split("::")[0]  # the file as the user names it: relative to the rootdir
 
     def runtest(self) -> None:
-        from harness.files import read_input
+        from harness.files import read_input, write_file
         from harness.record import replay
+        from harness.transcript import HEADER
 
         text = read_input(self.path, shown=self.source)  # as every command reads one: "\r" kept, a FIFO refused, UTF-16 named
         if self.config.getoption("harness_record"):
@@ -105,7 +106,7 @@ class TranscriptItem(pytest.Item):
             self.user_properties.append((_REHASHED, self.source))  # the run is the same: not drift
             return
         if update:
-            _rewrite(self.path, result.fresh, f"--harness-update {self.source}:")
+            write_file(self.path, result.fresh, HEADER + "\n", f"--harness-update {self.source}:")  # whole or not at all, and only a transcript
             self.user_properties.append((_REWROTE, self.source))
             if (stale := stale_turn(result.recording.transcript, result.record.transcript)) is not None:  # a kept model turn followed changed text
                 warning = (
@@ -123,7 +124,9 @@ class TranscriptItem(pytest.Item):
     def record(self, text: str) -> None:
         """--harness-record: the file rewritten if the new recording differs; one that did
         not complete fails and writes nothing."""
+        from harness.files import write_file
         from harness.record import record_again
+        from harness.transcript import HEADER
 
         model = _recording_model(self.config)
         record = record_again(text, self.source, self.path, self.config.rootpath, model, self.config.getini("harness_redact"))
@@ -141,7 +144,7 @@ class TranscriptItem(pytest.Item):
                 "(a cassette is never replaced by a failed recording)"
             )
         if (fresh := record.saved) != text:
-            _rewrite(self.path, fresh, f"--harness-record {self.source}:")
+            write_file(self.path, fresh, HEADER + "\n", f"--harness-record {self.source}:")
             self.user_properties.append((_REWROTE, self.source))
 
     def repr_failure(self, excinfo, style=None):
@@ -163,15 +166,6 @@ def _recording_model(config: pytest.Config):
     from harness.backends.spec import model_from_spec
 
     return model_from_spec(spec, config.getoption("harness_base_url"))
-
-
-def _rewrite(path: Path, text: str, where: str) -> None:
-    """Replace a saved transcript whole, or not at all; never a file that is not one
-    (`where`, the option and file, names it in the error)."""
-    from harness.files import write_file
-    from harness.transcript import HEADER
-
-    write_file(path, text, HEADER + "\n", where)
 
 
 def pytest_terminal_summary(terminalreporter, config: pytest.Config) -> None:

@@ -141,12 +141,13 @@ def test_a_folder_that_does_not_exist_is_a_usage_error(pytester):
 def test_a_file_that_stopped_being_a_transcript_is_never_written(tmp_path):
     # --harness-update checks the header again right before it writes.
     from harness.errors import HarnessError
-    from harness.pytest_plugin import _rewrite
+    from harness.files import write_file
+    from harness.transcript import HEADER
 
     path = tmp_path / "notes.txt"
     write(path, "My notes: keep these.\n")
     with pytest.raises(HarnessError, match="harness did not write it; not overwriting it"):
-        _rewrite(path, saved("nimbus"), "notes.txt")
+        write_file(path, saved("nimbus"), HEADER + "\n", "notes.txt")  # as pytest_plugin rewrites one
     assert read(path) == "My notes: keep these.\n"
     assert [p.name for p in tmp_path.iterdir()] == ["notes.txt"]
 
