@@ -117,7 +117,7 @@ def updated(outcome: Outcome, result, path: Path) -> Outcome:
     (out of recorded turns, or canceled, where the recording was not); `transcript` says
     it was, and a note names a kept turn that followed text the update changed."""
     from harness.files import write_file
-    from harness.stale import stale_turn
+    from harness.source import stale_turn
     from harness.transcript import HEADER
 
     ended, recorded = result.record.stop_reason.value, result.recording.stop_reason.value

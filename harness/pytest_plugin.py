@@ -98,8 +98,7 @@ class TranscriptItem(pytest.Item):
             return
         from harness.diff import transcript_diff  # (a replay that differs: a session of passes never imports these)
         from harness.escape import one_line
-        from harness.source import only_rehashed
-        from harness.stale import stale_turn
+        from harness.source import only_rehashed, stale_turn
         update = self.config.getoption("harness_update")
         strict = self.config.getoption("harness_strict_source") or self.config.getini("harness_strict_source")
         if not update and not strict and only_rehashed(result.saved, result.fresh):

@@ -5,6 +5,13 @@ a replay can rebuild the run from that source as it is *now* and feed it the rec
 
 An edit of the source that changed nothing the run shows is *only* drift of its sha256
 (`only_rehashed`), which a replay check passes unless asked to be strict.
+
+An update (`pytest --harness-update`, `harness replay --update`) keeps the recorded model
+turns and rebuilds what code and the developer wrote; a kept turn that followed changed
+text may contradict it, so the update says so:
+
+    stale_turn(saved.transcript, fresh.transcript)
+    -> Stale(call=2, author="code", old="Observation: shelf B2", new="Observation: shelf B3")
 """
 
 from __future__ import annotations
@@ -15,18 +22,22 @@ import re
 import sys
 from collections.abc import Iterable
 from dataclasses import dataclass, field, replace
+from itertools import zip_longest
 from pathlib import Path
 from typing import Any
 
 from harness.errors import HarnessError, TranscriptFormatError
+from harness.escape import one_line
 from harness.files import Fields, not_a_file
 from harness.prompts import NAME  # a shipped scenario is named as a template is: a file name, no path
+from harness.transcript import Author, Transcript
 
 ORIGINS = ("transcript", "root", "shipped")
 # What a run may change of its scenario: all a saved file's overrides may hold (a tool or a
 # prompt there would be the file's own code, put over the scenario it names).
 RUN_CHANGES = ("max_steps", "use_stop", "endpoint", "interrupt", "model_error", "redact")
 AGENT_REF = r"[A-Za-z_][\w.]{0,199}:[A-Za-z_]\w{0,99}"  # module:attribute (compiled when first matched)
+LINE_SHOWN = 60  # characters of a changed line shown in a stale turn's warning
 
 
 @dataclass(frozen=True, slots=True)
@@ -98,6 +109,33 @@ def only_rehashed(saved: str, fresh: str) -> bool:
     """Whether two saved files are the same, byte for byte, but for their source's sha256."""
     unhashed = [re.sub(_SOURCE_SHA, r'\1"sha256": ""', text) for text in (saved, fresh)]
     return saved != fresh and unhashed[0] == unhashed[1]
+
+
+@dataclass(frozen=True)
+class Stale:
+    call: int  # the first model call (from 1) whose recorded turn followed text that changed
+    author: str  # who wrote the text that changed: "code" or "developer"
+    old: str  # its first differing line, as recorded
+    new: str  # and as the source writes it now
+
+
+def stale_turn(saved: Transcript, fresh: Transcript) -> Stale | None:
+    """The first recorded model turn that followed text the fresh run changed (None: none did)."""
+    recorded, now = saved.spans, fresh.spans
+    for i, (old, new) in enumerate(zip_longest(recorded, now)):
+        if old == new:
+            continue
+        if new is None or new.author is Author.MODEL or (old is not None and old.author is Author.MODEL) or not any(s.author is Author.MODEL for s in now[i + 1 :]):
+            return None  # the fresh run ended, the model's own turn differs, or no recorded turn followed the change
+        call = 1 + sum(1 for s in now[:i] if s.author is Author.MODEL)  # (one span per model call)
+        lines = zip_longest(old.text.split("\n") if old is not None else [], new.text.split("\n"), fillvalue="")
+        before, after = next(((x, y) for x, y in lines if x != y), ("", ""))
+        return Stale(call, new.author.value, _short(before), _short(after))
+    return None
+
+
+def _short(line: str) -> str:
+    return one_line(line if len(line) <= LINE_SHOWN else line[: LINE_SHOWN - 1] + "…")
 
 
 def resolve(source: Source, where: str, transcript_folder: Path, root: Path, shipped: Path) -> Path:

@@ -22,7 +22,7 @@ PACKAGE = Path(__file__).parent.parent / "harness"
 
 LAYERS = [  # bottom to top
     ("foundations", "errors decisions escape install skim diff expect"),
-    ("the buffer and its text", "transcript entry stop arguments dialects notices unseen events stale traffic"),
+    ("the buffer and its text", "transcript entry stop arguments dialects notices unseen events traffic"),
     ("the model boundary", "model"),
     ("reading and judging a reply", "judge governor reading limits"),
     ("the run record", "run_record"),
