@@ -235,7 +235,7 @@ def test_without_the_local_extra_one_line_says_how_to_install_it(monkeypatch, mi
     monkeypatch.setitem(sys.modules, missing, None)  # as if it were not installed: import fails
     with pytest.raises(HarnessError) as caught:
         model_from_spec("local")
-    from harness.install import extra
+    from harness.backends.local import extra
 
     assert str(caught.value) == f"--model: a local model needs llama-cpp-python[server], which is not installed: {extra('local')}"
 

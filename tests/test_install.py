@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from harness import install
+from harness.backends import local as install  # the install commands every hint names
 from harness.errors import HarnessError
 
 ROOT = Path(__file__).parent.parent

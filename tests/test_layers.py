@@ -21,7 +21,7 @@ from pathlib import Path
 PACKAGE = Path(__file__).parent.parent / "harness"
 
 LAYERS = [  # bottom to top
-    ("foundations", "errors decisions escape install skim diff expect"),
+    ("foundations", "errors decisions escape skim diff expect"),
     ("the buffer and its text", "transcript entry stop arguments dialects notices unseen events traffic"),
     ("the model boundary", "model"),
     ("reading and judging a reply", "judge governor reading limits"),

