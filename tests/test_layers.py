@@ -31,7 +31,7 @@ LAYERS = [  # bottom to top
     ("live models", "backends backends.urls backends.wire backends.connection backends.messages backends.server backends.local backends.spec"),
     ("runs from sources", "agent record batch protocol cassette proxy"),
     ("views", "render render.keys render.styled render.wrap render.json render.frames render.sent render.live render.markdown render.html render.stepper batch_report"),
-    ("the command", "cli_io cli_batch cli_show cli_replay cli_run cli_proxy cli pytest_proxy pytest_plugin __main__"),
+    ("the command", "cli_io cli_batch cli_show cli_replay cli_run cli_proxy cli pytest_plugin __main__"),
 ]
 LAYER = {f"harness.{m}": i for i, (_, modules) in enumerate(LAYERS) for m in modules.split()}
 

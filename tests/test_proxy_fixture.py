@@ -8,7 +8,7 @@ import json
 
 import pytest
 
-from harness.pytest_proxy import folder_name
+from harness.pytest_plugin import folder_name
 from tests.loopback import FakeServer, Reply
 
 pytest_plugins = ["pytester"]
