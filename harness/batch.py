@@ -134,6 +134,8 @@ def run_all(jobs: Sequence[Job], work: Work, workers: int, progress: Any, interr
                 interrupt()  # or now, if a call of theirs is blocked
                 for future in pending:
                     future.cancel()  # the waiting ones never start
+                if any(future.running() for future in pending):  # (one in a tool ends only when the tool returns)
+                    progress.say("interrupted: waiting for the running runs to stop; Ctrl-C again to leave them")
     finally:
         pool.shutdown(wait=not abandoned, cancel_futures=True)
     return outcomes, interrupted

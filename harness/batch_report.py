@@ -202,11 +202,16 @@ class Progress:
         with self.lock:
             self.runs.pop(id(job), None)
             self.reasons[o.stop_reason or "not run"] += 1
-        for note in o.notes:  # above the bar, if there is one
-            self.out.write(("\r\x1b[K" if self.bar else "") + one_line(f"note: {o.name}: {note}") + "\n")
+        for note in o.notes:
+            self.say(f"note: {o.name}: {note}")
         if self.bar:
             return self.tick()
         self.out.write(one_line(f"[{self.done}/{self.total}] {o.name}: {_ended(o)}") + "\n")
+        self.out.flush()
+
+    def say(self, text: str) -> None:
+        """A line of the batch's own, above the bar if there is one."""
+        self.out.write(("\r\x1b[K" if self.bar else "") + one_line(text) + "\n")
         self.out.flush()
 
     def tick(self) -> None:

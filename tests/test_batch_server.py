@@ -150,6 +150,7 @@ def test_a_second_ctrl_c_ends_a_batch_whose_tool_never_returns(tmp_path):
     stdout, stderr = proc.communicate(timeout=10)
     assert proc.returncode == 130 and "Traceback" not in stderr, stderr
     assert stdout.splitlines()[-1] == "2 runs: 2 canceled · 1 not started (interrupted)"
+    assert "interrupted: waiting for the running runs to stop; Ctrl-C again to leave them\n" in stderr  # (the first said nothing)
 
 
 def test_a_batch_through_the_chat_endpoint_stays_chat_and_replays_offline(fake, tmp_path):
