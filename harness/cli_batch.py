@@ -23,8 +23,9 @@ if TYPE_CHECKING:  # imported when a batch runs: `harness --help` stays fast
 
 def gather(arguments: list[str], kind: str = "scenario") -> list[Job]:
     """Scenarios (names and files) or saved transcripts, and folders (every one under them,
-    sorted, but in hidden folders), in the order given; a file given twice runs once. One that
-    cannot be loaded, and a folder that holds none, is a Job with its error."""
+    sorted, except hidden files and folders), in the order given; a file given twice runs once.
+    One that cannot be loaded, and a folder that holds none, is a Job with its error; a folder's
+    .toml that has no scenario field at all (a pyproject.toml) is skipped with a note."""
     from harness.batch import Job
     from harness.files import is_transcript, same_file
     from harness.scenario import load_scenario
@@ -38,14 +39,13 @@ def gather(arguments: list[str], kind: str = "scenario") -> list[Job]:
         if os.path.isdir(argument):  # a FIFO or a broken or looping link is named, never skipped unsaid
             found = (p for p in Path(argument).rglob("*" + suffix) if not any(part.startswith(".") for part in p.relative_to(argument).parts))  # none in .venv, .git
             paths = sorted(p for p in found if not p.is_dir() and (kind == "scenario" or not p.is_file() or is_transcript(p)))
-            if not paths:
-                jobs.append(Job(argument, None, f"{argument}: the folder holds no {held}"))
         else:
             try:
                 paths = [scenario_file(argument) if kind == "scenario" else Path(argument)]
             except HarnessError as e:
                 jobs.append(Job(Path(argument).stem, None, str(e)))
                 continue
+        skipped = 0
         for path in paths:
             if (key := same_file(path)) in seen:
                 continue
@@ -53,20 +53,25 @@ def gather(arguments: list[str], kind: str = "scenario") -> list[Job]:
             try:  # a transcript is read as it replays (absolute: a tool's os.chdir cannot lose the next)
                 jobs.append(Job(path.stem, load_scenario(path)) if kind == "scenario" else Job(str(path), None, saved=path.absolute()))
             except HarnessError as e:
-                if os.path.isdir(argument) and kind == "scenario" and _no_question(path):  # a pyproject.toml, say
+                if os.path.isdir(argument) and kind == "scenario" and _not_a_scenario(path):  # a pyproject.toml, say
                     from harness.escape import one_line
 
-                    typer.echo(f"note: skipped {one_line(str(path))}: it has no question, so it is no scenario", err=True)
+                    typer.echo(f"note: skipped {one_line(str(path))}: none of its keys is a scenario's field", err=True)
+                    skipped += 1
                     continue
                 jobs.append(Job(path.stem, None, str(e)))
+        if os.path.isdir(argument) and skipped == len(paths):  # (none at all, or none but such files)
+            jobs.append(Job(argument, None, f"{argument}: the folder holds no {held}"))
     return jobs
 
 
-def _no_question(path: Path) -> bool:
+def _not_a_scenario(path: Path) -> bool:
+    """A TOML file none of whose keys a scenario has: not a scenario with a mistake in it."""
     from harness.files import load_toml, read_input
+    from harness.scenario import FIELDS
 
     try:
-        return "question" not in load_toml(read_input(path))
+        return not set(load_toml(read_input(path))) & FIELDS
     except (HarnessError, ValueError):  # unreadable, or not TOML: an error of its own, said as the scenario's
         return False
 

@@ -31,7 +31,7 @@ HINT = (
 
 
 def replay(
-    files: Annotated[list[str], typer.Argument(metavar="FILE...", help="Saved transcripts (from run --save), or folders (every transcript under them, but in hidden folders such as .venv).")],
+    files: Annotated[list[str], typer.Argument(metavar="FILE...", help="Saved transcripts (from run --save), or folders (every transcript under them, except in hidden folders such as .venv).")],
     check: Annotated[bool, typer.Option("--check", help="Exit 1 with a diff if the replay differs from the file.")] = False,
     format: FormatOption = Format.rich,
     model: ModelOption = None,

@@ -22,8 +22,9 @@
     results = { nimbus = "99.8 GB of 100 GB used" }
 
 A template names `$tools` and `$question` (`$$` is a dollar sign); a variable nobody
-supplies is an error, and so is a template without `$question`. `prompt_file` is looked for in the scenario's own folder and may
-not leave it; a Python tool's module is a file there or an importable module.
+supplies is an error, and so is a template without `$question`. `prompt_file` is looked
+for in the scenario's own folder and may not leave it; a Python tool's module is a file
+there or an importable module.
 
 This module is the schema: the fields, their defaults and their checks. A saved
 transcript keeps the same fields (all but the completions) in its metadata, so
@@ -166,8 +167,8 @@ def shipped_scenarios() -> list[Path]:
 
 # --- validation: one clear message naming the file and the field ---------------------
 
-_FIELDS = {f for f in Scenario.__dataclass_fields__ if f not in ("source", "base", "file", "loaded")}
-_META_FIELDS = [f for f in Scenario.__dataclass_fields__ if f in _FIELDS and f != "completions"]  # in order
+FIELDS = {f for f in Scenario.__dataclass_fields__ if f not in ("source", "base", "file", "loaded")}
+_META_FIELDS = [f for f in Scenario.__dataclass_fields__ if f in FIELDS and f != "completions"]  # in order
 _UNSET = (("prompt_file", None), ("endpoint", "completions"), ("expect", None), ("expect_regex", None), ("redact", []))
 _LIMIT_FIELDS = ("max_steps", "unknown_tool_limit", "format_error_limit", "repeat_limit")
 
@@ -177,8 +178,8 @@ def _parse(data: dict[str, Any], where: str, base: Path | None, check_files: boo
     try:
         read = Fields(data, f"{where}: ", ScenarioError)
         for key in data:
-            if key not in _FIELDS:
-                raise read.fail(key, f"unknown field (known: {', '.join(sorted(_FIELDS))})")
+            if key not in FIELDS:
+                raise read.fail(key, f"unknown field (known: {', '.join(sorted(FIELDS))})")
         workspace = _workspace(read)
         expect, expect_regex = _expect(read)
         scenario = Scenario(

@@ -110,13 +110,17 @@ def test_a_folder_is_searched_but_its_hidden_folders_so_run_dot_never_walks_into
     for folder in (work, work / "sub", work / ".venv" / "lib", work / ".git"):
         folder.mkdir(parents=True)
         scenario(folder, "a" if folder.name != "sub" else "b")
-    (work / "pyproject.toml").write_text('[project]\nname = "mine"\n', encoding="utf-8")  # no question: no scenario
-    (work / "sub" / "broken.toml").write_text('question = "q"\nmax_step = 1\n', encoding="utf-8")  # a scenario's mistake
+    (work / "pyproject.toml").write_text('[project]\nname = "mine"\n', encoding="utf-8")  # no scenario's field: no scenario
+    (work / "sub" / "broken.toml").write_text('qusetion = "q"\nmax_steps = 1\n', encoding="utf-8")  # a scenario's mistake
     result = invoke("run", str(work), "--save-dir", str(tmp_path / "out"))
     assert result.exit_code == 2 and result.stdout.splitlines()[-1] == "3 runs: 2 final_answer, 1 not run", result.output
-    assert f"note: skipped {work / 'pyproject.toml'}: it has no question, so it is no scenario\n" in result.stderr
-    assert "max_step: unknown field" in result.stderr and "project: unknown field" not in result.stderr
+    assert f"note: skipped {work / 'pyproject.toml'}: none of its keys is a scenario's field\n" in result.stderr
+    assert "qusetion: unknown field" in result.stderr and "project: unknown field" not in result.stderr
     (work / "sub" / "broken.toml").unlink()
+    only = tmp_path / "only"  # a folder of such files alone holds no scenario: an error, never an empty batch that passes
+    only.mkdir()
+    (only / "pyproject.toml").write_text('[project]\nname = "mine"\n', encoding="utf-8")
+    assert invoke("run", str(only)).exit_code == 2
     invoke("run", str(work), "--save-dir", str(work / "out"))
     (work / ".old").mkdir()
     (work / "out" / "a.txt").rename(work / ".old" / "a.txt")
