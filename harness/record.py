@@ -171,15 +171,13 @@ def setup_again(saved: RunRecord, where: str, folder: Path, root: Path, live: Mo
             setup.source = replace(saved.source, sha256=setup.source.sha256 if setup.source else "")
         return setup
     scenario = scenario_of(saved, where) if saved.source is None else rebuilt(saved, where, folder, root, keep_facts)
-    named, more = saved.source if keep_facts else None, with_patterns(scenario, redact)
-    if named is not None and more.redact != scenario.redact:  # recorded as a run's, as a new recording does: any replay applies them
-        named = replace(named, overrides=named.overrides | {"redact": list(more.redact)})
-    return build(more, root, live, named=named)
+    kept = saved.scenario.redact if keep_facts and saved.scenario is not None else ()  # a replay masks what its run masked (pytest's too)
+    return build(with_patterns(scenario, (*kept, *redact)), root, live, named=saved.source if keep_facts else None)
 
 
 def with_patterns(scenario: Scenario, redact: Sequence[str]) -> Scenario:
     """The scenario with more patterns to redact (a run's, as --max-steps is a run's limit)."""
-    more = tuple(p for p in redact if p not in scenario.redact)
+    more = tuple(dict.fromkeys(p for p in redact if p not in scenario.redact))  # each once, in order
     return scenario.but(redact=scenario.redact + more) if more else scenario
 
 
