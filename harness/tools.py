@@ -18,6 +18,7 @@ from functools import cached_property
 from typing import Any
 
 from harness import captured
+from harness.errors import made_of_ctrl_c
 from harness.user_code import as_text, describe, message, name_of, tool_function
 
 TRAITS = ("exploration", "exploitation", "neutral", "unknown")
@@ -105,9 +106,9 @@ class Registry:
         call = captured.start()  # this call's own prints, whatever other runs' tools print
         try:
             result, ok = tool.call(args, kwargs), True
-        except KeyboardInterrupt:  # a real Ctrl-C: the loop cancels the run
-            raise
         except BaseException as e:  # user code may raise anything, SystemExit too: the model reads it (a ToolError: its words alone)
+            if made_of_ctrl_c(e):  # a real Ctrl-C, or an error a library made of one: the loop cancels the run
+                raise KeyboardInterrupt from e
             result, ok = "Error: " + (message(e) if isinstance(e, ToolError) else describe(e)), False
         finally:
             printed = captured.stop(call)

@@ -32,3 +32,20 @@ def test_ctrl_c_while_the_model_streams_keeps_the_shown_text_and_saves_the_file(
     assert replay(saved.read_text(encoding="utf-8"), "t.txt").matches
     again = subprocess.run([sys.executable, "-m", "harness", "replay", str(saved), "--check"], cwd=ROOT, capture_output=True, text=True)
     assert again.returncode == 0, again.stderr  # the recording's Ctrl-C is no Ctrl-C now
+
+
+def test_a_ctrl_c_that_a_tool_s_library_turns_into_its_own_error_cancels_the_run():
+    # it was the tool's observation, and the model went on to its answer as if no key was pressed
+    from harness import Agent, ScriptedModel
+    from harness.events import StopReason
+
+    def fetch(url):
+        """Fetch a page."""
+        try:
+            raise KeyboardInterrupt  # (as a Ctrl-C lands in a library's read)
+        except KeyboardInterrupt:
+            raise RuntimeError("connection aborted") from None
+
+    agent = Agent(prompt="Tools: $tools\nQuestion: $question\n", tools=[fetch])
+    record = agent.run("q", ScriptedModel(["Action: fetch(a)\n", "Final Answer: done\n"]))
+    assert record.stop_reason == StopReason.CANCELED and "connection aborted" not in record.transcript.text
