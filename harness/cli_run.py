@@ -26,7 +26,7 @@ def run(
         list[str],
         typer.Argument(
             metavar="SCENARIO...",
-            help="Scenario .toml files, names of shipped ones (see `harness list`), or folders (every *.toml with a question under them, but in hidden folders such as .venv).",
+            help="Scenario .toml files, names of shipped ones (see `harness list`), or folders (every scenario under them, except in hidden folders such as .venv).",
             autocompletion=_scenario_names,
         ),
     ],
@@ -81,7 +81,6 @@ def run_one(
     live: bool, delay: float | None, cost: bool, models: ModelOptions, peek: int | None,
 ) -> None:  # fmt: skip
     """`harness run SCENARIO`: the one run, shown and saved."""
-    from harness.expect import matches
     from harness.record import run_scenario
     from harness.scenario import load_scenario
     from harness.transcript import HEADER
@@ -94,8 +93,10 @@ def run_one(
     emit = listener(format, delay if delay is not None else 0.03 if live else 0.0, live_model is not None, not spec.use_stop)
     record = run_scenario(spec, emit, live_model, peek or 0, Path.cwd())
     tell_stderr(record, live_model)
-    if (matched := matches(spec, record.final_answer)) is not None:  # as a batch's summary says it (and --fail-on mismatch fails on)
-        typer.echo(f"expect: {'match' if matched else 'mismatch'}", err=True)
+    if (spec.expect, spec.expect_regex) != (None, None) and record.stop_reason != "canceled":  # as a batch's summary says it
+        from harness.expect import matches
+
+        typer.echo(f"expect: {'match' if matches(spec, record.final_answer) else 'mismatch'}", err=True)
     failed = failure(record, live_model, spec.interrupt is not None)  # a scenario's scripted interrupt is a demo, not a failure
     if target is not None:  # the scenario named relative to the saved file, which replay finds it by
         record = record.placed(target)
@@ -124,8 +125,8 @@ def agent(
     where old_str occurs once) and finish(message). STATUS is completed (finish was
     called), max_steps_exceeded, turns_exhausted (the turns ran out first) or canceled. A
     bad request prints {"error": {"code": ..., "message": ...}} (invalid_utf8,
-    invalid_json, not_an_object, unknown_op, invalid_field: an unknown field too, or a
-    workspace path the tools would refuse) and exits 2.
+    invalid_json, not_an_object, unknown_op, invalid_field: a misspelt field too, or a
+    workspace path the tools would refuse) and exits 2. Other fields are ignored.
     """
     from harness.protocol import BadRequest, answer, parse_request, scenario_for
     from harness.record import run_scenario

@@ -71,8 +71,12 @@ def parse_request(raw: bytes) -> dict[str, Any]:
         raise BadRequest("invalid_json", f"the request nests arrays and objects more than {MAX_NESTING} levels deep") from None
     if request.get("op") != "run_agent":
         raise BadRequest("unknown_op", f'op must be "run_agent", not {json.dumps(request.get("op"))}')
-    if unknown := sorted(set(request) - set(FIELDS)):  # a misspelt field would be a default, unsaid
-        raise BadRequest("invalid_field", f"unknown field {json.dumps(unknown[0])} (known: {', '.join(FIELDS)})")
+    if unknown := sorted(set(request) - set(FIELDS)):  # a client's own (an id) passes; one misspelt would be a default, unsaid
+        import difflib
+
+        for key in unknown:
+            if near := difflib.get_close_matches(key, FIELDS, 1):
+                raise BadRequest("invalid_field", f"unknown field {json.dumps(key)}: is it {near[0]}? (known: {', '.join(FIELDS)})")
     if (steps := _steps(request)) is None:
         raise BadRequest("invalid_field", f"max_steps must be a whole number, 0 or more, not {json.dumps(request['max_steps'])}")
     for key, kind, what in (("task", str, "a string"), ("workspace", dict, "an object mapping paths to strings"), ("model_turns", list, "a list")):

@@ -211,10 +211,12 @@ def test_a_starting_file_no_workspace_tool_could_name_is_refused_and_nothing_sav
     assert result.stderr.startswith("error: workspace: ") and not saved.exists()
 
 
-def test_a_misspelt_field_is_refused_never_left_to_its_default():
+def test_a_misspelt_field_is_refused_never_left_to_its_default_and_a_client_s_own_passes():
     result = call({"op": "run_agent", "task": "t", "max_step": 1})
     assert result.exit_code == 2
-    assert json.loads(result.stdout)["error"] == {"code": "invalid_field", "message": 'unknown field "max_step" (known: op, task, max_steps, workspace, model_turns)'}
+    said = 'unknown field "max_step": is it max_steps? (known: op, task, max_steps, workspace, model_turns)'
+    assert json.loads(result.stdout)["error"] == {"code": "invalid_field", "message": said}
+    assert run_ok(id=7, jsonrpc="2.0", version=1)["status"] == "turns_exhausted"
 
 
 def test_the_transcript_can_be_shown_and_replayed(tmp_path):
