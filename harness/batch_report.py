@@ -182,7 +182,7 @@ DOING = {  # what a run is doing, by the last thing heard: its start, or its mod
 class Progress:
     """The batch's progress on `out`: the bar on a terminal, else a line per finished run.
     `heard` comes from the runs' threads and only notes what it heard; lines are written
-    from the batch's own thread (`finished`, `tick`, `end`)."""
+    from the batch's own thread (`finished`, `say`, `tick`, `end`)."""
 
     def __init__(self, out: IO[str], total: int) -> None:
         self.out, self.total, self.done, self.bar = out, total, 0, out.isatty()

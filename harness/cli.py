@@ -45,7 +45,7 @@ class OneLineErrors(TyperGroup):
     def invoke(self, ctx: typer.Context) -> Any:
         try:
             return super().invoke(ctx)
-        except BaseException as e:  # a Ctrl-C, or an error made of one, which typer would end as 130 in silence
+        except BaseException as e:  # a Ctrl-C (typer would end it as 130 in silence), or an error made of one
             if made_of_ctrl_c(e):
                 raise typer.Abort() from None
             raise

@@ -1,7 +1,7 @@
 """Small domain errors. Library code raises these; only the CLI turns them into messages.
 
 Each error carries *where* the problem is (a file, a field, a line, an argument) so that
-the one-line message a user sees can name it.
+the one-line message a user sees can name it. `made_of_ctrl_c` tells a Ctrl-C inside any error.
 """
 
 from __future__ import annotations
