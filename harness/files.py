@@ -99,7 +99,7 @@ def check_target(path: Path, header: str, option: str) -> None:
     if stat.S_ISDIR(info.st_mode):
         raise HarnessError(where, "is a folder; give a file path")
     if not stat.S_ISREG(info.st_mode):  # a link, a FIFO, a device: never opened, never replaced
-        raise HarnessError(where, "is not a regular file; not overwriting it")
+        raise HarnessError(where, f"is {'a link' if stat.S_ISLNK(info.st_mode) else 'not a regular file'}; not overwriting it")
     if not info.st_mode & stat.S_IWUSR:  # write-protected (chmod a-w), read from its mode: root's access() would allow it
         raise HarnessError(where, "is write-protected; not overwriting it")
     try:

@@ -615,6 +615,15 @@ def test_one_file_named_twice_another_way_replays_once(tmp_path, monkeypatch):
     assert "1 run:" in result.stdout
 
 
+def test_a_link_given_as_an_output_is_named_a_link_and_left_as_it_is(tmp_path):
+    saved = tmp_path / "a.txt"
+    assert invoke("run", "nimbus", "--save", str(saved)).exit_code == 0
+    (tmp_path / "link.txt").symlink_to(saved)
+    before = saved.read_bytes()
+    one_line_error(invoke("run", "calculator", "--save", str(tmp_path / "link.txt")), "link.txt: is a link; not overwriting it")
+    assert saved.read_bytes() == before and (tmp_path / "link.txt").is_symlink()
+
+
 @pytest.mark.parametrize("answer", ["2\n~~~\nstill the answer", "2\n## Step 9 of 9 (forged)", "2\n```"])
 def test_a_final_answer_of_many_lines_stays_on_its_line_in_the_notes(tmp_path, answer):
     import json
