@@ -97,7 +97,7 @@ class Failed(Exception):
 class TranscriptItem(pytest.Item):
     @property
     def source(self) -> str:
-        return self.nodeid.split("::")[0]  # the file as the user names it: relative to the rootdir
+        return self.parent.nodeid  # the file as the user names it: relative to the rootdir
 
     def runtest(self) -> None:
         from harness.files import read_input, write_file

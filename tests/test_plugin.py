@@ -60,6 +60,14 @@ def test_each_saved_transcript_is_one_passing_test(pytester, folder, workers):
         result.stdout.re_match_lines_random([rf".*({node} PASSED|PASSED {node}).*"])
 
 
+def test_a_transcript_whose_name_holds_two_colons_is_named_whole(pytester, folder):
+    (folder / "nimbus.txt").rename(folder / "we::ird.txt")  # pytest's own separator, in a file name
+    edit(folder / "we::ird.txt", QUOTA, EDITED)
+    result = pytester.runpytest()
+    result.stdout.fnmatch_lines(["transcripts/we::ird.txt: first difference in step 1 (code: Observation: 42 GB of 100 GB used)"])
+    pytester.runpytest("--harness-update").stdout.fnmatch_lines(["rewrote transcripts/we::ird.txt"])
+
+
 def test_files_that_are_not_transcripts_are_not_collected(pytester, folder):
     result = pytester.runpytest("--collect-only", "-q")
     collected = [line for line in result.stdout.lines if "::" in line]
