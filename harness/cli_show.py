@@ -89,7 +89,9 @@ def step(
         if frame >= len(fs):
             raise HarnessError(f"--frame {frame}", f"this run has frames 0 to {len(fs) - 1}")
         if messages and not sent.chat:
-            raise HarnessError(f"{target}: --messages", "this run did not go through a chat endpoint: each call was sent the buffer as one text")
+            from harness.backends.messages import NOT_CHAT
+
+            raise HarnessError(f"{target}: --messages", NOT_CHAT)
         console = new_console()
         console.print(sent_view(console, fs, frame, sent) if messages else frame_view(fs, frame, console, stop_off))
     raise typer.Exit(failure(record, models.live))  # a live model that failed (said on stderr): exit 3 after the frames

@@ -9,6 +9,7 @@ llama.cpp's own server: tests/test_real_model.py.
 from __future__ import annotations
 
 import json
+from pathlib import Path
 
 import pytest
 from typer.testing import CliRunner
@@ -157,6 +158,10 @@ def test_show_messages_prints_what_each_call_of_a_chat_run_sent(tmp_path):
     assert invoke("run", "calculator", "--save", str(plain)).exit_code == 0
     refused = invoke("show", str(plain), "--messages")
     assert refused.exit_code == 2 and "did not go through a chat endpoint" in refused.stderr
+    proxied = next((Path(__file__).parent / "examples" / "proxy" / "cassettes").glob("*/run-001.txt"))  # a chat agent's, through the proxy
+    refused = invoke("show", str(proxied), "--messages")
+    assert refused.exit_code == 2 and "a proxy's cassette holds its messages in the buffer: show it without --messages" in refused.stderr
+    assert "[user]" in invoke("show", str(proxied)).stdout
 
 
 def test_every_buffer_splits_into_alternating_messages_that_join_back_into_it():

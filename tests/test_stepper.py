@@ -573,7 +573,7 @@ def test_step_frame_messages_prints_what_that_step_s_call_was_sent(tmp_path):
     first = invoke("step", str(saved), "--frame", "0", "--messages")
     assert first.exit_code == 0 and first.stdout.splitlines()[1].startswith("what was sent: no call wrote frame 0")
     plain = invoke("step", "nimbus", "--frame", "1", "--messages")
-    assert plain.exit_code == 2 and plain.stderr == "error: nimbus: --messages: this run did not go through a chat endpoint: each call was sent the buffer as one text\n"
+    assert plain.exit_code == 2 and plain.stderr == "error: nimbus: --messages: this run did not go through a chat endpoint: each call was sent the buffer as one text (a proxy's cassette holds its messages in the buffer: show it without --messages)\n"
     alone = invoke("step", str(saved), "--messages")
     assert alone.exit_code == 2 and alone.stderr == "error: --messages: goes with --frame K; while stepping, the m key shows them\n"
 

@@ -23,6 +23,7 @@ if TYPE_CHECKING:
     from harness.run_record import RunRecord
 
 ROLE = {Author.MODEL: "assistant", Author.CODE: "user", Author.DEVELOPER: "user"}
+NOT_CHAT = "this run did not go through a chat endpoint: each call was sent the buffer as one text (a proxy's cassette holds its messages in the buffer: show it without --messages)"
 
 
 def messages(spans: Iterable[Span]) -> list[dict[str, str]]:
@@ -57,7 +58,7 @@ def sent_text(record: RunRecord, source: str) -> str:
     from harness.escape import for_terminal
 
     if record.endpoint != "chat":
-        raise HarnessError(f"{source}: --messages", "this run did not go through a chat endpoint: each call was sent the buffer as one text")
+        raise HarnessError(f"{source}: --messages", NOT_CHAT)
     run, counts = sent_counts(record.transcript.spans)
     out = []
     for number, sent in enumerate((run[:n] for n in counts), 1):
