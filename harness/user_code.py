@@ -27,7 +27,7 @@ from pathlib import Path
 from typing import Any
 
 from harness import captured
-from harness.errors import HarnessError
+from harness.errors import HarnessError, made_of_ctrl_c
 from harness.files import resolved
 
 
@@ -40,9 +40,9 @@ def message(e: BaseException) -> str:
     """str(e), even when the exception's own __str__ fails or returns a hostile str."""
     try:
         return plain(str(e))
-    except KeyboardInterrupt:
-        raise
     except BaseException as inner:
+        if made_of_ctrl_c(inner):  # (as in every catch-all around user code: a Ctrl-C goes on as one)
+            raise KeyboardInterrupt from inner
         return f"(its message could not be shown: {name_of(type(inner))})"
 
 
@@ -187,9 +187,9 @@ def _contained(load: Callable[[], Any], module_name: str, field: str, missing: s
             return load()
         finally:
             captured.stop(call)
-    except KeyboardInterrupt:
-        raise
     except BaseException as e:
+        if made_of_ctrl_c(e):
+            raise KeyboardInterrupt from e
         if missing and isinstance(e, ModuleNotFoundError) and e.name and (module_name + ".").startswith(e.name + "."):
             raise HarnessError(field, missing) from None
         said = describe(e)
@@ -230,9 +230,9 @@ def tool_function(fn: Any, name: str | None, where: str) -> str:
         raise HarnessError(where, f"{shown} is an async function (async def); a tool is a plain function that returns its text")
     try:  # what a tool is made of (harness.tools.from_function): its parameters and its docstring
         inspect.signature(fn), inspect.getdoc(fn)
-    except KeyboardInterrupt:
-        raise
     except BaseException as e:  # a builtin whose parameters Python cannot read, a __doc__ that raises, ...
+        if made_of_ctrl_c(e):
+            raise KeyboardInterrupt from e
         raise HarnessError(where, f"{shown}: its parameters or docstring cannot be read ({describe(e)}); a tool is a plain function") from None
     rule = "a letter or _, then letters, digits, _"
     if name is not None:

@@ -49,3 +49,15 @@ def test_a_ctrl_c_that_a_tool_s_library_turns_into_its_own_error_cancels_the_run
     agent = Agent(prompt="Tools: $tools\nQuestion: $question\n", tools=[fetch])
     record = agent.run("q", ScriptedModel(["Action: fetch(a)\n", "Final Answer: done\n"]))
     assert record.stop_reason == StopReason.CANCELED and "connection aborted" not in record.transcript.text
+
+
+def test_a_ctrl_c_that_a_tool_module_s_import_turns_into_its_own_error_is_a_ctrl_c(tmp_path):
+    # it was "the module failed to import": in a batch, that one run "not run", the key press lost
+    import pytest
+
+    from harness import load_scenario, run_scenario
+
+    (tmp_path / "slow.py").write_text("try:\n    raise KeyboardInterrupt\nexcept KeyboardInterrupt:\n    raise RuntimeError('import cut short') from None\n", encoding="utf-8")
+    (tmp_path / "s.toml").write_text('question = "q"\ncompletions = ["Final Answer: 1"]\n[tools.slow]\npython = "slow:slow"\n', encoding="utf-8")
+    with pytest.raises(KeyboardInterrupt):
+        run_scenario(load_scenario(tmp_path / "s.toml"))
